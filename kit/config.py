@@ -1,0 +1,294 @@
+"""Evaluation configuration: one TOML file, ``MKB_...`` environment overrides and CLI overrides.
+
+Precedence (highest first): CLI overrides (``--timing.iterations 200``), environment
+(``MKB_TIMING__ITERATIONS=200``, ``__`` separates nesting levels), the TOML file given by ``--config``,
+then the defaults below.  Every section forbids unknown keys, so a misspelled ``[timing] warmupp`` fails
+with a :class:`ConfigError` naming the key and the file instead of being silently ignored.
+
+Relative paths inside a TOML file are resolved against the directory of that file; relative paths from
+the environment or the CLI are resolved against the current directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, CliSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings.exceptions import SettingsError
+
+#: MNN release the paper pins (MobileKernelBench §5) and its source tarball.
+MNN_VERSION = "3.2.2"
+MNN_TARBALL_URL = "https://github.com/alibaba/MNN/archive/refs/tags/3.2.2.tar.gz"
+#: Content digest of the unpacked 3.2.2 tree (``kit.mnn.source.tree_digest``: sha256 over sorted
+#: ``path\0sha256(file)`` lines, ``apps/`` excluded).  A downloaded tarball or a given ``source_dir`` is
+#: checked against it; GitHub's tarball bytes are not byte-stable, the tree content is.
+MNN_TREE_SHA256 = "TO_BE_COMPUTED"
+
+DEFAULT_CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", str(Path.home() / ".cache"))) / "mkb"
+
+
+class ConfigError(Exception):
+    """A configuration file, environment variable or CLI override is invalid.
+
+    The message names the offending key and where it came from; the CLI exits with code 2.
+    """
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RunSection(_Section):
+    """Where a run writes its records, logs and reports."""
+
+    dir: Path = Path("runs/default")
+
+
+class TasksSection(_Section):
+    """Which tasks of the suite to evaluate."""
+
+    dir: Path = Path("tasks")
+    split: Literal["train", "test", "all"] = "test"
+    #: evaluate only these task ids (empty: every task of the split)
+    ids: list[str] = Field(default_factory=list)
+
+
+class CandidateSource(_Section):
+    """One method's candidates: a directory ``<task_id>/<sample_id>/<files>`` or a JSONL file.
+
+    JSONL lines hold ``task_id``, ``sample_id`` and either ``response`` (raw LLM text) or ``files``
+    (``{"CPUArgMax.cpp": "..."}``).
+    """
+
+    method: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
+    path: Path
+
+
+class CandidatesSection(_Section):
+    sources: list[CandidateSource] = Field(default_factory=list)
+    #: also evaluate the ``native`` method (the tree's own files; the A/A calibration)
+    native: bool = False
+    #: largest accepted candidate file, bytes
+    max_file_bytes: int = Field(default=256 * 1024, gt=0)
+
+
+class MnnSection(_Section):
+    """The MNN tree candidates are compiled into."""
+
+    #: an existing MNN checkout; never modified (a private copy is made in the cache)
+    source_dir: Path | None = None
+    version: str = MNN_VERSION
+    tarball_url: str = MNN_TARBALL_URL
+    #: sha256 of the tarball bytes, when known; the unpacked tree is always checked against tree_sha256
+    tarball_sha256: str | None = None
+    tree_sha256: str = MNN_TREE_SHA256
+    #: refuse a source_dir whose content digest differs from tree_sha256 (set false for patched trees)
+    check_tree: bool = True
+    cache_dir: Path = DEFAULT_CACHE_DIR
+    #: ``mnn`` for a real MNN tree, ``fixture`` for the kit's small test engine
+    engine: Literal["mnn", "fixture"] = "mnn"
+    #: extra CMake arguments for configuring every workspace (and the native build)
+    cmake_args: list[str] = Field(default_factory=list)
+
+
+class BuildSection(_Section):
+    jobs: int = Field(default=max(1, os.cpu_count() or 1), ge=1)
+    timeout_s: float = Field(default=1200.0, gt=0)
+    ccache: bool = True
+
+
+class VerifySection(_Section):
+    #: seeded input sets per task (>= 5 for scoring runs)
+    trials: int = Field(default=5, ge=1)
+    seed: int = 0
+    convert_timeout_s: float = Field(default=120.0, gt=0)
+    run_timeout_s: float = Field(default=60.0, gt=0)
+
+
+class TimingSection(_Section):
+    enabled: bool = True
+    threads: int = Field(default=1, ge=1)
+    #: MNN BackendConfig precision; ``high`` is fp32 on CPU
+    precision: Literal["high", "normal", "low"] = "high"
+    warmup: int = Field(default=10, ge=0)
+    #: timed iterations per round and side
+    iterations: int = Field(default=100, ge=1)
+    #: interleaved rounds (native, candidate, native, candidate, ...)
+    rounds: int = Field(default=3, ge=1)
+    #: bootstrap resamples for the speedup's 95 % CI
+    bootstrap: int = Field(default=1000, ge=100)
+    timeout_s: float = Field(default=300.0, gt=0)
+
+
+class DispatchSection(_Section):
+    #: ``serial``: one worker in this process; ``processes``: local worker processes; ``ray``: Ray
+    mode: Literal["serial", "processes", "ray"] = "serial"
+    workers: int = Field(default=1, ge=1)
+    #: Ray cluster address (``ray://host:10001`` or ``auto``); None starts an embedded local Ray
+    address: str | None = None
+    #: custom Ray resource that marks timing nodes (e.g. ``aarch64``); None: any node
+    timing_resource: str | None = None
+    max_retries: int = Field(default=2, ge=0)
+
+
+class ReportSection(_Section):
+    #: thresholds p of fast_p (paper §5.1)
+    fast_p: list[float] = Field(default_factory=lambda: [0.0, 0.5, 1.0, 1.5, 2.0])
+
+
+class EvalConfig(BaseSettings):
+    """The whole configuration of one evaluation run (see module docstring for sources)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="MKB_", env_nested_delimiter="__", extra="forbid", frozen=True, nested_model_default_partial_update=True
+    )
+
+    run: RunSection = RunSection()
+    tasks: TasksSection = TasksSection()
+    candidates: CandidatesSection = CandidatesSection()
+    mnn: MnnSection = MnnSection()
+    build: BuildSection = BuildSection()
+    verify: VerifySection = VerifySection()
+    timing: TimingSection = TimingSection()
+    dispatch: DispatchSection = DispatchSection()
+    report: ReportSection = ReportSection()
+
+    @model_validator(mode="after")
+    def _check(self) -> EvalConfig:
+        methods = [s.method for s in self.candidates.sources]
+        dupes = sorted({m for m in methods if methods.count(m) > 1})
+        if dupes:
+            raise ValueError(f"candidates.sources: method names must be unique, repeated: {dupes}")
+        if "native" in methods:
+            raise ValueError("candidates.sources: 'native' is reserved; set candidates.native = true instead")
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        cli = _CLI_ARGS.get("args")
+        sources: list[PydanticBaseSettingsSource] = []
+        if cli:
+            sources.append(
+                CliSettingsSource(settings_cls, cli_parse_args=list(cli), cli_exit_on_error=False, cli_prog_name="mkb")
+            )
+        # init_settings carries the TOML file's content: lowest priority after the environment.
+        sources += [env_settings, init_settings]
+        return tuple(sources)
+
+    def digest(self) -> str:
+        """sha256 (hex, 16 chars) of everything that changes a job's result.
+
+        Covers the MNN version/tarball/engine/CMake arguments, build timeout, verification and timing
+        settings.  Paths, worker counts and report settings are excluded, so a run can be resumed
+        with another number of workers or from another directory.
+        """
+        payload = {
+            "mnn": self.mnn.model_dump(mode="json", include={"version", "tree_sha256", "engine", "cmake_args"}),
+            "build": {"timeout_s": self.build.timeout_s},
+            "verify": self.verify.model_dump(mode="json"),
+            "timing": self.timing.model_dump(mode="json"),
+        }
+        blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+# CliSettingsSource needs the override list while pydantic builds the settings object; a module-level
+# slot set only inside load_config() keeps EvalConfig() itself free of argv parsing.
+_CLI_ARGS: dict[str, Sequence[str]] = {}
+
+_PATH_FIELDS = {("run", "dir"), ("tasks", "dir"), ("mnn", "source_dir"), ("mnn", "cache_dir")}
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        raise ConfigError(f"config file not found: {path}")
+    if not path.is_file():
+        raise ConfigError(f"config path is not a file: {path}")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text: {exc}") from exc
+    base = path.resolve().parent
+    for section, key in _PATH_FIELDS:
+        sec = data.get(section)
+        if isinstance(sec, dict) and isinstance(sec.get(key), str):
+            sec[key] = str(_resolve(base, sec[key]))
+    cands = data.get("candidates")
+    if isinstance(cands, dict) and isinstance(cands.get("sources"), list):
+        for src in cands["sources"]:
+            if isinstance(src, dict) and isinstance(src.get("path"), str):
+                src["path"] = str(_resolve(base, src["path"]))
+    return data
+
+
+def _resolve(base: Path, value: str) -> Path:
+    p = Path(value).expanduser()
+    return p if p.is_absolute() else (base / p)
+
+
+def _origin(loc: tuple[Any, ...], toml_data: Mapping[str, Any], path: Path | None, cli: Sequence[str]) -> str:
+    node: Any = toml_data
+    for part in loc:
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            node = None
+            break
+    if node is not None and path is not None:
+        return f"in {path}"
+    env_name = "MKB_" + "__".join(str(p).upper() for p in loc)
+    if env_name in os.environ:
+        return f"from environment variable {env_name}"
+    dotted = ".".join(str(p) for p in loc)
+    if any(a.lstrip("-").split("=")[0] == dotted for a in cli):
+        return "from the command line"
+    return f"in {path}" if path is not None else "(defaults/environment)"
+
+
+def load_config(path: Path | str | None = None, overrides: Sequence[str] = ()) -> EvalConfig:
+    """Load an :class:`EvalConfig` from ``path`` (TOML), the ``MKB_`` environment and ``overrides``.
+
+    ``overrides`` are CLI tokens such as ``["--timing.iterations", "200"]``.
+
+    Raises:
+        ConfigError: missing/unreadable file, invalid TOML, an unknown key at any nesting level, a value of
+            the wrong type, or an unknown CLI override.  The message names the key and its origin.
+    """
+    p = Path(path) if path is not None else None
+    data = _read_toml(p) if p is not None else {}
+    _CLI_ARGS["args"] = list(overrides)
+    try:
+        return EvalConfig(**data)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            loc = tuple(err["loc"])
+            dotted = ".".join(str(x) for x in loc) or "(top level)"
+            where = _origin(loc, data, p, overrides)
+            if err["type"] == "extra_forbidden":
+                lines.append(f"unknown key '{dotted}' {where}")
+            else:
+                lines.append(f"invalid value for '{dotted}' {where}: {err['msg']} (got {err.get('input')!r})")
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines)) from None
+    except SettingsError as exc:
+        raise ConfigError(f"invalid configuration override: {exc}") from None
+    finally:
+        _CLI_ARGS.pop("args", None)

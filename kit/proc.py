@@ -1,0 +1,177 @@
+"""The kit's only subprocess runner.
+
+Every external command (cmake, ninja, g++, MNNConvert, the runner, register.py) goes through :func:`run`:
+an argv list (never a shell string), an explicit environment, a new process group, a timeout that sends
+SIGTERM then SIGKILL to the whole group, optional rlimits, and captured, truncated logs.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: environment variables passed through by default (everything else must be given explicitly)
+BASE_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "CCACHE_DIR", "CCACHE_BASEDIR", "CCACHE_NOHASHDIR")
+
+
+@dataclass(frozen=True)
+class ProcResult:
+    """Result of one command.
+
+    ``returncode`` is the exit status, or ``-N`` when killed by signal N (then ``signal == N``).
+    ``stdout``/``stderr`` are decoded (UTF-8, replacement) and truncated to ``log_limit`` bytes each,
+    keeping the head and the tail.  ``wall_s`` is wall-clock seconds.
+    """
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    wall_s: float
+    timed_out: bool = False
+    signal: int | None = None
+    truncated: bool = False
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    @property
+    def output(self) -> str:
+        return self.stdout + ("\n" if self.stdout and self.stderr else "") + self.stderr
+
+
+def base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A minimal environment: :data:`BASE_ENV_KEYS` from ours, then ``extra`` on top."""
+    env = {k: os.environ[k] for k in BASE_ENV_KEYS if k in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.setdefault("LANG", "C.UTF-8")
+    if extra:
+        env.update(extra)
+    return env
+
+
+def _truncate(data: bytes, limit: int) -> tuple[str, bool]:
+    if len(data) <= limit:
+        return data.decode("utf-8", "replace"), False
+    head = data[: limit // 4]
+    tail = data[-(limit - limit // 4) :]
+    cut = len(data) - len(head) - len(tail)
+    return (
+        head.decode("utf-8", "replace") + f"\n[... {cut} bytes cut ...]\n" + tail.decode("utf-8", "replace"),
+        True,
+    )
+
+
+def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=grace_s)
+            # the leader is gone; members of the group may remain: kill them too
+        except subprocess.TimeoutExpired:
+            continue
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def run(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float | None = None,
+    stdin_bytes: bytes | None = None,
+    log_limit: int = 256 * 1024,
+    memory_limit_bytes: int | None = None,
+    cpu_limit_s: int | None = None,
+    grace_s: float = 3.0,
+) -> ProcResult:
+    """Run ``argv`` and wait for it.
+
+    Args:
+        argv: program and arguments; the program is looked up on ``env['PATH']``.
+        cwd: working directory (a scratch dir for untrusted programs).
+        env: the complete environment; default :func:`base_env`.
+        timeout_s: wall-clock limit in seconds; on expiry the process group gets SIGTERM, then SIGKILL
+            after ``grace_s`` seconds.
+        memory_limit_bytes / cpu_limit_s: RLIMIT_AS / RLIMIT_CPU for the child.
+        log_limit: bytes kept of each of stdout and stderr.
+
+    Raises:
+        FileNotFoundError: the program does not exist (nothing else is raised for a failing child).
+    """
+    args = [os.fspath(a) for a in argv]
+    environment = dict(env) if env is not None else base_env()
+
+    def _preexec() -> None:
+        if memory_limit_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_limit_bytes, memory_limit_bytes))
+        if cpu_limit_s is not None:
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu_limit_s, cpu_limit_s + 5))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        args,
+        cwd=os.fspath(cwd) if cwd is not None else None,
+        env=environment,
+        stdin=subprocess.PIPE if stdin_bytes is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=_preexec,
+    )
+    timed_out = False
+    try:
+        out, err = proc.communicate(input=stdin_bytes, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc, grace_s)
+        out, err = proc.communicate()
+    except BaseException:
+        _kill_group(proc, grace_s)
+        proc.communicate()
+        raise
+    else:
+        # the leader exited; make sure nothing it forked lingers in its group
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    wall = time.monotonic() - start
+    rc = proc.returncode
+    sig = -rc if rc is not None and rc < 0 else None
+    so, t1 = _truncate(out or b"", log_limit)
+    se, t2 = _truncate(err or b"", log_limit)
+    return ProcResult(
+        argv=tuple(args),
+        returncode=rc if rc is not None else -9,
+        stdout=so,
+        stderr=se,
+        wall_s=wall,
+        timed_out=timed_out,
+        signal=sig,
+        truncated=t1 or t2,
+    )
+
+
+def which(program: str, env: Mapping[str, str] | None = None) -> Path | None:
+    """Locate ``program`` on ``env['PATH']`` (or ours)."""
+    import shutil
+
+    path = (env or os.environ).get("PATH")
+    found = shutil.which(program, path=path)
+    return Path(found) if found else None

@@ -1,0 +1,149 @@
+"""The one result of a job: :class:`Record`, with :class:`Status` and :class:`ErrorKind`.
+
+Every job yields exactly one record, failures included.  Records are frozen, carry the schema version
+and the config digest, and put units into field names (``native_ms``, ``max_abs_err``).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+
+class Status(enum.StrEnum):
+    """Outcome of a job; stages are kept apart (design: "Rules of the house")."""
+
+    OK = "ok"
+    REJECTED_INPUT = "rejected_input"  # candidate files refused before any build (allowlist, parse, size)
+    COMPILE_ERROR = "compile_error"  # build finished with errors (compiler or linker)
+    COMPILE_TIMEOUT = "compile_timeout"  # build killed at build.timeout_s
+    VERIFY_MISMATCH = "verify_mismatch"  # ran, but outputs differ from ONNX Runtime (or convert produced a wrong graph)
+    RUNTIME_CRASH = "runtime_crash"  # converter or runner died (signal or abort) or reported an error
+    RUNTIME_TIMEOUT = "runtime_timeout"  # converter or runner killed at its timeout
+    TIMING_FAILED = "timing_failed"  # correct, but the timing runs failed or gave no samples
+    WORKER_LOST = "worker_lost"  # the worker died on every retry (dispatch)
+    HARNESS_ERROR = "harness_error"  # a fault of the kit or the machine, not of the candidate
+
+
+#: statuses where the build finished (the numerator of CSR, paper §5.1)
+COMPILED = frozenset({Status.OK, Status.VERIFY_MISMATCH, Status.RUNTIME_CRASH, Status.RUNTIME_TIMEOUT, Status.TIMING_FAILED})
+#: statuses that count as functionally correct (the numerator of FCR)
+CORRECT = frozenset({Status.OK, Status.TIMING_FAILED})
+
+
+class ErrorKind(enum.StrEnum):
+    """Finer reason inside a status."""
+
+    NONE = "none"
+    PARSE = "parse"  # no code blocks / no file names in the response
+    ALLOWLIST = "allowlist"  # file name not allowed for this task, path traversal
+    MISSING_FILE = "missing_file"  # a required file (e.g. the .cpp) is absent
+    FILE_TOO_LARGE = "file_too_large"
+    NOT_UTF8 = "not_utf8"
+    MISSING_SYMBOL = "missing_symbol"  # a public symbol the rest of MNN uses was removed
+    COMPILER = "compiler"
+    LINKER = "linker"
+    CONVERT = "convert"  # MNNConvert failed ("Converted Failed!", no output, crash)
+    GRAPH = "graph"  # converted model's inputs/outputs differ from the task
+    SHAPE = "shape"
+    DTYPE = "dtype"
+    NAN = "nan"  # NaN/Inf where the reference has none
+    VALUE = "value"  # allclose failed
+    SIGNAL = "signal"
+    EXIT_CODE = "exit_code"
+    TIMEOUT = "timeout"
+    NO_NATIVE = "no_native"  # native baseline unavailable for timing
+    INTERNAL = "internal"
+
+
+class Diagnostic(BaseModel):
+    """One compiler/linker message (GCC/Clang format ``file:line:col: severity: message``)."""
+
+    model_config = ConfigDict(frozen=True)
+    file: str
+    line: int | None = None
+    column: int | None = None
+    severity: str  # error | warning | note | fatal error | linker
+    message: str
+    context: str = ""  # source/caret lines that followed the message
+
+
+class Trial(BaseModel):
+    """One seeded verification trial."""
+
+    model_config = ConfigDict(frozen=True)
+    seed: int
+    ok: bool
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    reason: str = ""
+
+
+class Record(BaseModel):
+    """The one result of a job.
+
+    Times are milliseconds of the task's target MNN op types per inference (sum over those op types),
+    ``speedup = native_ms / candidate_ms`` (medians over all timed iterations of all rounds), with a
+    bootstrap 95 % CI.  ``*_samples_ms`` are the raw per-iteration samples.
+    """
+
+    model_config = ConfigDict(frozen=True, use_enum_values=False)
+
+    schema_version: int = SCHEMA_VERSION
+    job_id: str
+    method: str
+    task_id: str
+    sample_id: str
+    candidate_sha256: str
+    config_digest: str
+    category: str = ""
+    op_type: str = ""
+    mechanism: str = ""
+    split: str = ""
+
+    status: Status
+    error_kind: ErrorKind = ErrorKind.NONE
+    error_message: str = ""
+    signal: int | None = None  # signal number when a process died by signal
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+    build_log_tail: str = ""
+
+    build_s: float | None = None
+    trials: list[Trial] = Field(default_factory=list)
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+
+    native_ms: float | None = None
+    candidate_ms: float | None = None
+    speedup: float | None = None
+    speedup_ci_low: float | None = None
+    speedup_ci_high: float | None = None
+    native_samples_ms: list[float] = Field(default_factory=list)
+    candidate_samples_ms: list[float] = Field(default_factory=list)
+    timing_threads: int | None = None
+    timing_precision: str = ""
+    timing_emulated: bool = False  # measured under qemu: never scored as a speedup
+
+    arch: str = ""
+    host: str = ""
+    worker: str = ""
+    mnn_version: str = ""
+    attempts: int = 1
+    started_at: str = ""  # ISO-8601 UTC
+    wall_s: float | None = None
+
+    @property
+    def compiled(self) -> bool:
+        return self.status in COMPILED
+
+    @property
+    def correct(self) -> bool:
+        return self.status in CORRECT
+
+    def to_row(self) -> dict[str, Any]:
+        """A flat-ish dict for Parquet (enums as strings, nested lists of structs kept)."""
+        return self.model_dump(mode="json")

@@ -1,0 +1,223 @@
+"""The task suite: schema of ``tasks/<category>/<task_id>/task.toml``, loading, validation and splits.
+
+A task folder holds ``task.toml`` (this schema), ``model.py`` (KernelBench format: ``Model``,
+``get_inputs``, ``get_init_inputs``) and ``model.onnx`` (opset 20, exactly one node of ``op_type``).
+``tasks/manifest.json`` lists every task with the sha256 of each of its files and the split.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import tomllib
+from functools import cached_property
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+#: the 12 categories of the paper's Table 3, in its order
+CATEGORIES: tuple[str, ...] = (
+    "unary",
+    "binary",
+    "trigonometry",
+    "activation",
+    "normalization",
+    "pooling",
+    "convolution",
+    "matrix",
+    "reduction",
+    "tensor",
+    "logic",
+    "others",
+)
+
+Mechanism = Literal["atomic", "geometric", "composite"]
+DType = Literal["float32", "int32", "int64", "bool"]
+
+
+class TaskError(Exception):
+    """A task folder or the manifest is invalid; the message names the file and the field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TensorSpec(_Strict):
+    """A graph input or output.
+
+    Inputs are drawn per trial from ``distribution`` with a seeded generator:
+    ``uniform`` floats in [low, high); ``normal`` with mean ``low`` and std ``high``; ``integers`` in
+    [low, high] inclusive; ``bool`` fair coin; ``positive`` uniform in [low, high) with low > 0 enforced.
+    """
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    shape: list[int]
+    dtype: DType = "float32"
+    distribution: Literal["uniform", "normal", "integers", "bool", "positive"] = "uniform"
+    low: float = -1.0
+    high: float = 1.0
+
+    @field_validator("shape")
+    @classmethod
+    def _positive(cls, v: list[int]) -> list[int]:
+        if any(d <= 0 for d in v):
+            raise ValueError("every dimension must be > 0")
+        return v
+
+
+class Tolerance(_Strict):
+    """Element-wise check ``|out - ref| <= atol + rtol * |ref|`` (numpy.allclose semantics)."""
+
+    atol: float = Field(default=1e-4, ge=0)
+    rtol: float = Field(default=1e-4, ge=0)
+
+
+class MnnTarget(_Strict):
+    """Where a candidate goes in the MNN tree (paths relative to the MNN root, POSIX)."""
+
+    #: existing files a candidate may replace (by basename); the first .cpp is the main one
+    files: list[str] = Field(default_factory=list)
+    #: globs (relative to the MNN root) for new files a candidate may add, e.g.
+    #: ``tools/converter/source/optimizer/onnxextra/Onnx*.cpp``
+    new_files: list[str] = Field(default_factory=list)
+    #: public symbols of the replaced files that the rest of MNN uses; a candidate must keep them
+    keep_symbols: list[str] = Field(default_factory=list)
+
+    @field_validator("files", "new_files")
+    @classmethod
+    def _relative(cls, v: list[str]) -> list[str]:
+        for p in v:
+            pp = PurePosixPath(p)
+            if pp.is_absolute() or ".." in pp.parts:
+                raise ValueError(f"path must be relative inside the MNN tree: {p!r}")
+        return v
+
+
+class Task(_Strict):
+    """One benchmark problem (see module docstring)."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_]*$")
+    category: Literal[CATEGORIES]  # type: ignore[valid-type]
+    op_type: str
+    opset: int = 20
+    mechanism: Mechanism
+    split: Literal["train", "test"]
+    description: str = ""
+    #: MNN runtime op types whose summed time is the task's op time; ["*"] = every op of the model
+    mnn_op_types: list[str] = Field(min_length=1)
+    tolerance: Tolerance = Tolerance()
+    inputs: list[TensorSpec] = Field(min_length=1)
+    outputs: list[TensorSpec] = Field(min_length=1)
+    mnn: MnnTarget = MnnTarget()
+
+    #: folder of the task (set by the loader, not in the TOML)
+    path: Path | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="after")
+    def _check(self) -> Task:
+        names = [t.name for t in self.inputs] + [t.name for t in self.outputs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"input/output names must be unique: {names}")
+        if not self.mnn.files and not self.mnn.new_files:
+            raise ValueError("mnn.files and mnn.new_files are both empty: a candidate could place no file")
+        return self
+
+    @property
+    def onnx_path(self) -> Path:
+        assert self.path is not None
+        return self.path / "model.onnx"
+
+    @property
+    def model_py_path(self) -> Path:
+        assert self.path is not None
+        return self.path / "model.py"
+
+    @cached_property
+    def allowed_names(self) -> dict[str, str]:
+        """Basename → MNN-relative path of every replaceable file."""
+        return {PurePosixPath(p).name: p for p in self.mnn.files}
+
+    def place(self, basename: str) -> str | None:
+        """MNN-relative path where a candidate file named ``basename`` goes, or None if not allowed."""
+        if basename in self.allowed_names:
+            return self.allowed_names[basename]
+        for pattern in self.mnn.new_files:
+            pp = PurePosixPath(pattern)
+            if fnmatch.fnmatchcase(basename, pp.name):
+                return str(pp.parent / basename)
+        return None
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def load_task(folder: Path) -> Task:
+    """Load and validate ``folder/task.toml``; ``model.py`` and ``model.onnx`` must exist.
+
+    Raises:
+        TaskError: missing file, invalid TOML, or a schema violation (the message names file and field).
+    """
+    toml_path = folder / "task.toml"
+    if not toml_path.is_file():
+        raise TaskError(f"{toml_path}: missing")
+    try:
+        data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise TaskError(f"{toml_path}: invalid TOML: {exc}") from exc
+    try:
+        task = Task(**data, path=folder)
+    except ValidationError as exc:
+        msgs = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise TaskError(f"{toml_path}: {msgs}") from None
+    if task.id != folder.name:
+        raise TaskError(f"{toml_path}: id {task.id!r} differs from its folder name {folder.name!r}")
+    if task.category != folder.parent.name:
+        raise TaskError(f"{toml_path}: category {task.category!r} differs from its parent folder {folder.parent.name!r}")
+    for name in ("model.py", "model.onnx"):
+        if not (folder / name).is_file():
+            raise TaskError(f"{folder / name}: missing")
+    return task
+
+
+def load_suite(tasks_dir: Path, split: str = "all", ids: list[str] | None = None) -> list[Task]:
+    """All tasks under ``tasks_dir`` (``<category>/<task_id>/``), filtered by split and ids, sorted by id.
+
+    Raises:
+        TaskError: an invalid task, duplicate ids, or an id in ``ids`` that does not exist.
+    """
+    if not tasks_dir.is_dir():
+        raise TaskError(f"{tasks_dir}: task directory not found")
+    tasks: dict[str, Task] = {}
+    for toml_path in sorted(tasks_dir.glob("*/*/task.toml")):
+        t = load_task(toml_path.parent)
+        if t.id in tasks:
+            raise TaskError(f"{toml_path}: duplicate task id {t.id!r} (also in {tasks[t.id].path})")
+        tasks[t.id] = t
+    if ids:
+        unknown = sorted(set(ids) - set(tasks))
+        if unknown:
+            raise TaskError(f"tasks.ids: unknown task ids {unknown} in {tasks_dir}")
+        selected = [tasks[i] for i in ids]
+    else:
+        selected = list(tasks.values())
+    if split != "all":
+        selected = [t for t in selected if t.split == split]
+    return sorted(selected, key=lambda t: t.id)
+
+
+def read_manifest(tasks_dir: Path) -> dict:
+    path = tasks_dir / "manifest.json"
+    if not path.is_file():
+        raise TaskError(f"{path}: missing")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise TaskError(f"{path}: invalid JSON: {exc}") from exc
