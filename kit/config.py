@@ -29,7 +29,7 @@ MNN_TARBALL_URL = "https://github.com/alibaba/MNN/archive/refs/tags/3.2.2.tar.gz
 #: Content digest of the unpacked 3.2.2 tree (``kit.mnn.source.tree_digest``: sha256 over sorted
 #: ``path\0sha256(file)`` lines, ``apps/`` excluded).  A downloaded tarball or a given ``source_dir`` is
 #: checked against it; GitHub's tarball bytes are not byte-stable, the tree content is.
-MNN_TREE_SHA256 = "TO_BE_COMPUTED"
+MNN_TREE_SHA256 = "89ff82664efb30d27bfa9d388bfd130a1a783a414014766e51e2519a074874e5"
 
 DEFAULT_CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", str(Path.home() / ".cache"))) / "mkb"
 
@@ -239,7 +239,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 def _resolve(base: Path, value: str) -> Path:
     p = Path(value).expanduser()
-    return p if p.is_absolute() else (base / p)
+    return Path(os.path.normpath(p if p.is_absolute() else (base / p)))
 
 
 def _origin(loc: tuple[Any, ...], toml_data: Mapping[str, Any], path: Path | None, cli: Sequence[str]) -> str:

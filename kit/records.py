@@ -127,6 +127,7 @@ class Record(BaseModel):
     timing_threads: int | None = None
     timing_precision: str = ""
     timing_emulated: bool = False  # measured under qemu: never scored as a speedup
+    timing_basis: str = ""  # "op": target op types; "model": whole forward (sides ran different op types)
 
     arch: str = ""
     host: str = ""

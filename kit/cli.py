@@ -1,0 +1,184 @@
+"""``mkb``: the kit's command line.
+
+    mkb eval --config cfg.toml [--timing.iterations 200 ...]   evaluate every candidate of the config
+    mkb check --task ID --files A.hpp A.cpp | --response R.md   one candidate, JSON verdict on stdout
+    mkb calibrate --config cfg.toml                             the native method on a split (A/A noise floor)
+    mkb tasks list|generate|audit                               the task suite
+    mkb prompts --config cfg.toml --out DIR                     the initial prompt of every task
+    mkb merge RUN_DIR / mkb report RUN_DIR [RUN_DIR ...]        tables and reports
+
+Options after the command's own ones are configuration overrides in dotted form, parsed by
+pydantic-settings (``--verify.trials 3``).  Exit codes: 0 success, 1 failures found (audit, check of a bad
+candidate), 2 invalid configuration or usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from kit.config import ConfigError, EvalConfig, load_config
+
+
+def _config(args: argparse.Namespace, rest: Sequence[str]) -> EvalConfig:
+    return load_config(args.config, rest)
+
+
+def _add_config(p: argparse.ArgumentParser, required: bool = False) -> None:
+    p.add_argument("--config", type=Path, required=required, help="TOML config file (see configs/)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="mkb", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("eval", help="evaluate all candidates of a config (resumable)")
+    _add_config(p, required=True)
+
+    p = sub.add_parser("check", help="evaluate one candidate and print a JSON verdict")
+    _add_config(p)
+    p.add_argument("--task", required=True, help="task id")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--files", nargs="+", type=Path, help="candidate files (basenames must be allowed by the task)")
+    g.add_argument("--response", type=Path, help="a raw LLM response (code blocks whose first line names the file)")
+
+    p = sub.add_parser("calibrate", help="run the native method on every task of the split")
+    _add_config(p, required=True)
+
+    p = sub.add_parser("tasks", help="the task suite")
+    tsub = p.add_subparsers(dest="tasks_cmd", required=True)
+    q = tsub.add_parser("list", help="list tasks")
+    q.add_argument("--dir", type=Path, default=Path("tasks"))
+    q.add_argument("--split", choices=["train", "test", "all"], default="all")
+    q.add_argument("--category", default=None)
+    q = tsub.add_parser("generate", help="(re)generate every task folder and the manifest")
+    q.add_argument("--dir", type=Path, default=Path("tasks"))
+    q = tsub.add_parser("audit", help="audit every task (needs the tasks extra: torch)")
+    q.add_argument("--dir", type=Path, default=Path("tasks"))
+    q.add_argument("--ids", nargs="*", default=None)
+    q.add_argument("--no-native", action="store_true", help="skip the native MNN (PyPI wheel) check")
+    q.add_argument("--no-torch", action="store_true", help="skip the PyTorch fidelity check")
+
+    p = sub.add_parser("prompts", help="write the initial prompt of every task (JSONL + one file per task)")
+    _add_config(p)
+    p.add_argument("--out", type=Path, required=True)
+
+    p = sub.add_parser("merge", help="merge a run's shards into results.parquet")
+    p.add_argument("run_dir", type=Path)
+
+    p = sub.add_parser("report", help="HTML/Markdown/JSON/CSV report of one or more runs")
+    p.add_argument("run_dirs", type=Path, nargs="+")
+    p.add_argument("--out", type=Path, default=None, help="output folder (default: <first run>/report)")
+    p.add_argument("--tasks-dir", type=Path, default=Path("tasks"))
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = build_parser()
+    args, rest = ap.parse_known_args(argv)
+    takes_overrides = args.cmd in ("eval", "check", "calibrate", "prompts")
+    if rest and not takes_overrides:
+        ap.error(f"unrecognized arguments: {' '.join(rest)}")
+    try:
+        return _dispatch(args, rest)
+    except ConfigError as exc:
+        print(f"mkb: {exc}", file=sys.stderr)
+        return 2
+
+
+def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
+    from kit.tasks import TaskError
+
+    try:
+        if args.cmd == "eval":
+            cfg = _config(args, rest)
+            from kit.evaluate import evaluate
+
+            return evaluate(cfg)
+        if args.cmd == "check":
+            cfg = _config(args, rest)
+            from kit.evaluate import check
+
+            verdict = check(cfg, args.task, files=args.files, response=args.response)
+            print(json.dumps(verdict, indent=2))
+            return 0 if verdict["status"] == "ok" else 1
+        if args.cmd == "calibrate":
+            cfg = _config(args, rest)
+            from kit.evaluate import calibrate
+
+            return calibrate(cfg)
+        if args.cmd == "tasks":
+            return _tasks(args)
+        if args.cmd == "prompts":
+            from kit.prompts import write_prompts
+            from kit.tasks import load_suite
+
+            cfg = _config(args, rest)
+            if cfg.mnn.source_dir is None:
+                raise ConfigError("mnn.source_dir: prompts read MNN headers from a tree; set it (or MKB_MNN__SOURCE_DIR)")
+            tasks = load_suite(cfg.tasks.dir, cfg.tasks.split, cfg.tasks.ids or None)
+            write_prompts(tasks, cfg.mnn.source_dir, args.out)
+            print(f"wrote {len(tasks)} prompts to {args.out}")
+            return 0
+        if args.cmd == "merge":
+            from kit.shards import merge
+
+            print(merge(args.run_dir))
+            return 0
+        if args.cmd == "report":
+            from kit.report import build_report
+            from kit.tasks import load_suite
+
+            out = args.out or (args.run_dirs[0] / "report")
+            paths = build_report(list(args.run_dirs), out, load_suite(args.tasks_dir))
+            print(paths)
+            return 0
+    except TaskError as exc:
+        print(f"mkb: {exc}", file=sys.stderr)
+        return 2
+    raise AssertionError(args.cmd)
+
+
+def _tasks(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from kit.tasks import load_suite
+
+    if args.tasks_cmd == "generate":
+        from kit.suite import generate
+
+        generate(args.dir)
+        print(f"generated the task suite in {args.dir}")
+        return 0
+    if args.tasks_cmd == "list":
+        tasks = load_suite(args.dir, args.split)
+        if args.category:
+            tasks = [t for t in tasks if t.category == args.category]
+        table = Table(title=f"{len(tasks)} tasks (split: {args.split})")
+        for col in ("id", "category", "op_type", "mechanism", "split", "inputs"):
+            table.add_column(col)
+        for t in tasks:
+            shapes = ", ".join(f"{i.name}{list(i.shape)}:{i.dtype}" for i in t.inputs)
+            table.add_row(t.id, t.category, t.op_type, t.mechanism, t.split, shapes)
+        Console(width=200).print(table)
+        return 0
+    if args.tasks_cmd == "audit":
+        from kit.audit import audit, failed, print_audit, write_calibration
+
+        df = audit(args.dir, ids=args.ids or None, native=not args.no_native, torch_check=not args.no_torch)
+        write_calibration(df, args.dir)
+        print_audit(df)
+        bad = failed(df)
+        if bad:
+            print(f"audit: {len(bad)} task(s) fail a check: {', '.join(bad)}", file=sys.stderr)
+            return 1
+        return 0
+    raise AssertionError(args.tasks_cmd)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

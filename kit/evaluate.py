@@ -1,0 +1,260 @@
+"""The three evaluation commands on one host: ``evaluate`` (mkb eval), ``check`` (mkb check) and
+``calibrate`` (mkb calibrate).
+
+Setup (pristine tree, native baseline, a workspace per worker) is done once and cached; jobs already
+recorded in the run directory are skipped, so a killed run is resumed by running the same command again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from kit import candidates as kcand
+from kit.config import EvalConfig
+from kit.mnn import build as mbuild
+from kit.mnn.native import ensure_native, native_meta
+from kit.mnn.source import Pristine, ensure_pristine
+from kit.mnn.workspace import open_workspace
+from kit.pipeline import Job, Worker, run_job
+from kit.records import Record, Status
+from kit.tasks import Task, load_suite
+
+log = logging.getLogger("kit")
+
+
+def workspace_base(cfg: EvalConfig, pristine: Pristine) -> Path:
+    return cfg.mnn.cache_dir / "workspaces" / f"{cfg.mnn.engine}-{pristine.digest[:16]}"
+
+
+def setup_worker(cfg: EvalConfig, index: int | None = None, name: str | None = None) -> Worker:
+    """Pristine tree, a locked workspace and the native baseline (built on first use, then cached).
+
+    Raises:
+        kit.mnn.source.SourceError, kit.mnn.native.NativeBuildError: the tree cannot be had or built.
+    """
+    import fcntl
+
+    pristine = ensure_pristine(cfg)
+    ws = open_workspace(workspace_base(cfg, pristine), pristine, index)
+    lock_path = cfg.mnn.cache_dir / "native.lock"
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        native = ensure_native(cfg, pristine, ws)
+    mbuild.configure(ws, cfg)
+    return Worker(cfg, ws, native, name=name or ws.root.name, mnn_version=cfg.mnn.version)
+
+
+def job_from(c: kcand.CandidateOrRejection, task: Task, digest: str) -> Job:
+    if isinstance(c, kcand.Candidate):
+        return Job(task, c.method, c.sample_id, c.sha256, digest, files=dict(c.files))
+    return Job(task, c.method, c.sample_id, c.sha256, digest, reject_kind=c.error_kind, reject_reason=c.reason)
+
+
+def make_jobs(cfg: EvalConfig, tasks: list[Task], all_ids: set[str], mnn_root: Path | None) -> list[Job]:
+    """One job per candidate sample of every configured source (and the native method if enabled).
+
+    Raises:
+        kit.candidates.CandidateSourceError: a source path is missing or malformed.
+    """
+    by_id = {t.id: t for t in tasks}
+    ignore = all_ids - set(by_id)
+    digest = cfg.digest()
+    jobs: list[Job] = []
+    for src in cfg.candidates.sources:
+        for c in kcand.load_candidates(src, by_id, cfg.candidates.max_file_bytes, ignore_ids=ignore):
+            task = by_id.get(c.task_id)
+            if task is None:  # unknown task id: still one record, under a placeholder task
+                continue
+            jobs.append(job_from(c, task, digest))
+    if cfg.candidates.native and mnn_root is not None:
+        for t in tasks:
+            jobs.append(job_from(kcand.native_candidate(t, mnn_root), t, digest))
+    return jobs
+
+
+def provenance(cfg: EvalConfig, worker: Worker | None) -> dict[str, Any]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    meta = native_meta(worker.native) if worker else {}
+    return {
+        "config_digest": cfg.digest(),
+        "mnn_version": cfg.mnn.version,
+        "mnn_tree_digest": meta.get("tree_digest", "unknown"),
+        "engine": cfg.mnn.engine,
+        "compiler": meta.get("compiler", "unknown"),
+        "cpu_model": cpu,
+        "arch": platform.machine(),
+        "threads": cfg.timing.threads,
+        "precision": cfg.timing.precision,
+        "python": sys.version.split()[0],
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "config": cfg.model_dump(mode="json"),
+    }
+
+
+def run_jobs(jobs: list[Job], worker: Worker, run_dir: Path, label: str = "eval") -> list[Record]:
+    """Run ``jobs`` one by one in ``worker``, appending each record to the worker's shard as it comes."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from kit.shards import ShardWriter
+
+    records: list[Record] = []
+    counts: dict[str, int] = {}
+    with (
+        ShardWriter(run_dir, worker.name) as writer,
+        Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[status]}"),
+            disable=not sys.stderr.isatty() and os.environ.get("MKB_PROGRESS") != "1",
+        ) as progress,
+    ):
+        bar = progress.add_task(label, total=len(jobs), status="")
+        for job in jobs:
+            progress.update(bar, status=f"{job.task.id}/{job.method}/{job.sample_id}")
+            rec = run_job(job, worker)
+            writer.append(rec)
+            records.append(rec)
+            counts[rec.status.value] = counts.get(rec.status.value, 0) + 1
+            progress.update(bar, advance=1, status=" ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+            if not progress.disable:
+                continue
+            log.info("%s %s/%s/%s: %s %s", label, job.task.id, job.method, job.sample_id, rec.status.value, rec.error_message[:120])
+    return records
+
+
+def evaluate(cfg: EvalConfig) -> int:
+    """``mkb eval``: evaluate every candidate of ``cfg``; print CSR, FCR and fast_p per method. Returns 0."""
+    from kit.shards import done_job_ids, scan
+
+    tasks = load_suite(cfg.tasks.dir, cfg.tasks.split, cfg.tasks.ids or None)
+    all_ids = {t.id for t in load_suite(cfg.tasks.dir, "all")}
+    run_dir = cfg.run.dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if cfg.dispatch.mode != "serial":
+        from kit.dispatch import evaluate_distributed
+
+        return evaluate_distributed(cfg, tasks, all_ids)
+    worker = setup_worker(cfg)
+    try:
+        jobs = make_jobs(cfg, tasks, all_ids, worker.workspace.pristine.root)
+        done = done_job_ids(run_dir)
+        pending = [j for j in jobs if j.job_id not in done]
+        print(f"mkb eval: {len(jobs)} jobs over {len(tasks)} tasks, {len(jobs) - len(pending)} already recorded in {run_dir}")
+        (run_dir / "provenance.json").write_text(json.dumps(provenance(cfg, worker), indent=1))
+        run_jobs(pending, worker, run_dir)
+    finally:
+        worker.workspace.release()
+    frame = scan(run_dir).collect()
+    print_summary(frame, tasks, cfg)
+    return 0
+
+
+def print_summary(frame, tasks: list[Task], cfg: EvalConfig) -> None:
+    from kit import metrics
+
+    print(metrics.headline(frame, tasks, cfg.report.fast_p))
+
+
+def check(cfg: EvalConfig, task_id: str, files: list[Path] | None = None, response: Path | None = None) -> dict[str, Any]:
+    """``mkb check``: evaluate one candidate for ``task_id`` and return the record as a JSON-able dict.
+
+    Raises:
+        kit.tasks.TaskError: unknown task id.
+        FileNotFoundError: a candidate file does not exist.
+    """
+    from kit.tasks import TaskError
+
+    tasks = {t.id: t for t in load_suite(cfg.tasks.dir, "all")}
+    if task_id not in tasks:
+        raise TaskError(f"--task: unknown task id {task_id!r} in {cfg.tasks.dir}")
+    task = tasks[task_id]
+    if response is not None:
+        text = response.read_bytes().decode("utf-8", "replace")
+        cand = kcand.candidate_from_response("check", task, "0", text, cfg.candidates.max_file_bytes, str(response))
+    else:
+        assert files is not None
+        raw = {}
+        for p in files:
+            if not p.is_file():
+                raise FileNotFoundError(f"--files: {p} does not exist")
+            raw[p.name] = p.read_bytes()
+        cand = kcand.make_candidate("check", task, "0", raw, cfg.candidates.max_file_bytes, "cli")
+    job = job_from(cand, task, cfg.digest())
+    if job.files is None:
+        rec = run_job(job, Worker(cfg, None, None))  # type: ignore[arg-type]  # rejected before any workspace use
+    else:
+        worker = setup_worker(cfg)
+        try:
+            rec = run_job(job, worker)
+        finally:
+            worker.workspace.release()
+    out = rec.model_dump(mode="json")
+    # samples are long; the verdict keeps their count
+    out["native_samples_ms"] = len(rec.native_samples_ms)
+    out["candidate_samples_ms"] = len(rec.candidate_samples_ms)
+    return out
+
+
+def calibrate(cfg: EvalConfig) -> int:
+    """``mkb calibrate``: the native method on every task of the split; writes ``calibration.json`` in the
+    run directory (per task: native passes?, A/A speedup and its CI) and prints the noise floor."""
+    import numpy as np
+
+    tasks = load_suite(cfg.tasks.dir, cfg.tasks.split, cfg.tasks.ids or None)
+    run_dir = cfg.run.dir / "calibration"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    worker = setup_worker(cfg)
+    try:
+        jobs = [job_from(kcand.native_candidate(t, worker.workspace.pristine.root), t, cfg.digest()) for t in tasks]
+        from kit.shards import done_job_ids, scan
+
+        done = done_job_ids(run_dir)
+        run_jobs([j for j in jobs if j.job_id not in done], worker, run_dir, label="calibrate")
+    finally:
+        worker.workspace.release()
+    frame = scan(run_dir).collect()
+    rows = []
+    for r in frame.iter_rows(named=True):
+        rows.append(
+            {
+                "task_id": r["task_id"],
+                "native_passes": r["status"] in (Status.OK.value, Status.TIMING_FAILED.value),
+                "status": r["status"],
+                "error_kind": r["error_kind"],
+                "speedup": r["speedup"],
+                "speedup_ci_low": r["speedup_ci_low"],
+                "speedup_ci_high": r["speedup_ci_high"],
+                "native_ms": r["native_ms"],
+            }
+        )
+    speeds = np.array([r["speedup"] for r in rows if r["speedup"] is not None], dtype=float)
+    summary = {
+        "tasks": len(rows),
+        "native_passes": sum(r["native_passes"] for r in rows),
+        "aa_speedup_median": float(np.median(speeds)) if speeds.size else None,
+        "aa_speedup_p05": float(np.percentile(speeds, 5)) if speeds.size else None,
+        "aa_speedup_p95": float(np.percentile(speeds, 95)) if speeds.size else None,
+    }
+    (cfg.run.dir / "calibration.json").write_text(json.dumps({"summary": summary, "tasks": rows}, indent=1))
+    print(json.dumps(summary, indent=1))
+    failing = [r["task_id"] for r in rows if not r["native_passes"]]
+    if failing:
+        print(f"native {cfg.mnn.version} fails {len(failing)} task(s): {', '.join(failing)}")
+    return 0

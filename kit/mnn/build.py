@@ -1,0 +1,167 @@
+"""Configure a workspace once, build it incrementally with ninja and ccache, parse compiler diagnostics.
+
+Configure: ``cmake -G Ninja <src> -DCMAKE_BUILD_TYPE=Release`` plus the engine's flags (for MNN: the
+converter and tools on) and ``mnn.cmake_args``; rerun (``cmake .``) only when the workspace says so (a file
+was added or removed).  Build: ``ninja`` of the default target, i.e. every library *and* executable, since a
+missing registration symbol only fails when an executable links.  ccache uses ``<cache>/ccache`` with the
+workspace as ``CCACHE_BASEDIR`` so hits survive other workspace paths.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kit import proc
+from kit.config import EvalConfig
+from kit.mnn.workspace import Workspace
+from kit.records import Diagnostic
+
+ENGINE_CMAKE_ARGS = {
+    "mnn": ["-DMNN_BUILD_CONVERTER=ON", "-DMNN_BUILD_TOOLS=ON"],
+    "fixture": [],
+}
+
+# gcc/clang: path:line:col: severity: message
+_DIAG = re.compile(
+    r"^(?P<file>[^:\n][^:\n]*):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<sev>fatal error|error|warning|note): (?P<msg>.*)$"
+)
+# GNU ld: "/usr/bin/ld: obj.o: in function `f':" / "file.cpp:(.text+0x1): undefined reference to `x'"
+_LD = re.compile(r"^(?P<file>[^:\n]+):\((?P<sect>[^)]*)\): (?P<msg>.*)$")
+_LD2 = re.compile(r"^(?:/\S*/)?ld(?:\.\w+)?: (?P<msg>(?!warning).*)$")
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """Outcome of one build.  ``wall_s`` in seconds; ``diagnostics`` errors first."""
+
+    ok: bool
+    timed_out: bool
+    wall_s: float
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    log_tail: str = ""
+    configure_s: float = 0.0
+
+
+def build_env(cfg: EvalConfig, ws_root: Path) -> dict[str, str]:
+    extra = {
+        "CCACHE_DIR": str(cfg.mnn.cache_dir / "ccache"),
+        "CCACHE_BASEDIR": str(ws_root),
+        "CCACHE_NOHASHDIR": "1",
+        "CCACHE_MAXSIZE": "10G",
+    }
+    return proc.base_env(extra)
+
+
+def cmake_command(cfg: EvalConfig, src: Path) -> list[str]:
+    args = ["cmake", "-G", "Ninja", str(src), "-DCMAKE_BUILD_TYPE=Release"]
+    args += ENGINE_CMAKE_ARGS[cfg.mnn.engine]
+    if cfg.build.ccache and proc.which("ccache"):
+        args += ["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
+    return args + list(cfg.mnn.cmake_args)
+
+
+class ConfigureError(Exception):
+    """CMake failed on a tree the kit controls (message holds its output)."""
+
+
+def configure(ws: Workspace, cfg: EvalConfig, timeout_s: float = 600.0) -> float:
+    """Configure ``ws.build`` if it is new or a re-configure is pending; return seconds spent.
+
+    Raises:
+        ConfigureError: cmake failed.
+    """
+    ws.build.mkdir(exist_ok=True)
+    fresh = not (ws.build / "build.ninja").is_file()
+    if not fresh and not ws.state().get("needs_configure", False):
+        return 0.0
+    argv = cmake_command(cfg, ws.src) if fresh else ["cmake", "."]
+    res = proc.run(argv, cwd=ws.build, env=build_env(cfg, ws.root), timeout_s=timeout_s)
+    if not res.ok:
+        raise ConfigureError(f"cmake failed in {ws.build} (exit {res.returncode}):\n{res.output[-6000:]}")
+    ws.set_state(needs_configure=False)
+    return res.wall_s
+
+
+def build(ws: Workspace, cfg: EvalConfig, timeout_s: float | None = None, targets: list[str] | None = None) -> BuildResult:
+    """Run ninja in ``ws.build``.  Returns a :class:`BuildResult` (never raises for compile errors).
+
+    Raises:
+        ConfigureError: the re-configure before the build failed (a harness problem).
+    """
+    configure_s = configure(ws, cfg)
+    argv = ["ninja", "-j", str(cfg.build.jobs), "-k", "0", *(targets or [])]
+    res = proc.run(
+        argv, cwd=ws.build, env=build_env(cfg, ws.root), timeout_s=timeout_s or cfg.build.timeout_s, log_limit=2 << 20
+    )
+    diags = parse_diagnostics(res.output, ws.src)
+    tail = "\n".join(res.output.splitlines()[-60:])
+    return BuildResult(
+        ok=res.ok, timed_out=res.timed_out, wall_s=res.wall_s, diagnostics=diags, log_tail=tail, configure_s=configure_s
+    )
+
+
+def _rel(path: str, src: Path) -> str:
+    p = path.strip()
+    for base in (str(src) + "/", str(src.resolve()) + "/"):
+        if p.startswith(base):
+            return p[len(base) :]
+    while p.startswith("../"):
+        p = p[3:]
+    if p.startswith("src/"):
+        p = p[4:]
+    return p
+
+
+def parse_diagnostics(log: str, src: Path, limit: int = 200) -> list[Diagnostic]:
+    """Compiler and linker messages from a build log, errors first, at most ``limit``.
+
+    File paths are made relative to the tree root ``src``.  Each diagnostic keeps up to 6 following
+    context lines (source excerpt and caret).
+    """
+    lines = log.splitlines()
+    out: list[Diagnostic] = []
+    seen: set[tuple] = set()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        m = _DIAG.match(line)
+        if m:
+            ctx = []
+            j = i + 1
+            while j < len(lines) and len(ctx) < 6 and (lines[j].startswith(" ") or lines[j].startswith("\t")):
+                ctx.append(lines[j])
+                j += 1
+            key = (m["file"], m["line"], m["col"], m["sev"], m["msg"])
+            if key not in seen:
+                seen.add(key)
+                out.append(
+                    Diagnostic(
+                        file=_rel(m["file"], src),
+                        line=int(m["line"]),
+                        column=int(m["col"]) if m["col"] else None,
+                        severity=m["sev"],
+                        message=m["msg"].strip(),
+                        context="\n".join(ctx),
+                    )
+                )
+            i = j
+            continue
+        m2 = _LD.match(line)
+        if m2 and ("undefined reference" in m2["msg"] or "multiple definition" in m2["msg"]):
+            key = ("ld", m2["msg"])
+            if key not in seen:
+                seen.add(key)
+                out.append(Diagnostic(file=_rel(m2["file"], src), severity="linker", message=m2["msg"].strip()))
+        else:
+            m3 = _LD2.match(line)
+            if m3 and not line.startswith("collect2"):
+                key = ("ld", m3["msg"])
+                if key not in seen and ("undefined" in m3["msg"] or "error" in m3["msg"] or "cannot" in m3["msg"]):
+                    seen.add(key)
+                    out.append(Diagnostic(file="", severity="linker", message=m3["msg"].strip()))
+        i += 1
+    order = {"fatal error": 0, "error": 0, "linker": 1, "warning": 2, "note": 3}
+    out.sort(key=lambda d: order.get(d.severity, 4))
+    return out[:limit]

@@ -1,0 +1,145 @@
+"""The native baseline: the pristine tree built once per (tree digest, engine, compiler, CMake args).
+
+Its shared libraries are copied into ``<cache>/native/<key>/lib`` together with its converter and the kit's
+runner, so the same runner runs against native or candidate libraries just by ``LD_LIBRARY_PATH``
+(MNN's executables use RUNPATH, which ``LD_LIBRARY_PATH`` overrides).  Native models (the task's ONNX
+converted by the native converter) are cached per task.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from kit import proc
+from kit.config import EvalConfig
+from kit.mnn import build as mbuild
+from kit.mnn.source import Pristine
+from kit.mnn.workspace import Workspace
+
+
+class NativeBuildError(Exception):
+    """The pristine tree did not build: nothing can be evaluated (message holds the build log tail)."""
+
+
+@dataclass(frozen=True)
+class Native:
+    """Paths of the cached native build."""
+
+    key: str
+    dir: Path
+
+    @property
+    def lib_dir(self) -> Path:
+        return self.dir / "lib"
+
+    @property
+    def converter(self) -> Path:
+        return self.dir / "bin" / "MNNConvert"
+
+    @property
+    def runner(self) -> Path:
+        return self.dir / "bin" / "mkb_runner"
+
+    @property
+    def models(self) -> Path:
+        return self.dir / "models"
+
+
+def compiler_id(env: dict[str, str] | None = None) -> str:
+    """First line of ``c++ --version`` (part of the native cache key)."""
+    res = proc.run(["c++", "--version"], env=env, timeout_s=30)
+    return res.stdout.splitlines()[0] if res.ok and res.stdout else "unknown"
+
+
+def runner_source_digest() -> str:
+    from kit.mnn import runner as mrunner
+
+    src = Path(mrunner.__file__).parent / "runner"
+    h = hashlib.sha256()
+    for p in sorted(src.rglob("*")):
+        if p.is_file():
+            h.update(p.name.encode() + p.read_bytes())
+    return h.hexdigest()
+
+
+def native_key(cfg: EvalConfig, pristine: Pristine) -> str:
+    parts = {
+        "tree": pristine.digest,
+        "engine": cfg.mnn.engine,
+        "compiler": compiler_id(),
+        "cmake": mbuild.cmake_command(cfg, Path("SRC"))[3:],
+        "runner": runner_source_digest() if cfg.mnn.engine == "mnn" else "",
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def workspace_lib_dir(ws: Workspace) -> Path:
+    """A directory of symlinks to every shared library of ``ws.build`` (one ``LD_LIBRARY_PATH`` entry)."""
+    libs = ws.root / "lib"
+    libs.mkdir(exist_ok=True)
+    for so in ws.build.rglob("*.so*"):
+        if so.is_file() and "CMakeFiles" not in so.parts:
+            link = libs / so.name
+            if not link.is_symlink():
+                os.symlink(so, link)
+    return libs
+
+
+def ensure_native(cfg: EvalConfig, pristine: Pristine, ws: Workspace) -> Native:
+    """Build the pristine tree in ``ws`` (which must be clean) and save the baseline, unless cached.
+
+    Raises:
+        NativeBuildError: the pristine tree fails to configure or build, or an expected output is missing.
+    """
+    key = native_key(cfg, pristine)
+    native = Native(key, cfg.mnn.cache_dir / "native" / key)
+    if (native.dir / "done").is_file():
+        return native
+    repaired = ws.check_and_repair()
+    if repaired:
+        raise NativeBuildError(f"workspace {ws.root} was not clean for the native build: {repaired[:5]}")
+    try:
+        res = mbuild.build(ws, cfg)
+    except mbuild.ConfigureError as exc:
+        raise NativeBuildError(str(exc)) from exc
+    if not res.ok:
+        raise NativeBuildError(f"the pristine tree failed to build in {ws.build}:\n{res.log_tail}")
+    staging = native.dir.with_name(native.dir.name + ".partial")
+    if staging.exists():
+        shutil.rmtree(staging)
+    (staging / "lib").mkdir(parents=True)
+    (staging / "bin").mkdir()
+    (staging / "models").mkdir()
+    for so in ws.build.rglob("*.so*"):
+        if so.is_file() and "CMakeFiles" not in so.parts:
+            shutil.copy2(so, staging / "lib" / so.name)
+    conv = ws.build / "MNNConvert"
+    if not conv.is_file():
+        raise NativeBuildError(f"{conv}: the converter was not built")
+    shutil.copy2(conv, staging / "bin" / "MNNConvert")
+    if cfg.mnn.engine == "mnn":
+        from kit.mnn import runner as mrunner
+
+        mrunner.build_runner(ws.src, ws.build, staging / "bin" / "mkb_runner", timeout_s=300)
+    else:
+        built = ws.build / "mkb_runner"
+        if not built.is_file():
+            raise NativeBuildError(f"{built}: the fixture engine's runner was not built")
+        shutil.copy2(built, staging / "bin" / "mkb_runner")
+    meta = {"key": key, "tree_digest": pristine.digest, "engine": cfg.mnn.engine, "compiler": compiler_id()}
+    (staging / "meta.json").write_text(json.dumps(meta, indent=1))
+    (staging / "done").write_text("ok\n")
+    if native.dir.exists():
+        shutil.rmtree(native.dir)
+    os.replace(staging, native.dir)
+    return native
+
+
+def native_meta(native: Native) -> dict:
+    path = native.dir / "meta.json"
+    return json.loads(path.read_text()) if path.is_file() else {}

@@ -1,0 +1,122 @@
+"""Hot-swap a candidate's files into a workspace and register new ops; restore afterwards.
+
+* A replaced file keeps its name: it is unlinked (never written through the hard link) and rewritten;
+  ninja rebuilds it.
+* A new file needs a CMake re-configure (MNN collects sources with ``FILE(GLOB)`` at configure time).
+* When the candidate's ``REGISTER_*`` lines differ from the original's (a renamed creator, a new op), the
+  tree's own generator ``tools/script/register.py <root>`` is rerun; generated files whose content did not
+  change keep their old mtime so nothing is rebuilt for nothing.
+* :func:`restore` puts everything back, always (callers use it in ``finally``); a job killed before it ran
+  is repaired by :meth:`Workspace.check_and_repair` before the next job.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kit import proc
+from kit.mnn.workspace import GENERATED_FILES, Workspace
+from kit.tasks import Task
+
+_REGISTER_LINE = re.compile(r"^\s*(REGISTER_[A-Z0-9_]+\s*\(.*)$", re.MULTILINE)
+
+
+class RegisterError(Exception):
+    """Registration generation failed (message holds the generator's output)."""
+
+
+@dataclass
+class Swap:
+    """What :func:`apply` changed: MNN-relative paths replaced and added, and whether it re-registered."""
+
+    replaced: list[str] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    reregistered: bool = False
+    register_s: float = 0.0
+
+
+def _register_lines(text: str) -> list[str]:
+    return sorted(" ".join(m.split()) for m in _REGISTER_LINE.findall(text))
+
+
+def apply(ws: Workspace, task: Task, files: Mapping[str, str], timeout_s: float = 60.0) -> Swap:
+    """Write ``files`` (basename → text) into ``ws.src`` where ``task`` allows them.
+
+    The caller has already checked every name against the task's allowlist (:meth:`Task.place`).
+
+    Raises:
+        ValueError: a name the task does not allow (a harness bug: candidates are checked before).
+        RegisterError: the registration generator failed.
+    """
+    swap = Swap()
+    placed = []
+    for name in sorted(files):
+        rel = task.place(name)
+        if rel is None:
+            raise ValueError(f"{name}: not allowed for task {task.id}")
+        placed.append((rel, files[name]))
+    # record intent first: a kill in the middle leaves enough for check_and_repair to find
+    ws.set_state(dirty=[rel for rel, _ in placed])
+    need_register = False
+    for rel, text in placed:
+        dest = ws.src / rel
+        existed = dest.exists() or dest.is_symlink()
+        old_lines = _register_lines(dest.read_text(encoding="utf-8", errors="replace")) if existed else []
+        if existed:
+            dest.unlink()
+            swap.replaced.append(rel)
+        else:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            swap.added.append(rel)
+        dest.write_text(text, encoding="utf-8")
+        if _register_lines(text) != old_lines:
+            need_register = True
+    if swap.added:
+        ws.set_state(needs_configure=True)
+    if need_register:
+        _run_generator(ws, timeout_s, swap)
+    return swap
+
+
+def _run_generator(ws: Workspace, timeout_s: float, swap: Swap) -> None:
+    script = ws.src / "tools" / "script" / "register.py"
+    if not script.is_file():
+        raise RegisterError(f"{script}: registration generator missing")
+    before = {}
+    for rel in GENERATED_FILES:
+        p = ws.src / rel
+        if p.is_file():
+            st = p.stat()
+            before[rel] = (p.read_bytes(), st.st_atime_ns, st.st_mtime_ns)
+    res = proc.run([sys.executable, script, ws.src], cwd=ws.src, timeout_s=timeout_s)
+    swap.reregistered = True
+    swap.register_s = res.wall_s
+    if not res.ok:
+        raise RegisterError(f"tools/script/register.py failed (exit {res.returncode}):\n{res.output[-4000:]}")
+    for rel, (content, atime, mtime) in before.items():
+        p = ws.src / rel
+        if p.is_file() and p.read_bytes() == content:
+            os.utime(p, ns=(atime, mtime))
+
+
+def restore(ws: Workspace, swap: Swap) -> None:
+    """Undo :func:`apply`: replaced files get their pristine content back as fresh copies, added files are
+    removed (and a re-configure is scheduled), regenerated registration files are restored."""
+    for rel in swap.replaced:
+        ws.restore_file(rel)
+    for rel in swap.added:
+        p = ws.src / rel
+        if p.exists() or p.is_symlink():
+            p.unlink()
+    if swap.reregistered:
+        for rel in GENERATED_FILES:
+            cur, ref = ws.src / rel, ws.pristine.root / rel
+            if ref.is_file() and (not cur.is_file() or cur.read_bytes() != ref.read_bytes()):
+                ws.restore_file(rel)
+    if swap.added:
+        ws.set_state(needs_configure=True)
+    ws.set_state(dirty=[])

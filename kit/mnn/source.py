@@ -1,0 +1,229 @@
+"""Find or fetch the pinned MNN tree and keep a private pristine copy of it in the cache.
+
+The user's ``mnn.source_dir`` is never modified: it is copied once into
+``<cache>/trees/<engine>-<version>-<digest16>/src`` (the *pristine* tree), from which every workspace is
+hard-linked.  Without ``source_dir`` the pinned release tarball is downloaded, checked and unpacked there.
+A tree is identified by :func:`tree_digest`, a content hash that does not depend on where it lies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from kit.config import EvalConfig
+
+#: top-level folders left out of the digest (demo apps; three iOS assets are missing from some mirrors)
+DIGEST_EXCLUDE = ("apps", ".git")
+
+
+class SourceError(Exception):
+    """The MNN tree cannot be found, fetched or verified; the message says what to set."""
+
+
+@dataclass(frozen=True)
+class Pristine:
+    """A verified, private copy of the tree.
+
+    ``root``: the tree; ``digest``: :func:`tree_digest` of it; ``manifest``: relpath → (size, mtime_ns, inode)
+    taken when the copy was made (used to detect writes through hard links).
+    """
+
+    root: Path
+    digest: str
+    engine: str
+    version: str
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.root.parent / "manifest.json"
+
+    def manifest(self) -> dict[str, list[int]]:
+        return json.loads(self.manifest_path.read_text())
+
+
+def iter_files(root: Path, exclude_top: tuple[str, ...] = ()) -> list[str]:
+    """Relative POSIX paths of every file and symlink below ``root`` (sorted)."""
+    out: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = os.path.relpath(dirpath, root)
+        if rel_dir == ".":
+            dirnames[:] = [d for d in dirnames if d not in exclude_top]
+            rel_dir = ""
+        # symlinks to directories appear in dirnames; treat them as files (not followed)
+        for d in list(dirnames):
+            if os.path.islink(os.path.join(dirpath, d)):
+                dirnames.remove(d)
+                filenames.append(d)
+        for f in filenames:
+            out.append(f"{rel_dir}/{f}" if rel_dir else f)
+    out.sort()
+    return out
+
+
+def file_sha256(path: Path) -> str:
+    if path.is_symlink():
+        return hashlib.sha256(b"link:" + os.readlink(path).encode()).hexdigest()
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def tree_digest(root: Path) -> str:
+    """sha256 (hex) over the sorted lines ``relpath\\0sha256(content)\\n`` of every file of ``root``.
+
+    Top-level ``apps/`` and ``.git/`` are excluded; a symlink contributes its target string.
+    """
+    h = hashlib.sha256()
+    for rel in iter_files(root, DIGEST_EXCLUDE):
+        h.update(rel.encode() + b"\0" + file_sha256(root / rel).encode() + b"\n")
+    return h.hexdigest()
+
+
+def _stamp(path: Path) -> dict[str, list[int]]:
+    manifest: dict[str, list[int]] = {}
+    for rel in iter_files(path):
+        st = os.lstat(path / rel)
+        manifest[rel] = [st.st_size, st.st_mtime_ns, st.st_ino]
+    return manifest
+
+
+def _download(url: str, dest: Path, sha256: str | None) -> None:
+    try:
+        with urllib.request.urlopen(url, timeout=60) as resp, open(dest, "wb") as f:
+            shutil.copyfileobj(resp, f)
+    except (urllib.error.URLError, OSError) as exc:
+        raise SourceError(
+            f"cannot download the MNN source tarball from {url} ({exc}). Without network access, point the kit "
+            "at an MNN tree: set mnn.source_dir in the config or MKB_MNN__SOURCE_DIR=/path/to/MNN"
+        ) from exc
+    if sha256 is not None:
+        got = file_sha256(dest)
+        if got != sha256:
+            raise SourceError(f"{url}: sha256 {got} differs from mnn.tarball_sha256 {sha256}; refusing it")
+
+
+def _unpack(tarball: Path, dest: Path) -> None:
+    dest.mkdir(parents=True)
+    with tarfile.open(tarball) as tf:
+        members = tf.getmembers()
+        top = {m.name.split("/", 1)[0] for m in members}
+        strip = len(top) == 1
+        for m in members:
+            if strip:
+                parts = m.name.split("/", 1)
+                if len(parts) == 1:
+                    continue
+                m.name = parts[1]
+        tf.extractall(dest, members=[m for m in members if m.name and not m.name.startswith("/")], filter="data")
+
+
+def ensure_pristine(cfg: EvalConfig) -> Pristine:
+    """Return the verified pristine copy of the configured tree, creating it on first use.
+
+    Raises:
+        SourceError: source_dir missing or not an MNN tree, digest mismatch (``mnn.check_tree``), or no
+            source_dir and the tarball cannot be downloaded.
+    """
+    m = cfg.mnn
+    trees = m.cache_dir / "trees"
+    trees.mkdir(parents=True, exist_ok=True)
+    check = m.check_tree and m.engine == "mnn"
+
+    if m.source_dir is not None:
+        src = m.source_dir.expanduser().resolve()
+        if not src.is_dir():
+            raise SourceError(f"mnn.source_dir: {src} is not a directory")
+        if not (src / "CMakeLists.txt").is_file() or not (src / "source").is_dir():
+            raise SourceError(f"mnn.source_dir: {src} does not look like an MNN tree (no CMakeLists.txt or source/)")
+        key_file = trees / "by-path.json"
+        known = json.loads(key_file.read_text()) if key_file.is_file() else {}
+        digest = _cached_digest(src, known)
+        if check and digest != m.tree_sha256:
+            raise SourceError(
+                f"mnn.source_dir: {src} has content digest {digest}, not the pinned MNN {m.version} "
+                f"({m.tree_sha256}). Point it at an unmodified {m.version} tree, or set mnn.check_tree = false."
+            )
+        known[str(src)] = _dir_fingerprint(src) | {"digest": digest}
+        _atomic_write(key_file, json.dumps(known, indent=1))
+        return _materialize(trees, m.engine, m.version, digest, lambda dest: _copy_tree(src, dest))
+
+    if m.engine != "mnn":
+        raise SourceError("mnn.source_dir must be set for the fixture engine")
+    expected = m.tree_sha256
+    existing = trees / f"{m.engine}-{m.version}-{expected[:16]}"
+    if (existing / "manifest.json").is_file():
+        return Pristine(existing / "src", expected, m.engine, m.version)
+
+    def fetch(dest: Path) -> None:
+        with tempfile.TemporaryDirectory(dir=trees) as tmp:
+            tarball = Path(tmp) / "mnn.tar.gz"
+            _download(m.tarball_url, tarball, m.tarball_sha256)
+            _unpack(tarball, dest)
+
+    pristine = _materialize(trees, m.engine, m.version, None, fetch)
+    if check and pristine.digest != expected:
+        raise SourceError(f"{m.tarball_url}: unpacked tree digest {pristine.digest} differs from mnn.tree_sha256 {expected}")
+    return pristine
+
+
+def _dir_fingerprint(src: Path) -> dict[str, int]:
+    """Cheap change detector for a source dir: count and newest mtime of its files."""
+    count, newest = 0, 0
+    for rel in iter_files(src, DIGEST_EXCLUDE):
+        st = os.lstat(src / rel)
+        count += 1
+        newest = max(newest, st.st_mtime_ns)
+    return {"count": count, "newest_mtime_ns": newest}
+
+
+def _cached_digest(src: Path, known: dict) -> str:
+    entry = known.get(str(src))
+    if entry and {k: entry.get(k) for k in ("count", "newest_mtime_ns")} == _dir_fingerprint(src):
+        return entry["digest"]
+    return tree_digest(src)
+
+
+def _copy_tree(src: Path, dest: Path) -> None:
+    shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _materialize(trees: Path, engine: str, version: str, digest: str | None, fill) -> Pristine:
+    if digest is not None:
+        final = trees / f"{engine}-{version}-{digest[:16]}"
+        if (final / "manifest.json").is_file():
+            return Pristine(final / "src", digest, engine, version)
+    staging = Path(tempfile.mkdtemp(prefix="staging-", dir=trees))
+    try:
+        fill(staging / "src")
+        real = tree_digest(staging / "src")
+        if digest is not None and real != digest:
+            raise SourceError(f"the tree changed while it was copied (digest {real} != {digest}); try again")
+        final = trees / f"{engine}-{version}-{real[:16]}"
+        if (final / "manifest.json").is_file():
+            return Pristine(final / "src", real, engine, version)
+        _atomic_write(staging / "manifest.json", json.dumps(_stamp(staging / "src")))
+        (staging / "digest").write_text(real)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(staging, final)
+        return Pristine(final / "src", real, engine, version)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)

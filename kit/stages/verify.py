@@ -1,0 +1,135 @@
+"""Verification: convert the task's ONNX model with a given converter, run it on seeded inputs with the
+kit's runner, and compare every output with ONNX Runtime.
+
+A trial passes when every output matches in shape, dtype family, NaN/Inf placement and
+``|out - ref| <= atol + rtol * |ref|`` (the task's tolerance; :mod:`kit.compare`).  All trials run even after
+a mismatch, so the record shows how often and by how much the candidate is wrong; a crash or timeout stops
+at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from kit import proc
+from kit.compare import compare
+from kit.config import EvalConfig
+from kit.inputs import make_inputs
+from kit.mnn import runner as mrunner
+from kit.records import ErrorKind, Status, Trial
+from kit.reference import run_reference
+from kit.stages import StageFailure
+from kit.tasks import Task
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: a converter and the library directory it and the runner load."""
+
+    converter: Path
+    lib_dir: Path
+
+
+def lib_env(lib_dir: Path) -> dict[str, str]:
+    return proc.base_env({"LD_LIBRARY_PATH": str(lib_dir)})
+
+
+def process_failure(res: proc.ProcResult, what: str, kind_on_exit: ErrorKind = ErrorKind.EXIT_CODE) -> StageFailure | None:
+    """The failure a finished process stands for, or None if it succeeded."""
+    tail = res.stderr.strip()[-1500:] or res.stdout.strip()[-1500:]
+    if res.timed_out:
+        return StageFailure(Status.RUNTIME_TIMEOUT, ErrorKind.TIMEOUT, f"{what} timed out after {res.wall_s:.1f} s")
+    if res.signal is not None:
+        return StageFailure(
+            Status.RUNTIME_CRASH, ErrorKind.SIGNAL, f"{what} killed by signal {res.signal}: {tail}", signal=res.signal
+        )
+    if res.returncode != 0:
+        low = tail.lower()
+        if "input" in low or "output" in low:
+            return StageFailure(
+                Status.VERIFY_MISMATCH, ErrorKind.GRAPH, f"{what} exit {res.returncode}: {tail}"
+            )
+        return StageFailure(Status.RUNTIME_CRASH, kind_on_exit, f"{what} exit {res.returncode}: {tail}")
+    return None
+
+
+def convert(cfg: EvalConfig, task: Task, side: Side, out: Path) -> Path:
+    """Convert ``task``'s ONNX model with ``side``'s converter into ``out``.
+
+    Raises:
+        StageFailure: RUNTIME_TIMEOUT / RUNTIME_CRASH (signal) of the converter, or VERIFY_MISMATCH with
+            kind CONVERT when it reports failure ("Converted Failed!", unsupported op, no output file).
+    """
+    out.parent.mkdir(parents=True, exist_ok=True)
+    res = mrunner.convert(side.converter, task.onnx_path, out, env=lib_env(side.lib_dir), timeout_s=cfg.verify.convert_timeout_s)
+    if res.proc.timed_out or res.proc.signal is not None:
+        fail = process_failure(res.proc, "MNNConvert")
+        assert fail is not None
+        fail.kind = ErrorKind.CONVERT if fail.kind != ErrorKind.TIMEOUT else fail.kind
+        raise fail
+    if not res.ok:
+        raise StageFailure(Status.VERIFY_MISMATCH, ErrorKind.CONVERT, f"MNNConvert failed: {res.message}")
+    return out
+
+
+def verify(cfg: EvalConfig, task: Task, model: Path, side: Side, runner: Path, scratch: Path) -> list[Trial]:
+    """Run ``model`` on ``cfg.verify.trials`` seeded input sets and compare with ONNX Runtime.
+
+    Returns the trials (all passed).
+
+    Raises:
+        StageFailure: VERIFY_MISMATCH (with the trials), RUNTIME_CRASH or RUNTIME_TIMEOUT.
+    """
+    trials: list[Trial] = []
+    out_names = [o.name for o in task.outputs]
+    first_failure: Trial | None = None
+    first_kind = ErrorKind.VALUE
+    for k in range(cfg.verify.trials):
+        seed = cfg.verify.seed + k
+        inputs = make_inputs(task, seed)
+        ref = run_reference(task.onnx_path, inputs)
+        res = mrunner.run_model(
+            runner,
+            model,
+            inputs,
+            out_names,
+            side.lib_dir,
+            threads=cfg.timing.threads,
+            precision=cfg.timing.precision,
+            warmup=0,
+            iterations=0,
+            op_types=("*",),
+            timeout_s=cfg.verify.run_timeout_s,
+            scratch=scratch / f"trial{k}",
+        )
+        fail = process_failure(res.proc, "runner")
+        if fail is not None:
+            fail.fields["trials"] = trials
+            raise fail
+        worst_abs = worst_rel = 0.0
+        ok, reason, kind = True, "", ErrorKind.NONE
+        for name in out_names:
+            if name not in res.outputs:
+                ok, reason, kind = False, f"output {name!r} missing", ErrorKind.GRAPH
+                break
+            c = compare(res.outputs[name], ref[name], task.tolerance.atol, task.tolerance.rtol)
+            if c.max_abs_err is not None:
+                worst_abs = max(worst_abs, c.max_abs_err)
+                worst_rel = max(worst_rel, c.max_rel_err or 0.0)
+            if not c.ok:
+                ok, reason, kind = False, f"{name}: {c.reason}", c.kind
+                break
+        t = Trial(seed=seed, ok=ok, max_abs_err=worst_abs, max_rel_err=worst_rel, reason=reason)
+        trials.append(t)
+        if not ok and first_failure is None:
+            first_failure, first_kind = t, kind
+    if first_failure is not None:
+        bad = sum(not t.ok for t in trials)
+        raise StageFailure(
+            Status.VERIFY_MISMATCH,
+            first_kind,
+            f"{bad}/{len(trials)} trials failed; first (seed {first_failure.seed}): {first_failure.reason}",
+            trials=trials,
+        )
+    return trials

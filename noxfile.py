@@ -1,0 +1,85 @@
+"""nox sessions of the MobileKernelBench kit.
+
+    nox -s tests                     unit + fixture-engine tests (no network; real-MNN tests skip unless
+                                     MKB_MNN__SOURCE_DIR points at an MNN 3.2.2 tree)
+    nox -s eval -- --config cfg.toml the main job (arguments are passed to `mkb eval`)
+    nox -s tasks -- audit            the task suite (list / generate / audit; audit needs torch)
+    nox -s report -- RUN_DIR         the report of a run
+    nox -s bench                     speed benchmarks (ratios measured side by side)
+    nox -s lint                      ruff
+
+Sessions reuse one virtualenv (.nox/kit) with the kit installed editable; the `tasks` session adds the
+`tasks` extra (torch==2.13.0, CPU build).
+"""
+
+from __future__ import annotations
+
+import os
+
+import nox
+
+nox.options.sessions = ["tests"]
+nox.options.reuse_existing_virtualenvs = True
+VENV = ".nox/kit"
+
+
+def _install(session: nox.Session, extras: str = "dev,tasks") -> None:
+    # no build isolation: once the dependencies are in the venv, a rerun works offline (tests run without
+    # network); torch comes from the tasks extra (torch==2.13.0, a CPU build)
+    session.install("--no-build-isolation", "-e", f".[{extras}]")
+
+
+@nox.session(venv_location=VENV)
+def tests(session: nox.Session) -> None:
+    """The test suite; extra arguments go to pytest."""
+    _install(session)
+    session.run("pytest", "-q", "-ra", *session.posargs, env={"PYTHONDONTWRITEBYTECODE": "1"})
+
+
+@nox.session(venv_location=VENV)
+def eval(session: nox.Session) -> None:  # noqa: A001 - the session is called eval on purpose
+    """`mkb eval`; pass `-- --config configs/default.toml`."""
+    _install(session)
+    args = session.posargs or ["--config", "configs/default.toml"]
+    session.run("mkb", "eval", *args)
+
+
+@nox.session(venv_location=VENV)
+def check(session: nox.Session) -> None:
+    """`mkb check` for one candidate; pass `-- --task ID --files A.cpp`."""
+    _install(session)
+    session.run("mkb", "check", *session.posargs)
+
+
+@nox.session(venv_location=VENV)
+def calibrate(session: nox.Session) -> None:
+    """`mkb calibrate`: native method on every task of the split."""
+    _install(session)
+    session.run("mkb", "calibrate", *(session.posargs or ["--config", "configs/default.toml"]))
+
+
+@nox.session(venv_location=VENV)
+def tasks(session: nox.Session) -> None:
+    """`mkb tasks ...` (default: audit).  Installs the tasks extra (torch==2.13.0)."""
+    _install(session)
+    session.run("mkb", "tasks", *(session.posargs or ["audit"]))
+
+
+@nox.session(venv_location=VENV)
+def report(session: nox.Session) -> None:
+    """`mkb report RUN_DIR [RUN_DIR ...]`."""
+    _install(session)
+    session.run("mkb", "report", *(session.posargs or ["runs/default"]))
+
+
+@nox.session(venv_location=VENV)
+def bench(session: nox.Session) -> None:
+    """Benchmarks: kit overhead vs raw steps, resume setup time (real MNN tree when MKB_MNN__SOURCE_DIR is set)."""
+    _install(session)
+    session.run("python", "-m", "kit.bench", *session.posargs, env={k: v for k, v in os.environ.items() if k.startswith("MKB_")})
+
+
+@nox.session(venv_location=VENV)
+def lint(session: nox.Session) -> None:
+    _install(session)
+    session.run("ruff", "check", "kit", "tests")

@@ -1,0 +1,99 @@
+"""Config loading: TOML + MKB_ environment + CLI overrides, unknown keys rejected at every level."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kit.config import ConfigError, EvalConfig, load_config
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "cfg.toml"
+    p.write_text(text)
+    return p
+
+
+def test_defaults_and_toml_values(tmp_path):
+    cfg = load_config(write(tmp_path, "[timing]\niterations = 250\n[tasks]\nsplit = 'train'\ndir = 'tasks'\n"))
+    assert cfg.timing.iterations == 250
+    assert cfg.tasks.split == "train"
+    assert cfg.verify.trials == 5  # default kept
+    # relative paths in the file resolve against the file's folder; defaults stay relative to the cwd
+    assert cfg.tasks.dir == tmp_path / "tasks"
+    assert cfg.run.dir == Path("runs/default")
+
+
+def test_unknown_nested_key_names_key_and_file(tmp_path):
+    p = write(tmp_path, "[timing]\nwarmupp = 3\n")
+    with pytest.raises(ConfigError) as ei:
+        load_config(p)
+    msg = str(ei.value)
+    assert "timing.warmupp" in msg and str(p) in msg
+
+
+def test_unknown_top_level_and_deep_key(tmp_path):
+    with pytest.raises(ConfigError, match="unknown key 'bogus'"):
+        load_config(write(tmp_path, "bogus = 1\n"))
+    text = "[[candidates.sources]]\nmethod = 'm'\npath = 'x'\npaht = 'y'\n"
+    with pytest.raises(ConfigError, match=r"candidates\.sources\.0\.paht"):
+        load_config(write(tmp_path, text))
+
+
+def test_wrong_type(tmp_path):
+    with pytest.raises(ConfigError) as ei:
+        load_config(write(tmp_path, "[timing]\niterations = 'many'\n"))
+    assert "timing.iterations" in str(ei.value)
+    with pytest.raises(ConfigError, match="timing.threads"):
+        load_config(write(tmp_path, "[timing]\nthreads = 0\n"))
+
+
+def test_missing_file_and_bad_toml(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "nope.toml")
+    with pytest.raises(ConfigError, match="invalid TOML"):
+        load_config(write(tmp_path, "[timing\n"))
+
+
+def test_env_overrides_file_and_cli_overrides_env(tmp_path, monkeypatch):
+    p = write(tmp_path, "[timing]\niterations = 250\nwarmup = 4\n")
+    monkeypatch.setenv("MKB_TIMING__ITERATIONS", "300")
+    cfg = load_config(p)
+    assert cfg.timing.iterations == 300 and cfg.timing.warmup == 4
+    cfg = load_config(p, ["--timing.iterations", "400"])
+    assert cfg.timing.iterations == 400
+    monkeypatch.setenv("MKB_TIMING__WARMUPP", "1")
+    with pytest.raises(ConfigError, match="MKB_TIMING__WARMUPP|warmupp"):
+        load_config(p)
+
+
+def test_unknown_cli_override(tmp_path):
+    with pytest.raises(ConfigError):
+        load_config(write(tmp_path, ""), ["--timing.bogus", "1"])
+
+
+def test_digest_ignores_paths_and_workers(tmp_path):
+    a = load_config(write(tmp_path, "[dispatch]\nworkers = 1\n[run]\ndir = 'a'\n"))
+    b = load_config(write(tmp_path, "[dispatch]\nworkers = 2\n[run]\ndir = 'b'\n"))
+    c = load_config(write(tmp_path, "[timing]\niterations = 123\n"))
+    assert a.digest() == b.digest() != c.digest()
+    assert len(a.digest()) == 16
+
+
+def test_reserved_native_method(tmp_path):
+    with pytest.raises(ConfigError, match="reserved"):
+        load_config(write(tmp_path, "[[candidates.sources]]\nmethod = 'native'\npath = 'x'\n"))
+
+
+def test_cli_exit_code_2_names_key(tmp_path):
+    p = write(tmp_path, "[timing]\nwarmupp = 3\n")
+    res = subprocess.run([sys.executable, "-m", "kit.cli", "eval", "--config", str(p)], capture_output=True, text=True)
+    assert res.returncode == 2
+    assert "timing.warmupp" in res.stderr and str(p) in res.stderr
+
+
+def test_evalconfig_default_constructible():
+    assert isinstance(EvalConfig(), EvalConfig)

@@ -1,0 +1,179 @@
+"""Pristine copy, hard-linked workspaces, swap/restore and repair — on a small tree made here."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from kit.config import EvalConfig
+from kit.mnn import register
+from kit.mnn.source import SourceError, ensure_pristine, tree_digest
+from kit.mnn.workspace import WorkspaceError, open_workspace
+from kit.tasks import MnnTarget, Task, TensorSpec
+
+REG_SCRIPT = '''
+import os, re, sys
+root = sys.argv[1]
+cpu = os.path.join(root, "source", "backend", "cpu")
+names = []
+for f in sorted(os.listdir(cpu)):
+    if f.endswith(".cpp") and f != "CPUOPRegister.cpp":
+        for line in open(os.path.join(cpu, f)):
+            m = re.match(r"\\s*REGISTER_CPU_OP_CREATOR\\((\\w+),\\s*(\\w+)\\)", line)
+            if m:
+                names.append(f"___{m[1]}__{m[2]}__")
+with open(os.path.join(cpu, "CPUOPRegister.cpp"), "w") as out:
+    out.write("// generated\\n" + "".join(f"extern void {n}();\\n" for n in names))
+'''
+
+
+def make_tree(root: Path) -> Path:
+    cpu = root / "source" / "backend" / "cpu"
+    cpu.mkdir(parents=True)
+    (root / "CMakeLists.txt").write_text("project(fake)\n")
+    (cpu / "CPUArgMax.cpp").write_text("REGISTER_CPU_OP_CREATOR(CPUArgMaxCreator, OpType_ArgMax)\n")
+    (cpu / "CPUArgMax.hpp").write_text("// header\n")
+    (root / "tools" / "script").mkdir(parents=True)
+    (root / "tools" / "script" / "register.py").write_text(REG_SCRIPT)
+    (root / "apps").mkdir()
+    (root / "apps" / "demo.txt").write_text("demo")
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, root / "tools/script/register.py", root], check=True)
+    return root
+
+
+def task() -> Task:
+    return Task(
+        id="argmax_t",
+        category="reduction",
+        op_type="ArgMax",
+        mechanism="atomic",
+        split="test",
+        mnn_op_types=["ArgMax"],
+        inputs=[TensorSpec(name="x", shape=[4])],
+        outputs=[TensorSpec(name="y", shape=[1], dtype="int64")],
+        mnn=MnnTarget(
+            files=["source/backend/cpu/CPUArgMax.hpp", "source/backend/cpu/CPUArgMax.cpp"],
+            new_files=["source/backend/cpu/CPU*.cpp"],
+        ),
+    )
+
+
+@pytest.fixture
+def setup(tmp_path):
+    src = make_tree(tmp_path / "mnn")
+    cfg = EvalConfig(mnn={"source_dir": src, "cache_dir": tmp_path / "cache", "engine": "fixture"})
+    pristine = ensure_pristine(cfg)
+    ws = open_workspace(tmp_path / "cache" / "ws", pristine)
+    yield src, pristine, ws
+    ws.release()
+
+
+def test_pristine_is_a_copy_with_same_digest(setup):
+    src, pristine, ws = setup
+    assert pristine.root != src
+    assert tree_digest(pristine.root) == tree_digest(src) == pristine.digest
+    # apps/ is excluded from the digest
+    (src / "apps" / "demo.txt").write_text("changed")
+    assert tree_digest(src) == pristine.digest
+
+
+def test_pinned_digest_is_enforced_for_mnn(tmp_path):
+    src = make_tree(tmp_path / "mnn")
+    cfg = EvalConfig(mnn={"source_dir": src, "cache_dir": tmp_path / "cache", "engine": "mnn"})
+    with pytest.raises(SourceError, match="content digest"):
+        ensure_pristine(cfg)
+
+
+def test_missing_source_dir_is_named(tmp_path):
+    cfg = EvalConfig(mnn={"source_dir": tmp_path / "nope", "cache_dir": tmp_path / "cache"})
+    with pytest.raises(SourceError, match="mnn.source_dir"):
+        ensure_pristine(cfg)
+
+
+def test_workspace_files_are_hard_links_except_generated(setup):
+    _, pristine, ws = setup
+    a = ws.src / "source/backend/cpu/CPUArgMax.cpp"
+    assert os.stat(a).st_ino == os.stat(pristine.root / "source/backend/cpu/CPUArgMax.cpp").st_ino
+    gen = ws.src / "source/backend/cpu/CPUOPRegister.cpp"
+    assert os.stat(gen).st_ino != os.stat(pristine.root / "source/backend/cpu/CPUOPRegister.cpp").st_ino
+
+
+def test_swap_never_writes_through_links_and_restores(setup):
+    _, pristine, ws = setup
+    orig = (pristine.root / "source/backend/cpu/CPUArgMax.cpp").read_text()
+    swap = register.apply(ws, task(), {"CPUArgMax.cpp": "REGISTER_CPU_OP_CREATOR(MyArgMax, OpType_ArgMax)\n// new\n"})
+    assert swap.replaced == ["source/backend/cpu/CPUArgMax.cpp"] and swap.reregistered
+    assert (pristine.root / "source/backend/cpu/CPUArgMax.cpp").read_text() == orig
+    assert "___MyArgMax__OpType_ArgMax__" in (ws.src / "source/backend/cpu/CPUOPRegister.cpp").read_text()
+    assert "MyArgMax" not in (pristine.root / "source/backend/cpu/CPUOPRegister.cpp").read_text()
+    register.restore(ws, swap)
+    assert (ws.src / "source/backend/cpu/CPUArgMax.cpp").read_text() == orig
+    assert "MyArgMax" not in (ws.src / "source/backend/cpu/CPUOPRegister.cpp").read_text()
+    assert ws.check_and_repair() == []
+
+
+def test_restored_file_is_newer_than_before(setup):
+    """ninja must rebuild a restored file: its mtime is fresh, not the pristine one."""
+    _, pristine, ws = setup
+    rel = "source/backend/cpu/CPUArgMax.hpp"
+    before = os.stat(pristine.root / rel).st_mtime_ns
+    time.sleep(0.01)
+    swap = register.apply(ws, task(), {"CPUArgMax.hpp": "// candidate header\n"})
+    assert not swap.reregistered  # no REGISTER line changed
+    register.restore(ws, swap)
+    assert os.stat(ws.src / rel).st_mtime_ns > before
+
+
+def test_new_file_schedules_configure_and_is_removed(setup):
+    _, _, ws = setup
+    ws.set_state(needs_configure=False)
+    swap = register.apply(ws, task(), {"CPUNewOp.cpp": "REGISTER_CPU_OP_CREATOR(NewOp, OpType_New)\n"})
+    assert swap.added == ["source/backend/cpu/CPUNewOp.cpp"]
+    assert ws.state()["needs_configure"] is True
+    ws.set_state(needs_configure=False)
+    register.restore(ws, swap)
+    assert not (ws.src / "source/backend/cpu/CPUNewOp.cpp").exists()
+    assert ws.state()["needs_configure"] is True
+
+
+def test_killed_job_is_repaired(setup):
+    """A job killed after the swap (no restore) leaves a dirty tree: check_and_repair fixes it."""
+    _, pristine, ws = setup
+    register.apply(ws, task(), {"CPUArgMax.cpp": "garbage", "CPUExtra.cpp": "x"})
+    (ws.src / "source/backend/cpu/CPUArgMax.hpp").unlink()
+    repaired = ws.check_and_repair()
+    assert set(repaired) == {
+        "source/backend/cpu/CPUArgMax.cpp",
+        "source/backend/cpu/CPUExtra.cpp",
+        "source/backend/cpu/CPUArgMax.hpp",
+        "source/backend/cpu/CPUOPRegister.cpp",  # regenerated: the garbage file lost its REGISTER line
+    }
+    assert tree_digest(ws.src) == pristine.digest
+    assert ws.state()["needs_configure"] is True
+
+
+def test_write_through_link_is_detected(setup):
+    _, pristine, ws = setup
+    with open(ws.src / "source/backend/cpu/CPUArgMax.hpp", "a") as f:  # what the kit never does
+        f.write("// oops\n")
+    with pytest.raises(WorkspaceError, match="hard link"):
+        ws.check_and_repair()
+
+
+def test_workspaces_are_exclusive(setup, tmp_path):
+    _, pristine, ws = setup
+    other = open_workspace(tmp_path / "cache" / "ws", pristine)
+    assert other.root != ws.root
+    other.release()
+
+
+def test_disallowed_name_is_a_harness_error(setup):
+    _, _, ws = setup
+    with pytest.raises(ValueError, match="not allowed"):
+        register.apply(ws, task(), {"evil.cpp": "x"})
