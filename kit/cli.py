@@ -90,8 +90,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
-    from kit.tasks import TaskError
-
     try:
         if args.cmd == "eval":
             cfg = _config(args, rest)
@@ -136,10 +134,21 @@ def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
             paths = build_report(list(args.run_dirs), out, load_suite(args.tasks_dir))
             print(paths)
             return 0
-    except TaskError as exc:
+    except _user_errors() as exc:
         print(f"mkb: {exc}", file=sys.stderr)
         return 2
     raise AssertionError(args.cmd)
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """Errors that mean "fix your input or setup": printed without a traceback, exit code 2."""
+    from kit.candidates import CandidateSourceError
+    from kit.mnn.native import NativeBuildError
+    from kit.mnn.source import SourceError
+    from kit.prompts import PromptError
+    from kit.tasks import TaskError
+
+    return (TaskError, CandidateSourceError, SourceError, NativeBuildError, PromptError, FileNotFoundError)
 
 
 def _tasks(args: argparse.Namespace) -> int:

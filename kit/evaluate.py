@@ -7,6 +7,7 @@ recorded in the run directory are skipped, so a killed run is resumed by running
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -18,6 +19,7 @@ from typing import Any
 
 from kit import candidates as kcand
 from kit.config import EvalConfig
+from kit.gate import NodeGate
 from kit.mnn import build as mbuild
 from kit.mnn.native import ensure_native, native_meta
 from kit.mnn.source import Pristine, ensure_pristine
@@ -43,12 +45,13 @@ def setup_worker(cfg: EvalConfig, index: int | None = None, name: str | None = N
 
     pristine = ensure_pristine(cfg)
     ws = open_workspace(workspace_base(cfg, pristine), pristine, index)
+    gate = NodeGate(cfg.mnn.cache_dir / "node.lock")
     lock_path = cfg.mnn.cache_dir / "native.lock"
-    with open(lock_path, "w") as lock:
+    with open(lock_path, "w") as lock, gate.shared():
         fcntl.flock(lock, fcntl.LOCK_EX)
         native = ensure_native(cfg, pristine, ws)
-    mbuild.configure(ws, cfg)
-    return Worker(cfg, ws, native, name=name or ws.root.name, mnn_version=cfg.mnn.version)
+        mbuild.configure(ws, cfg)
+    return Worker(cfg, ws, native, name=name or ws.root.name, mnn_version=cfg.mnn.version, gate=gate)
 
 
 def job_from(c: kcand.CandidateOrRejection, task: Task, digest: str) -> Job:
@@ -57,8 +60,28 @@ def job_from(c: kcand.CandidateOrRejection, task: Task, digest: str) -> Job:
     return Job(task, c.method, c.sample_id, c.sha256, digest, reject_kind=c.error_kind, reject_reason=c.reason)
 
 
-def make_jobs(cfg: EvalConfig, tasks: list[Task], all_ids: set[str], mnn_root: Path | None) -> list[Job]:
-    """One job per candidate sample of every configured source (and the native method if enabled).
+def orphan_record(rej: kcand.Rejection, digest: str) -> Record:
+    """The record of a sample whose task id is not in the suite (no task, so no job to run)."""
+    key = "\0".join([rej.task_id, rej.method, rej.sample_id, rej.sha256, digest])
+    return Record(
+        job_id=hashlib.sha256(key.encode()).hexdigest()[:24],
+        method=rej.method,
+        task_id=rej.task_id,
+        sample_id=rej.sample_id,
+        candidate_sha256=rej.sha256,
+        config_digest=digest,
+        status=Status.REJECTED_INPUT,
+        error_kind=rej.error_kind,
+        error_message=rej.reason,
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+
+
+def make_jobs(
+    cfg: EvalConfig, tasks: list[Task], all_ids: set[str], mnn_root: Path | None
+) -> tuple[list[Job], list[Record]]:
+    """One job per candidate sample of every configured source (and the native method if enabled), plus
+    the finished records of samples naming unknown task ids.
 
     Raises:
         kit.candidates.CandidateSourceError: a source path is missing or malformed.
@@ -67,16 +90,29 @@ def make_jobs(cfg: EvalConfig, tasks: list[Task], all_ids: set[str], mnn_root: P
     ignore = all_ids - set(by_id)
     digest = cfg.digest()
     jobs: list[Job] = []
+    orphans: list[Record] = []
     for src in cfg.candidates.sources:
         for c in kcand.load_candidates(src, by_id, cfg.candidates.max_file_bytes, ignore_ids=ignore):
             task = by_id.get(c.task_id)
-            if task is None:  # unknown task id: still one record, under a placeholder task
+            if task is None:
+                assert isinstance(c, kcand.Rejection)
+                orphans.append(orphan_record(c, digest))
                 continue
             jobs.append(job_from(c, task, digest))
     if cfg.candidates.native and mnn_root is not None:
         for t in tasks:
             jobs.append(job_from(kcand.native_candidate(t, mnn_root), t, digest))
-    return jobs
+    return jobs, orphans
+
+
+def write_orphans(orphans: list[Record], run_dir: Path, done: set[str]) -> None:
+    from kit.shards import ShardWriter
+
+    new = [r for r in orphans if r.job_id not in done]
+    if new:
+        with ShardWriter(run_dir, "driver") as w:
+            for r in new:
+                w.append(r)
 
 
 def provenance(cfg: EvalConfig, worker: Worker | None) -> dict[str, Any]:
@@ -153,8 +189,9 @@ def evaluate(cfg: EvalConfig) -> int:
         return evaluate_distributed(cfg, tasks, all_ids)
     worker = setup_worker(cfg)
     try:
-        jobs = make_jobs(cfg, tasks, all_ids, worker.workspace.pristine.root)
+        jobs, orphans = make_jobs(cfg, tasks, all_ids, worker.workspace.pristine.root)
         done = done_job_ids(run_dir)
+        write_orphans(orphans, run_dir, done)
         pending = [j for j in jobs if j.job_id not in done]
         print(f"mkb eval: {len(jobs)} jobs over {len(tasks)} tasks, {len(jobs) - len(pending)} already recorded in {run_dir}")
         (run_dir / "provenance.json").write_text(json.dumps(provenance(cfg, worker), indent=1))

@@ -6,6 +6,7 @@ workspace is restored and exactly one :class:`~kit.records.Record` comes back.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import platform
 import shutil
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.config import EvalConfig
+from kit.gate import NodeGate
 from kit.mnn import build as mbuild
 from kit.mnn import register
 from kit.mnn.native import Native, workspace_lib_dir
@@ -62,6 +64,8 @@ class Worker:
     native: Native
     name: str = "w0"
     mnn_version: str = ""
+    #: node-local lock: builds/verification shared, timing exclusive (None: no exclusivity)
+    gate: NodeGate | None = None
     _native_models: dict[str, Path | None] = field(default_factory=dict)
     _native_errors: dict[str, str] = field(default_factory=dict)
 
@@ -149,7 +153,8 @@ def _stages(job: Job, worker: Worker, scratch: Path) -> dict[str, Any]:
     try:
         swap = register.apply(ws, task, job.files)
         # 1. build
-        b = mbuild.build(ws, cfg)
+        with _held(worker.gate, exclusive=False):
+            b = mbuild.build(ws, cfg)
         out |= {"build_s": b.wall_s + b.configure_s, "diagnostics": b.diagnostics[:50], "build_log_tail": b.log_tail[-4000:]}
         if b.timed_out:
             raise StageFailure(Status.COMPILE_TIMEOUT, ErrorKind.TIMEOUT, f"build exceeded {cfg.build.timeout_s} s", **out)
@@ -162,9 +167,10 @@ def _stages(job: Job, worker: Worker, scratch: Path) -> dict[str, Any]:
         out["build_log_tail"] = ""
         # 2. convert + verify with the candidate's converter and libraries
         side = sverify.Side(ws.build / "MNNConvert", workspace_lib_dir(ws))
-        model = sverify.convert(cfg, task, side, scratch / "candidate.mnn")
         try:
-            trials = sverify.verify(cfg, task, model, side, worker.native.runner, scratch / "verify")
+            with _held(worker.gate, exclusive=False):
+                model = sverify.convert(cfg, task, side, scratch / "candidate.mnn")
+                trials = sverify.verify(cfg, task, model, side, worker.native.runner, scratch / "verify")
         except StageFailure as f:
             f.fields = out | f.fields
             _summarize_trials(f.fields)
@@ -174,10 +180,12 @@ def _stages(job: Job, worker: Worker, scratch: Path) -> dict[str, Any]:
         # 3. time against native
         if not cfg.timing.enabled:
             return out
-        native_model = worker.native_model(task)
+        with _held(worker.gate, exclusive=False):
+            native_model = worker.native_model(task)
         native = (native_model, worker.native_side) if native_model is not None else None
         try:
-            tr = stiming.time_candidate(cfg, task, worker.native.runner, (model, side), native, scratch / "timing")
+            with _held(worker.gate, exclusive=True):
+                tr = stiming.time_candidate(cfg, task, worker.native.runner, (model, side), native, scratch / "timing")
         except StageFailure as f:
             f.fields = out | f.fields
             raise
@@ -201,6 +209,12 @@ def _stages(job: Job, worker: Worker, scratch: Path) -> dict[str, Any]:
         return out
     finally:
         register.restore(ws, swap)
+
+
+def _held(gate: NodeGate | None, exclusive: bool):
+    if gate is None:
+        return contextlib.nullcontext()
+    return gate.exclusive() if exclusive else gate.shared()
 
 
 def _summarize_trials(fields: dict[str, Any]) -> None:

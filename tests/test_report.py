@@ -1,0 +1,234 @@
+"""kit.report: a full report of synthetic runs written through the real shard writer."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import numpy as np
+import polars as pl
+import pytest
+
+from kit import metrics, report
+from kit.records import Diagnostic, ErrorKind, Record, Status
+from kit.shards import ShardWriter
+from kit.tasks import CATEGORIES
+
+S = Status
+TASKS = pl.DataFrame(
+    {
+        "task_id": [f"{c}_{i}" for c in CATEGORIES for i in range(3)],
+        "category": [c for c in CATEGORIES for _ in range(3)],
+        "split": ["test"] * (3 * len(CATEGORIES)),
+    }
+)
+ERRORS = [
+    "‘{}’ was not declared in this scope",
+    "no matching function for call to ‘{}(int)’",
+    "expected ‘;’ before ‘}}’ token",
+]
+
+
+def synth_run(run_dir, seed: int, methods: dict[str, float], native: bool = False) -> list[Record]:
+    """Records of ``methods`` (name → skill in [0, 1]) on every task but the last, 3 samples each."""
+    rng = np.random.default_rng(seed)
+    recs = []
+    for method, skill in methods.items():
+        for t in TASKS.head(TASKS.height - 1).iter_rows(named=True):
+            for s in range(3):
+                u = rng.random()
+                kw = {}
+                if u > skill:
+                    status, kind = S.COMPILE_ERROR, ErrorKind.COMPILER
+                    name = f"v{rng.integers(100)}"
+                    msg = ERRORS[rng.integers(len(ERRORS))].format(name)
+                    kw["diagnostics"] = [
+                        Diagnostic(
+                            file="CPUX.cpp",
+                            line=int(rng.integers(1, 200)),
+                            column=3,
+                            severity="error",
+                            message=msg,
+                        ),
+                        Diagnostic(file="CPUX.cpp", line=5, severity="note", message="declared here"),
+                    ]
+                elif u > skill * 0.8:
+                    status, kind = S.VERIFY_MISMATCH, ErrorKind.VALUE
+                elif u > skill * 0.75:
+                    status, kind = S.RUNTIME_CRASH, ErrorKind.SIGNAL
+                else:
+                    status, kind = S.OK, ErrorKind.NONE
+                    sp = float(np.exp(rng.normal(0, 0.5)))
+                    kw.update(speedup=sp, speedup_ci_low=sp * 0.95, speedup_ci_high=sp * 1.05)
+                if t["task_id"] == "others_0" and status == S.OK:  # native baseline cannot run
+                    kind = ErrorKind.NO_NATIVE
+                    kw.update(speedup=None, speedup_ci_low=None, speedup_ci_high=None)
+                recs.append(
+                    Record(
+                        job_id=f"{method}/{t['task_id']}/{s}",
+                        method=method,
+                        task_id=t["task_id"],
+                        sample_id=str(s),
+                        candidate_sha256="0" * 64,
+                        config_digest="cfg",
+                        category=t["category"],
+                        split="test",
+                        status=status,
+                        error_kind=kind,
+                        started_at=f"2026-11-29T20:{s:02d}:00Z",
+                        **kw,
+                    )
+                )
+    if native:
+        for t in TASKS.iter_rows(named=True):
+            sp = float(np.exp(rng.normal(0, 0.03)))
+            recs.append(
+                Record(
+                    job_id=f"native/{t['task_id']}",
+                    method="native",
+                    task_id=t["task_id"],
+                    sample_id="native",
+                    candidate_sha256="1" * 64,
+                    config_digest="cfg",
+                    status=S.OK,
+                    speedup=sp,
+                    speedup_ci_low=sp * 0.97,
+                    speedup_ci_high=sp * 1.03,
+                )
+            )
+    with ShardWriter(run_dir, "w0", flush_every=10) as w:
+        for r in recs:
+            w.append(r)
+    return recs
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("runs")
+    a, b = base / "run_a", base / "run_b"
+    synth_run(a, 1, {"llm_x": 0.7, "llm_y": 0.5}, native=True)
+    synth_run(b, 2, {"llm_x": 0.8})
+    (a / "provenance.json").write_text(
+        json.dumps(
+            {
+                "config_digest": "abc123",
+                "mnn_version": "3.2.2",
+                "compiler": "gcc 12.2",
+                "cpu_model": "Test CPU",
+                "threads": 1,
+            }
+        )
+    )
+    (b / "calibration.json").write_text(
+        json.dumps(
+            {"summary": {"aa_speedup_p05": 0.9, "aa_speedup_p95": 1.1, "aa_speedup_median": 1.0}, "tasks": []}
+        )
+    )
+    return a, b
+
+
+def test_single_run_report(two_runs, tmp_path):
+    a, _ = two_runs
+    paths = report.build_report([a], tmp_path / "rep", TASKS, n_boot=200, seed=3)
+    for p in (paths.html, paths.markdown, paths.json, paths.csv, *paths.plots.values()):
+        assert p.is_file() and p.stat().st_size > 0, p
+    html_text = paths.html.read_text()
+    # the headline table, with CSR/FCR/fast_p columns, and four embedded PNG plots
+    assert "<table" in html_text and "CSR %" in html_text and "fast_1.5 %" in html_text
+    imgs = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html_text)
+    assert len(imgs) == 4
+    for b64 in imgs:
+        assert base64.b64decode(b64)[:8] == b"\x89PNG\r\n\x1a\n"
+    assert 'src="http' not in html_text and "plots/" not in html_text  # self-contained
+
+    # JSON numbers equal metrics.summary on the same records
+    data = json.loads(paths.json.read_text())
+    recs = report.load_records(a)
+    expected = metrics.summary(recs, TASKS, ps=(0.0, 0.5, 1.0, 1.5, 2.0), n_boot=200, seed=3)
+    got = {r["method"]: r for r in data["summary"]}
+    assert set(got) == {"llm_x", "llm_y", "native"}
+    for row in expected.iter_rows(named=True):
+        g = got[row["method"]]
+        for col in (
+            "csr",
+            "fcr",
+            "fast_0",
+            "fast_1.0",
+            "fast_2.0",
+            "csr_ci_low",
+            "fast_1.0_ci_high",
+            "geomean_speedup",
+        ):
+            assert g[col] == pytest.approx(row[col]), (row["method"], col)
+        assert g["n_tasks"] == TASKS.height == 36  # the task without records is in the denominator
+        assert g["no_native_tasks"] == row["no_native_tasks"]
+    assert got["llm_x"]["no_native_tasks"] == ["others_0"]
+    # the headline table shows the same CSR, as a percentage with its CI
+    x = got["llm_x"]
+    assert f"{100 * x['csr']:.1f} [{100 * x['csr_ci_low']:.1f}, {100 * x['csr_ci_high']:.1f}]" in html_text
+
+    # provenance from the file, missing keys unknown; calibration from the native method
+    assert data["runs"][0]["provenance"]["compiler"] == "gcc 12.2"
+    assert data["runs"][0]["provenance"]["engine"] == "unknown"
+    assert "Test CPU" in html_text
+    assert data["runs"][0]["calibration"]["source"] == "native method in this run"
+    # compile errors are grouped after normalization: at most the 3 message shapes
+    msgs = {e["message"] for e in data["compile_errors"]}
+    assert msgs <= {
+        "‘…’ was not declared in this scope",
+        "no matching function for call to ‘…’",
+        "expected ‘…’ before ‘…’ token",
+    }
+    n_compile = recs.filter(pl.col("status") == "compile_error").height
+    assert sum(e["count"] for e in data["compile_errors"]) == n_compile
+
+    csv = pl.read_csv(paths.csv)
+    overall = csv.filter((pl.col("category") == "all") & (pl.col("method") == "llm_x")).row(0, named=True)
+    assert overall["csr"] == pytest.approx(x["csr"])
+    assert csv.filter(pl.col("method") == "llm_x").height == 1 + len(CATEGORIES)
+    md = paths.markdown.read_text()
+    assert "| system |" in md and "![funnel](plots/funnel.png)" in md
+
+
+def test_two_runs_side_by_side(two_runs, tmp_path):
+    a, b = two_runs
+    paths = report.build_report([a, b], tmp_path / "cmp", TASKS, n_boot=100)
+    data = json.loads(paths.json.read_text())
+    systems = {r["system"] for r in data["summary"]}
+    assert systems == {"run_a/llm_x", "run_a/llm_y", "run_a/native", "run_b/llm_x"}
+    # each run's rows equal that run's own metrics
+    b_only = metrics.summary(report.load_records(b), TASKS, n_boot=100)
+    bx = next(r for r in data["summary"] if r["system"] == "run_b/llm_x")
+    assert bx["fcr"] == pytest.approx(b_only["fcr"][0])
+    assert [r["label"] for r in data["runs"]] == ["run_a", "run_b"]
+    assert data["runs"][1]["calibration"]["low"] == 0.9  # from calibration.json
+    assert data["runs"][1]["provenance"]["mnn_version"] == "unknown"
+    html_text = paths.html.read_text()
+    assert "run_b/llm_x" in html_text and "run_a/llm_y" in html_text
+
+
+def test_split_auto_and_errors(two_runs, tmp_path):
+    a, _ = two_runs
+    # a suite with an extra train split: the run has only test tasks, so train is left out
+    tasks = pl.concat([TASKS, pl.DataFrame({"task_id": ["tr_0"], "category": ["unary"], "split": ["train"]})])
+    data = json.loads(report.build_report([a], tmp_path / "r", tasks, n_boot=10).json.read_text())
+    assert data["splits"] == ["test"] and data["summary"][0]["n_tasks"] == 36
+    with pytest.raises(report.ReportError, match="none of the"):
+        report.build_report([a], tmp_path / "r3", TASKS.with_columns(task_id=pl.col("task_id") + "_other"))
+    with pytest.raises(report.ReportError, match="no records"):
+        report.build_report([tmp_path / "empty"], tmp_path / "r2", TASKS)
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "provenance.json").write_text("[1, 2]")
+    with pytest.raises(report.ReportError, match="provenance.json"):
+        report.load_provenance(tmp_path / "bad")
+
+
+def test_normalize_message():
+    assert report.normalize_message("a/CPUX.cpp:12:5: error: ‘foo’ was not declared in this scope") == (
+        "‘…’ was not declared in this scope"
+    )
+    assert (
+        report.normalize_message("array index 42 is past the end of 'buf'\n  12 | x")
+        == "array index N is past the end of ‘…’"
+    )
