@@ -69,7 +69,7 @@ def convert(cfg: EvalConfig, task: Task, side: Side, out: Path) -> Path:
         fail.kind = ErrorKind.CONVERT if fail.kind != ErrorKind.TIMEOUT else fail.kind
         raise fail
     if not res.ok:
-        raise StageFailure(Status.VERIFY_MISMATCH, ErrorKind.CONVERT, f"MNNConvert failed: {res.message}")
+        raise StageFailure(Status.VERIFY_MISMATCH, ErrorKind.CONVERT, f"MNNConvert failed: {res.reason}\n{res.log[-1500:]}")
     return out
 
 

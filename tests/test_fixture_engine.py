@@ -1,0 +1,508 @@
+"""The fixture engine, built for real (cmake + ninja + g++): convert, verify against ONNX Runtime, time,
+and the failure modes the kit must tell apart (compile error, link error, wrong result, crash, unsupported op).
+
+One engine copy is built per module; tests that swap files restore them and rebuild before they return.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from conftest_fixture import FIXTURE_ROOT, copy_fixture_engine
+from onnx import TensorProto, helper, numpy_helper
+
+from kit import proc
+from kit.compare import compare
+from kit.inputs import make_inputs
+from kit.records import ErrorKind
+from kit.reference import run_reference
+from kit.tasks import Task, load_suite
+from kit.tensorio import read_tensors, to_wire, write_tensors
+
+TASK_IDS = ("fx_argmax", "fx_exp", "fx_sub", "fx_transpose")
+NATIVE_OK = ("fx_argmax", "fx_exp", "fx_transpose")  # fx_sub: the pristine converter has no Sub
+SAMPLES = ("correct", "compile_error", "wrong_result", "crash")
+_DIAG = re.compile(
+    r"^(?P<file>[^\s:]+\.(?:cpp|hpp)):(?P<line>\d+):(?P<col>\d+): (?:fatal )?error: (?P<msg>.+)$",
+    re.MULTILINE,
+)
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not (shutil.which("cmake") and shutil.which("ninja") and shutil.which("g++")),
+        reason="needs cmake, ninja and g++",
+    ),
+]
+
+
+@dataclass
+class Engine:
+    src: Path
+    build: Path
+    work: Path  # scratch for models and tensors
+
+    @property
+    def converter(self) -> Path:
+        return self.build / "MNNConvert"
+
+    @property
+    def runner(self) -> Path:
+        return self.build / "mkb_runner"
+
+
+def _run(
+    argv: list[str | Path], cwd: Path, timeout_s: float = 300, env: dict[str, str] | None = None
+) -> proc.ProcResult:
+    return proc.run(argv, cwd=cwd, env=proc.base_env(env), timeout_s=timeout_s)
+
+
+def _register(eng: Engine) -> None:
+    res = _run([sys.executable, "tools/script/register.py", "."], eng.src)
+    assert res.ok, res.output
+
+
+def _configure(eng: Engine) -> None:
+    res = _run(["cmake", "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", eng.src], eng.build)
+    assert res.ok, res.output
+
+
+def _ninja(eng: Engine) -> proc.ProcResult:
+    return _run(["ninja", "-j2", "-k", "0"], eng.build, timeout_s=600)
+
+
+@pytest.fixture(scope="module")
+def tasks() -> dict[str, Task]:
+    return {t.id: t for t in load_suite(FIXTURE_ROOT / "tasks")}
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
+    base = tmp_path_factory.mktemp("fxengine")
+    eng = Engine(copy_fixture_engine(base / "src"), base / "build", base / "work")
+    eng.build.mkdir()
+    eng.work.mkdir()
+    _register(eng)
+    _configure(eng)
+    res = _ninja(eng)
+    assert res.ok, res.output
+    return eng
+
+
+@contextmanager
+def swapped(eng: Engine, task: Task, sample: str, *, cmake: bool = True) -> Iterator[proc.ProcResult]:
+    """Place the sample's files, rerun register.py (and ``cmake .`` for new files), build; yield the
+    ninja result; afterwards restore the pristine files and rebuild."""
+    sample_dir = FIXTURE_ROOT / "candidates" / "sample" / task.id / sample
+    backups: dict[Path, bytes | None] = {}
+    for f in sorted(sample_dir.iterdir()):
+        rel = task.place(f.name)
+        assert rel is not None, f"{f.name} is not allowed for {task.id}"
+        dest = eng.src / rel
+        backups[dest] = dest.read_bytes() if dest.exists() else None
+        dest.write_bytes(f.read_bytes())
+    new_files = any(v is None for v in backups.values())
+    try:
+        _register(eng)
+        if new_files and cmake:
+            _configure(eng)
+        yield _ninja(eng)
+    finally:
+        for dest, data in backups.items():
+            if data is None:
+                dest.unlink()
+            else:
+                dest.write_bytes(data)
+        _register(eng)
+        if new_files:
+            _configure(eng)
+        res = _ninja(eng)
+        assert res.ok, "restoring the pristine engine failed:\n" + res.output
+
+
+def convert(eng: Engine, task: Task, tag: str = "") -> tuple[proc.ProcResult, Path]:
+    model = eng.work / f"{task.id}{tag}.fixmodel"
+    model.unlink(missing_ok=True)
+    res = _run(
+        [
+            eng.converter,
+            "-f",
+            "ONNX",
+            "--modelFile",
+            task.onnx_path,
+            "--MNNModel",
+            model,
+            "--bizCode",
+            "MNN",
+            "--keepInputFormat=1",
+        ],
+        eng.work,
+        timeout_s=60,
+    )
+    return res, model
+
+
+def run_model(
+    eng: Engine, task: Task, model: Path, seed: int, tag: str, *extra: str, env: dict[str, str] | None = None
+) -> tuple[proc.ProcResult, dict[str, np.ndarray], Path]:
+    """Write the task's seeded inputs, run mkb_runner; returns (result, inputs, out_dir)."""
+    inputs = make_inputs(task, seed)
+    in_dir, out_dir = eng.work / f"{task.id}{tag}_in{seed}", eng.work / f"{task.id}{tag}_out{seed}"
+    shutil.rmtree(out_dir, ignore_errors=True)
+    write_tensors(in_dir, {k: to_wire(k, v) for k, v in inputs.items()})
+    res = _run(
+        [
+            eng.runner,
+            model,
+            in_dir,
+            out_dir,
+            "--outputs",
+            ",".join(o.name for o in task.outputs),
+            "--threads",
+            "1",
+            "--precision",
+            "high",
+            *extra,
+        ],
+        eng.work,
+        timeout_s=60,
+        env=env,
+    )
+    return res, inputs, out_dir
+
+
+def verify(eng: Engine, task: Task, model: Path, seed: int, tag: str = "", env: dict[str, str] | None = None):
+    """Run once and compare every output with ONNX Runtime; returns the list of Comparisons."""
+    res, inputs, out_dir = run_model(eng, task, model, seed, tag, env=env)
+    assert res.ok, res.output
+    out = read_tensors(out_dir)
+    ref = run_reference(task.onnx_path, inputs)
+    assert list(out) == [o.name for o in task.outputs]
+    return [compare(out[o.name], ref[o.name], task.tolerance.atol, task.tolerance.rtol) for o in task.outputs]
+
+
+# ------------------------------------------------------------------------------------------ data files
+
+
+def test_task_suite_loads_and_models_are_generated(tasks: dict[str, Task]) -> None:
+    assert sorted(tasks) == sorted(TASK_IDS)
+    assert {t.mechanism for t in tasks.values()} == {"atomic", "geometric", "composite"}
+    res = _run([sys.executable, FIXTURE_ROOT / "make_tasks.py", "--check"], FIXTURE_ROOT, timeout_s=120)
+    assert res.ok, "model.onnx files differ from make_tasks.py:\n" + res.output
+
+
+def test_every_task_has_every_sample_and_files_are_allowed(tasks: dict[str, Task]) -> None:
+    for tid, task in tasks.items():
+        root = FIXTURE_ROOT / "candidates" / "sample" / tid
+        assert sorted(p.name for p in root.iterdir()) == sorted(SAMPLES)
+        for sample in SAMPLES:
+            files = list((root / sample).iterdir())
+            assert files, f"{tid}/{sample} is empty"
+            for f in files:
+                rel = task.place(f.name)
+                assert rel is not None, f"{tid}/{sample}/{f.name} is outside the task's allowlist"
+                if rel in task.mnn.files:
+                    assert (FIXTURE_ROOT / rel).is_file()
+
+
+def test_register_script_is_idempotent_on_the_committed_tree(tmp_path: Path) -> None:
+    src = copy_fixture_engine(tmp_path / "e")
+    before = {p: p.read_bytes() for p in src.rglob("*OPRegister.cpp")}
+    assert len(before) == 2
+    res = _run([sys.executable, "tools/script/register.py", "."], src)
+    assert res.ok, res.output
+    assert {p: p.read_bytes() for p in before} == before
+    assert _run([sys.executable, "tools/script/register.py", tmp_path / "missing"], src).returncode == 2
+
+
+# ------------------------------------------------------------------------------------ native engine
+
+
+def test_build_outputs_and_runpath(engine: Engine) -> None:
+    for f in (engine.build / "libMNN.so", engine.converter, engine.runner):
+        assert f.is_file(), f
+    dyn = _run(["readelf", "-d", engine.runner], engine.build)
+    if dyn.ok:  # binutils present: the runner must use RUNPATH (LD_LIBRARY_PATH wins over it)
+        assert "RUNPATH" in dyn.stdout and "libMNN.so" in dyn.stdout
+
+
+@pytest.mark.parametrize("task_id", NATIVE_OK)
+def test_native_converts_and_matches_onnxruntime(
+    engine: Engine, tasks: dict[str, Task], task_id: str
+) -> None:
+    task = tasks[task_id]
+    res, model = convert(engine, task)
+    assert res.returncode == 0 and "Converted Success!" in res.stdout, res.output
+    assert model.is_file()
+    for seed in (0, 1):
+        for c in verify(engine, task, model, seed):
+            assert c.ok, c.reason
+
+
+def test_argmax_output_is_int32(engine: Engine, tasks: dict[str, Task]) -> None:
+    task = tasks["fx_argmax"]
+    _, model = convert(engine, task)
+    res, _, out_dir = run_model(engine, task, model, 0, "_dtype")
+    assert res.ok, res.output
+    assert (out_dir / "manifest.txt").read_text().split() == ["y", "int32", "2", "16", "64"]
+
+
+def test_unsupported_op_fails_conversion_but_exits_zero(engine: Engine, tasks: dict[str, Task]) -> None:
+    res, model = convert(engine, tasks["fx_sub"])
+    assert res.returncode == 0
+    assert "These Op Not Support: ONNX::Sub" in res.stdout
+    assert "Converted Failed!" in res.stdout and "Converted Success!" not in res.stdout
+    assert not model.exists()
+
+
+def test_timing_mode_writes_samples(engine: Engine, tasks: dict[str, Task]) -> None:
+    task = tasks["fx_transpose"]  # lowered by the geometry layer: the executed op is Raster
+    _, model = convert(engine, task)
+    res, inputs, out_dir = run_model(
+        engine,
+        task,
+        model,
+        0,
+        "_time",
+        "--warmup",
+        "2",
+        "--iterations",
+        "7",
+        "--op-types",
+        ",".join(task.mnn_op_types),
+    )
+    assert res.ok, res.output
+    timing = json.loads((out_dir / "timing.json").read_text())
+    assert set(timing) == {"op_ms", "total_ms", "op_types"}
+    assert timing["op_types"] == {"Raster": 1}
+    op_ms, total_ms = np.array(timing["op_ms"]), np.array(timing["total_ms"])
+    assert op_ms.shape == total_ms.shape == (7,)
+    assert (op_ms > 0).all() and (op_ms <= total_ms).all()
+    # outputs are written in timing mode too
+    ref = run_reference(task.onnx_path, inputs)
+    assert compare(read_tensors(out_dir)["y"], ref["y"], 0, 0).ok
+
+    res, _, out_dir = run_model(
+        engine, task, model, 0, "_time_other", "--iterations", "3", "--op-types", "MatMul"
+    )
+    assert res.ok, res.output
+    timing = json.loads((out_dir / "timing.json").read_text())
+    assert timing["op_ms"] == [0.0, 0.0, 0.0] and all(t > 0 for t in timing["total_ms"])
+
+    res, _, out_dir = run_model(engine, task, model, 0, "_time_all", "--iterations", "2", "--op-types", "*")
+    assert res.ok, res.output
+    assert all(t > 0 for t in json.loads((out_dir / "timing.json").read_text())["op_ms"])
+
+
+def test_runner_reports_errors_with_exit_3_and_usage_with_exit_2(
+    engine: Engine, tasks: dict[str, Task]
+) -> None:
+    task = tasks["fx_exp"]
+    _, model = convert(engine, task)
+    in_dir = engine.work / "bad_in"
+    shape = tuple(task.inputs[0].shape)
+    write_tensors(in_dir, {"x": np.zeros((*shape[:-1], shape[-1] - 1), np.float32)})  # wrong shape
+    res = _run([engine.runner, model, in_dir, engine.work / "bad_out", "--outputs", "y"], engine.work)
+    assert res.returncode == 3 and "does not match" in res.stderr
+    write_tensors(in_dir, {"x": np.zeros(shape, np.float32)})
+    res = _run([engine.runner, model, in_dir, engine.work / "bad_out", "--outputs", "nope"], engine.work)
+    assert res.returncode == 3 and "'nope' is not an output" in res.stderr
+    res = _run(
+        [engine.runner, engine.work / "no_such.fixmodel", in_dir, engine.work / "bad_out", "--outputs", "y"],
+        engine.work,
+    )
+    assert res.returncode == 3 and "cannot load model" in res.stderr
+    (in_dir / "x.bin").write_bytes(b"\0" * 12)
+    res = _run([engine.runner, model, in_dir, engine.work / "bad_out", "--outputs", "y"], engine.work)
+    assert res.returncode == 3 and "x.bin" in res.stderr
+    res = _run([engine.runner, model, in_dir, engine.work / "bad_out"], engine.work)
+    assert res.returncode == 2 and "--outputs" in res.stderr
+    res = _run(
+        [engine.runner, model, in_dir, engine.work / "bad_out", "--outputs", "y", "--precision", "fp8"],
+        engine.work,
+    )
+    assert res.returncode == 2
+
+
+def _one_node_model(
+    path: Path,
+    op: str,
+    inputs: dict[str, tuple[int, ...]],
+    out_shape: tuple[int, ...],
+    consts: dict[str, np.ndarray] | None = None,
+    **attrs: object,
+) -> Path:
+    consts = consts or {}
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs.items()]
+    node = helper.make_node(op, [*inputs, *consts], ["y"], name=f"{op}_0", **attrs)
+    graph = helper.make_graph(
+        [node],
+        op,
+        vi,
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
+        initializer=[numpy_helper.from_array(v, n) for n, v in consts.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    return path
+
+
+OTHER_OPS = {
+    "softmax_axis1": ("Softmax", {"x": (3, 5, 7)}, (3, 5, 7), None, {"axis": 1}),
+    "reducesum_keep": ("ReduceSum", {"x": (3, 4, 5)}, (1, 4, 1), {"axes": np.array([0, -1], np.int64)}, {}),
+    "reducesum_all": ("ReduceSum", {"x": (3, 4, 5)}, (), None, {"keepdims": 0}),
+    "matmul": ("MatMul", {"a": (5, 7), "b": (7, 3)}, (5, 3), None, {}),
+    "neg_extra": ("Neg", {"x": (4, 6)}, (4, 6), None, {}),
+    "abs": ("Abs", {"x": (4, 6)}, (4, 6), None, {}),
+    "add_broadcast": ("Add", {"a": (2, 1, 4), "b": (3, 1)}, (2, 3, 4), None, {}),
+    "mul_const": ("Mul", {"x": (3, 4)}, (3, 4), {"w": np.array([0.5, -2.0, 3.0, 1e-3], np.float32)}, {}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OTHER_OPS))
+def test_other_kernels_match_onnxruntime(engine: Engine, case: str) -> None:
+    op, inputs, out_shape, consts, attrs = OTHER_OPS[case]
+    onnx_path = _one_node_model(engine.work / f"{case}.onnx", op, inputs, out_shape, consts, **attrs)
+    model = engine.work / f"{case}.fixmodel"
+    res = _run(
+        [engine.converter, "-f", "ONNX", "--modelFile", onnx_path, "--MNNModel", model, "--bizCode", "MNN"],
+        engine.work,
+    )
+    assert "Converted Success!" in res.stdout, res.output
+    rng = np.random.default_rng(7)
+    feeds = {n: rng.uniform(-2, 2, size=s).astype(np.float32) for n, s in inputs.items()}
+    in_dir, out_dir = engine.work / f"{case}_in", engine.work / f"{case}_out"
+    write_tensors(in_dir, feeds)
+    res = _run([engine.runner, model, in_dir, out_dir, "--outputs", "y"], engine.work)
+    assert res.ok, res.output
+    ref = run_reference(onnx_path, feeds)["y"]
+    out = read_tensors(out_dir)["y"]
+    c = compare(out, ref, 1e-5, 1e-5)
+    assert c.ok, c.reason
+
+
+# ---------------------------------------------------------------------------------------- candidates
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_correct_candidate_builds_and_verifies(engine: Engine, tasks: dict[str, Task], task_id: str) -> None:
+    task = tasks[task_id]
+    with swapped(engine, task, "correct") as build:
+        assert build.ok, build.output
+        res, model = convert(engine, task, "_correct")
+        assert "Converted Success!" in res.stdout, res.output
+        for seed in (0, 1, 2):
+            for c in verify(engine, task, model, seed, "_correct"):
+                assert c.ok, c.reason
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_compile_error_candidate_fails_with_gcc_diagnostic(
+    engine: Engine, tasks: dict[str, Task], task_id: str
+) -> None:
+    task = tasks[task_id]
+    with swapped(engine, task, "compile_error") as build:
+        assert not build.ok
+        diags = [m.groupdict() for m in _DIAG.finditer(build.output)]
+        assert diags, build.output
+        if task_id == "fx_exp":
+            # the candidate removed CPUUnary::selectForFloat, which CPUSoftmax.cpp uses
+            assert any(
+                d["file"].endswith("CPUSoftmax.cpp") and "selectForFloat" in d["msg"] for d in diags
+            ), diags
+        else:
+            sample_files = {
+                f.name for f in (FIXTURE_ROOT / "candidates/sample" / task_id / "compile_error").iterdir()
+            }
+            assert any(Path(d["file"]).name in sample_files for d in diags), diags
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_wrong_result_candidate_builds_but_mismatches(
+    engine: Engine, tasks: dict[str, Task], task_id: str
+) -> None:
+    task = tasks[task_id]
+    with swapped(engine, task, "wrong_result") as build:
+        assert build.ok, build.output
+        res, model = convert(engine, task, "_wrong")
+        assert "Converted Success!" in res.stdout, res.output
+        comparisons = verify(engine, task, model, 0, "_wrong")
+        assert [c.kind for c in comparisons] == [ErrorKind.VALUE], comparisons
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_crash_candidate_dies_by_a_signal(engine: Engine, tasks: dict[str, Task], task_id: str) -> None:
+    task = tasks[task_id]
+    with swapped(engine, task, "crash") as build:
+        assert build.ok, build.output
+        res, model = convert(engine, task, "_crash")
+        if task.mechanism == "composite":  # the crash is in the converter's rewrite
+            assert res.signal == signal.SIGSEGV, res
+            assert not model.exists()
+            return
+        assert "Converted Success!" in res.stdout, res.output
+        res, _, _ = run_model(engine, task, model, 0, "_crash")
+        assert res.signal == signal.SIGSEGV, res
+
+
+# ------------------------------------------------------------------------------ MNN-like build rules
+
+
+def test_new_converter_file_needs_cmake_rerun(engine: Engine, tasks: dict[str, Task]) -> None:
+    task = tasks["fx_sub"]
+    with swapped(engine, task, "correct", cmake=False) as build:
+        assert build.ok, build.output
+        res, _ = convert(engine, task, "_nocmake")
+        assert "Converted Failed!" in res.stdout, "a new file was compiled without rerunning cmake (GLOB)"
+        _configure(engine)
+        build = _ninja(engine)
+        assert build.ok, build.output
+        res, _ = convert(engine, task, "_cmake")
+        assert "Converted Success!" in res.stdout, res.output
+
+
+def test_unregistered_creator_fails_the_executable_link(engine: Engine) -> None:
+    path = engine.src / "source/backend/cpu/CPUArgMax.cpp"
+    original = path.read_bytes()
+    try:
+        text = original.decode().replace("CPUArgMaxCreator", "CPUArgMaxCreatorV2")
+        path.write_text(text)
+        build = _ninja(engine)  # register.py NOT rerun: CPUOPRegister.cpp calls the old name
+        assert not build.ok
+        assert (
+            "undefined reference" in build.output and "___CPUArgMaxCreator__OpType_ArgMax__" in build.output
+        )
+        assert "mkb_runner" in build.output  # libMNN.so itself links; the executable does not
+        _register(engine)
+        build = _ninja(engine)
+        assert build.ok, build.output
+    finally:
+        path.write_bytes(original)
+        _register(engine)
+        assert _ninja(engine).ok
+
+
+def test_ld_library_path_selects_the_engine_library(engine: Engine, tasks: dict[str, Task]) -> None:
+    task = tasks["fx_argmax"]
+    native = engine.work / "native_lib"
+    native.mkdir(exist_ok=True)
+    shutil.copy2(engine.build / "libMNN.so", native / "libMNN.so")
+    _, model = convert(engine, task, "_ldp")
+    with swapped(engine, task, "wrong_result") as build:
+        assert build.ok, build.output
+        assert [c.kind for c in verify(engine, task, model, 0, "_ldp_cand")] == [ErrorKind.VALUE]
+        assert all(
+            c.ok for c in verify(engine, task, model, 0, "_ldp_native", env={"LD_LIBRARY_PATH": str(native)})
+        )

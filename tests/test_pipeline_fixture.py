@@ -1,0 +1,179 @@
+"""The whole pipeline on the fixture engine: real cmake/ninja/g++, real swaps, compile errors and crashes.
+
+One evaluation of the fixture sample set is shared by the tests of this module (the first build of the
+engine takes a while); each test then checks one property of it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from kit.config import load_config
+from kit.evaluate import check, evaluate, setup_worker
+from kit.records import Status
+from kit.shards import done_job_ids, scan
+from kit.tasks import load_suite
+
+pytestmark = pytest.mark.slow
+
+EXPECTED = {
+    "correct": Status.OK,
+    "compile_error": Status.COMPILE_ERROR,
+    "wrong_result": Status.VERIFY_MISMATCH,
+    "crash": Status.RUNTIME_CRASH,
+}
+
+
+def write_config(tmp: Path, engine_src: Path, tasks_dir: Path, cands: Path, run_dir: Path, cache: Path) -> Path:
+    cfg = tmp / "cfg.toml"
+    cfg.write_text(
+        f"""
+[run]
+dir = "{run_dir}"
+[tasks]
+dir = "{tasks_dir}"
+split = "all"
+[[candidates.sources]]
+method = "sample"
+path = "{cands}"
+[mnn]
+engine = "fixture"
+source_dir = "{engine_src}"
+cache_dir = "{cache}"
+[build]
+jobs = 2
+[verify]
+trials = 3
+[timing]
+warmup = 1
+iterations = 10
+rounds = 2
+bootstrap = 200
+"""
+    )
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory, fixture_engine_pristine, fixture_tasks_dir, fixture_candidates_dir):
+    tmp = tmp_path_factory.mktemp("pipeline")
+    cands = tmp / "candidates"
+    shutil.copytree(fixture_candidates_dir / "sample", cands)
+    # rejected inputs: a traversal name, a file the task does not allow, an unknown task id
+    bad = cands / "fx_argmax" / "bad_name"
+    bad.mkdir()
+    (bad / "CPUSoftmax.cpp").write_text("int x;\n")
+    (cands / "no_such_task" / "s0").mkdir(parents=True)
+    (cands / "no_such_task" / "s0" / "CPUArgMax.cpp").write_text("int x;\n")
+    cfg_path = write_config(tmp, fixture_engine_pristine, fixture_tasks_dir, cands, tmp / "run", tmp / "cache")
+    cfg = load_config(cfg_path)
+    assert evaluate(cfg) == 0
+    return cfg, cfg_path, tmp
+
+
+def test_every_sample_has_its_expected_status(evaluated):
+    cfg, _, _ = evaluated
+    df = scan(cfg.run.dir).collect()
+    got = {(r["task_id"], r["sample_id"]): r["status"] for r in df.iter_rows(named=True)}
+    tasks = load_suite(cfg.tasks.dir)
+    for t in tasks:
+        for sample, status in EXPECTED.items():
+            assert got[(t.id, sample)] == status.value, (t.id, sample, df.filter(
+                (pl.col("task_id") == t.id) & (pl.col("sample_id") == sample)
+            ).select("error_message").item())
+    assert got[("fx_argmax", "bad_name")] == Status.REJECTED_INPUT.value
+    assert got[("no_such_task", "s0")] == Status.REJECTED_INPUT.value
+
+
+def test_one_record_per_job_and_fields(evaluated):
+    cfg, _, _ = evaluated
+    df = scan(cfg.run.dir).collect()
+    assert df["job_id"].n_unique() == df.height
+    assert set(df["config_digest"]) == {cfg.digest()}
+    ok = df.filter(pl.col("status") == "ok")
+    assert ok.height == 4
+    for r in ok.iter_rows(named=True):
+        assert r["candidate_ms"] > 0
+        assert len(r["trials"]) == cfg.verify.trials and all(t["ok"] for t in r["trials"])
+        if r["task_id"] == "fx_sub":  # the engine has no native Sub converter: timed alone, no speedup
+            assert r["error_kind"] == "no_native" and r["native_ms"] is None and r["speedup"] is None
+            continue
+        assert r["native_ms"] > 0
+        assert r["speedup"] == pytest.approx(r["native_ms"] / r["candidate_ms"])
+        assert r["speedup_ci_low"] <= r["speedup"] <= r["speedup_ci_high"]
+        assert len(r["candidate_samples_ms"]) == cfg.timing.iterations * cfg.timing.rounds
+    ce = df.filter(pl.col("status") == "compile_error").row(0, named=True)
+    assert ce["diagnostics"] and ce["diagnostics"][0]["severity"] in ("error", "fatal error", "linker")
+    crash = df.filter((pl.col("status") == "runtime_crash") & (pl.col("error_kind") == "signal"))
+    assert crash.height >= 1 and all(s == 11 for s in crash["signal"])
+
+
+def test_workspace_is_pristine_after_the_run(evaluated):
+    cfg, _, _ = evaluated
+    worker = setup_worker(cfg)
+    try:
+        assert worker.workspace.check_and_repair() == []
+    finally:
+        worker.workspace.release()
+
+
+def test_second_run_is_resumed_without_new_jobs(evaluated):
+    cfg, cfg_path, tmp = evaluated
+    before = scan(cfg.run.dir).collect().height
+    res = subprocess.run(
+        [sys.executable, "-m", "kit.cli", "eval", "--config", str(cfg_path)], capture_output=True, text=True, timeout=600
+    )
+    assert res.returncode == 0, res.stderr
+    assert "already recorded" in res.stdout and "CSR" in res.stdout
+    assert scan(cfg.run.dir).collect().height == before
+    assert len(done_job_ids(cfg.run.dir)) == before
+
+
+def test_check_prints_a_verdict(evaluated, fixture_candidates_dir):
+    cfg, _, _ = evaluated
+    d = fixture_candidates_dir / "sample" / "fx_argmax" / "compile_error"
+    verdict = check(cfg, "fx_argmax", files=sorted(d.iterdir()))
+    assert verdict["status"] == "compile_error"
+    assert verdict["diagnostics"][0]["file"].endswith("CPUArgMax.cpp")
+    json.dumps(verdict)  # JSON-able
+
+
+def test_check_rejects_response_without_files(evaluated, tmp_path):
+    cfg, _, _ = evaluated
+    resp = tmp_path / "r.md"
+    resp.write_text("I cannot do that.")
+    verdict = check(cfg, "fx_argmax", response=resp)
+    assert verdict["status"] == "rejected_input" and verdict["error_kind"] == "parse"
+
+
+def test_killed_job_leaves_workspace_repairable(evaluated):
+    """SIGKILL a worker in the middle of a build: the next job finds and repairs the dirty workspace."""
+    cfg, cfg_path, tmp = evaluated
+    code = (
+        "import os, signal, sys\n"
+        "from kit.config import load_config\n"
+        "from kit.evaluate import setup_worker\n"
+        "from kit.mnn import register\n"
+        "from kit.tasks import load_suite\n"
+        f"cfg = load_config({str(cfg_path)!r})\n"
+        "w = setup_worker(cfg)\n"
+        "t = [t for t in load_suite(cfg.tasks.dir) if t.id == 'fx_argmax'][0]\n"
+        "register.apply(w.workspace, t, {'CPUArgMax.cpp': 'garbage', 'CPUArgMaxExtra.cpp': 'x'} if t.place('CPUArgMaxExtra.cpp') else {'CPUArgMax.cpp': 'garbage'})\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert res.returncode == -9
+    worker = setup_worker(cfg)
+    try:
+        repaired = worker.workspace.check_and_repair()
+        assert "source/backend/cpu/CPUArgMax.cpp" in repaired
+        assert worker.workspace.check_and_repair() == []
+    finally:
+        worker.workspace.release()
