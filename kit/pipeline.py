@@ -29,7 +29,7 @@ from kit.records import ErrorKind, Record, Status
 from kit.stages import StageFailure
 from kit.stages import timing as stiming
 from kit.stages import verify as sverify
-from kit.tasks import Task
+from kit.tasks import Task, sha256_file
 
 
 @dataclass(frozen=True)
@@ -77,15 +77,17 @@ class Worker:
         """The task converted by the native converter (cached on disk), or None if native cannot convert."""
         if task.id in self._native_models:
             return self._native_models[task.id]
-        out = self.native.models / f"{task.id}.mnn"
-        failed = self.native.models / f"{task.id}.failed"
+        # keyed by the ONNX file's content: two suites may share a task id with different models
+        stem = f"{task.id}-{sha256_file(task.onnx_path)[:16]}"
+        out = self.native.models / f"{stem}.mnn"
+        failed = self.native.models / f"{stem}.failed"
         model: Path | None = None
         if out.is_file():
             model = out
         elif failed.is_file():
             self._native_errors[task.id] = failed.read_text()
         else:
-            tmp = self.native.models / f"{task.id}.{self.name}.tmp.mnn"
+            tmp = self.native.models / f"{stem}.{self.name}.tmp.mnn"
             try:
                 sverify.convert(self.cfg, task, self.native_side, tmp)
                 tmp.replace(out)

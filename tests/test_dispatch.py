@@ -1,0 +1,348 @@
+"""kit.dispatch on a real multi-node Ray cluster on loopback: every job recorded exactly once, placement by
+custom resource, node-exclusive timing through the NodeGate, actor death → retry / worker_lost.
+
+The cluster (one module-scoped start): a head with 2 CPUs and resource ``x86`` and a second node with
+2 CPUs and resource ``aarch64``, both raylets on 127.0.0.1.  Run inside a private network namespace::
+
+    unshare -n sh -c 'ip link set lo up; .venv/bin/pytest tests/test_dispatch.py -q'
+
+The jobs' *work* here is a module-level job function (injected through ``run_distributed(job_fn=...)``)
+that really sleeps, takes the node gate, writes files and kills its own actor process with ``os._exit``;
+the scheduling, retry, shard and placement mechanics exercised are the production ones.  The end-to-end
+test through :func:`kit.pipeline.run_job` on the fixture engine is ``test_end_to_end_fixture_engine``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import ray
+
+from kit.config import EvalConfig
+from kit.gate import NodeGate
+from kit.pipeline import Job
+from kit.records import CORRECT, Record, Status
+from kit.shards import scan
+from kit.tasks import load_suite
+
+pytestmark = pytest.mark.slow
+
+FIXTURE_ROOT = Path(__file__).resolve().parent / "fixture_engine"
+RAY_BIN = Path(sys.executable).with_name("ray")
+#: generous: Ray start is slow on a loaded 2-core machine
+STARTUP_S = 180
+
+
+# -- the injected per-actor setup and per-job work (module level: pickled by value into the actors) ----------
+def setup_state(cfg: EvalConfig, index: int, name: str) -> dict:
+    """Per actor: its name, the node gate in the (node-shared) cache dir, and a node-local workspace lock."""
+    import fcntl
+
+    node_dir = cfg.mnn.cache_dir / name.split(".")[0]
+    node_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(node_dir / f"w{index}.lock", os.O_CREAT | os.O_RDWR, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises if another live actor holds w<index> on this node
+    return {"name": name, "gate": NodeGate(cfg.mnn.cache_dir / "node.lock"), "dir": cfg.mnn.cache_dir, "fd": fd}
+
+
+def _log_phase(state: dict, job: Job, phase: str, t0: int, t1: int) -> None:
+    line = f"{state['name']} {job.job_id} {phase} {t0} {t1}\n"
+    fd = os.open(state["dir"] / "phases.log", os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+def work(job: Job, state: dict) -> Record:
+    """The job's behaviour is chosen by its sample id prefix:
+
+    ``ok``: sleep 0.2 s; ``die1``: kill the own actor process on the first try only (a marker file
+    remembers the try); ``dieall``: kill it on every try; ``gate``: a 0.3 s "build" holding the gate
+    shared, then a 0.3 s "timing" holding it exclusive, each phase logged as (start, end) monotonic ns.
+    """
+    kind = job.sample_id.split("-")[0]
+    started = datetime.now(UTC).isoformat(timespec="microseconds")
+    if kind == "die1":
+        marker = state["dir"] / f"{job.job_id}.tried"
+        if not marker.exists():
+            marker.write_text(state["name"])
+            os._exit(17)
+    elif kind == "dieall":
+        os._exit(17)
+    elif kind == "raise":
+        raise RuntimeError(f"job function bug in {job.sample_id}")
+    elif kind == "gate":
+        with state["gate"].shared():
+            t0 = time.monotonic_ns()
+            time.sleep(0.3)
+            t1 = time.monotonic_ns()
+            _log_phase(state, job, "build", t0, t1)
+        with state["gate"].exclusive():
+            t0 = time.monotonic_ns()
+            time.sleep(0.3)
+            t1 = time.monotonic_ns()
+            _log_phase(state, job, "timing", t0, t1)
+    else:
+        time.sleep(0.2)
+    t = job.task
+    return Record(
+        job_id=job.job_id, method=job.method, task_id=t.id, sample_id=job.sample_id,
+        candidate_sha256=job.candidate_sha256, config_digest=job.config_digest, category=t.category,
+        status=Status.OK, host=socket.gethostname(), worker=state["name"], started_at=started,
+    )
+
+
+# -- cluster ------------------------------------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_log(log: Path, text: str, p: subprocess.Popen, timeout_s: float) -> None:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if log.is_file() and text in log.read_text(errors="replace"):
+            return
+        if p.poll() is not None:
+            raise RuntimeError(f"ray start exited with {p.returncode}; see {log}")
+        time.sleep(0.3)
+    raise TimeoutError(f"no {text!r} in {log} within {timeout_s} s")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory):
+    """Head (2 CPUs, ``x86``) + one node (2 CPUs, ``aarch64``) on loopback; the driver connected to it.
+
+    ``ray start --block`` keeps each raylet's processes under one process group we own; teardown ends
+    those groups by id with SIGKILL (fast; never ``ray stop``, which would stop every Ray instance on the machine).
+    Background processes cannot go through kit.proc.run (it waits), hence subprocess.Popen here.
+    """
+    home = tmp_path_factory.mktemp("home")
+    temp_dir = Path(tempfile.mkdtemp(prefix="mkbr", dir="/tmp"))  # short: Ray's unix socket paths
+    extra = {"HOME": str(home), "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+    saved = {k: os.environ.get(k) for k in extra}
+    os.environ.update(extra)
+    env = dict(os.environ)
+    port = _free_port()
+    common = ["--block", "--node-ip-address=127.0.0.1", f"--temp-dir={temp_dir}", "--disable-usage-stats"]
+    procs: list[subprocess.Popen] = []
+    logs = tmp_path_factory.mktemp("raylogs")
+
+    def start(args: list[str], tag: str) -> None:
+        with open(logs / f"{tag}.log", "wb") as out:  # the child keeps its own descriptor
+            procs.append(subprocess.Popen([str(RAY_BIN), "start", *args, *common], env=env, stdout=out,
+                                          stderr=subprocess.STDOUT, start_new_session=True))
+
+    try:
+        start(["--head", f"--port={port}", "--num-cpus=2", '--resources={"x86": 1}', "--include-dashboard=false"], "head")
+        _wait_log(logs / "head.log", "Ray runtime started", procs[-1], STARTUP_S)
+        address = f"127.0.0.1:{port}"
+        start([f"--address={address}", "--num-cpus=2", '--resources={"aarch64": 1}'], "arm")
+        _wait_log(logs / "arm.log", "Ray runtime started", procs[-1], STARTUP_S)
+        ray.init(address=address, log_to_driver=False)
+        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+        end = time.monotonic() + STARTUP_S
+        while sum(1 for n in ray.nodes() if n["Alive"]) < 2:
+            if time.monotonic() > end:
+                raise TimeoutError(f"cluster nodes did not join; logs in {logs}")
+            time.sleep(0.5)
+        nodes = [n for n in ray.nodes() if n["Alive"]]
+        yield {
+            "address": address,
+            "arm_nodes": {n["NodeID"] for n in nodes if n["Resources"].get("aarch64")},
+            "x86_nodes": {n["NodeID"] for n in nodes if n["Resources"].get("x86")},
+        }
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        for p in procs:  # each group: `ray start --block` and every daemon and worker it started
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+# -- helpers ------------------------------------------------------------------------------------------------
+def _cfg(tmp: Path, **dispatch) -> EvalConfig:
+    return EvalConfig(
+        run={"dir": tmp / "run"},
+        tasks={"dir": FIXTURE_ROOT / "tasks", "split": "all"},
+        mnn={"cache_dir": tmp / "cache", "engine": "fixture"},
+        dispatch={"mode": "ray", **dispatch},
+    )
+
+
+def _jobs(cfg: EvalConfig, samples: list[str]) -> list[Job]:
+    tasks = load_suite(cfg.tasks.dir, "all")
+    out = []
+    for i, s in enumerate(samples):
+        t = tasks[i % len(tasks)]
+        sha = hashlib.sha256(f"{t.id}/{s}".encode()).hexdigest()
+        out.append(Job(t, "m", s, sha, cfg.digest(), files={}))
+    return out
+
+
+def _records(run_dir: Path) -> list[dict]:
+    return scan(run_dir, dedupe=False).collect().to_dicts()
+
+
+def _node_of(worker: str, nodes: set[str]) -> str:
+    """The node id whose first 8 hex digits the worker name ``n<8 hex>.w<i>`` carries."""
+    prefix = worker.split(".")[0][1:]
+    match = [n for n in nodes if n.startswith(prefix)]
+    assert len(match) == 1, (worker, nodes)
+    return match[0]
+
+
+# -- tests --------------------------------------------------------------------------------------------------
+def test_every_job_once_and_placement_by_resource(cluster, tmp_path):
+    from kit.dispatch import run_distributed
+
+    cfg = _cfg(tmp_path, workers=4, timing_resource="aarch64")
+    jobs = _jobs(cfg, [f"ok-{i}" for i in range(10)])
+    counts = run_distributed(cfg, jobs, cfg.run.dir, setup_fn=setup_state, job_fn=work)
+    assert counts == {"jobs": 10, "skipped": 0, "ran": 10, "workers": 2}  # 4 asked, 2 CPUs carry aarch64
+    rows = _records(cfg.run.dir)
+    assert sorted(r["job_id"] for r in rows) == sorted(j.job_id for j in jobs)  # each exactly once
+    assert all(r["status"] == "ok" and r["attempts"] == 1 for r in rows)
+    all_nodes = cluster["arm_nodes"] | cluster["x86_nodes"]
+    ran_on = {_node_of(r["worker"], all_nodes) for r in rows}
+    assert ran_on <= cluster["arm_nodes"]
+    # shards are named after the actor that produced them
+    shard_workers = {p.name.rsplit("-", 1)[0] for p in (cfg.run.dir / "shards").glob("*.parquet")}
+    assert shard_workers == {r["worker"] for r in rows}
+    prov = json.loads((cfg.run.dir / "provenance.json").read_text())
+    assert prov["dispatch"]["timing_resource"] == "aarch64"
+
+    # the same command again: everything is already recorded, nothing runs
+    again = run_distributed(cfg, jobs, cfg.run.dir, setup_fn=setup_state, job_fn=work)
+    assert again["ran"] == 0 and again["skipped"] == 10
+    assert len(_records(cfg.run.dir)) == 10
+
+
+def test_timing_exclusive_per_node(cluster, tmp_path):
+    """Two actors on the x86 head share one cache dir: no timing phase overlaps any other job's phase."""
+    from kit.dispatch import run_distributed
+
+    cfg = _cfg(tmp_path, workers=2, timing_resource="x86")
+    jobs = _jobs(cfg, [f"gate-{i}" for i in range(8)])
+    run_distributed(cfg, jobs, cfg.run.dir, setup_fn=setup_state, job_fn=work)
+    rows = _records(cfg.run.dir)
+    assert len(rows) == 8
+    workers = {r["worker"] for r in rows}
+    assert {_node_of(w, cluster["x86_nodes"] | cluster["arm_nodes"]) for w in workers} <= cluster["x86_nodes"]
+    phases = [line.split() for line in (cfg.mnn.cache_dir / "phases.log").read_text().splitlines()]
+    assert len(phases) == 16
+    assert len({p[0] for p in phases}) == 2, "both actors must have run jobs, else the test proves nothing"
+    for name, job_id, phase, t0, t1 in phases:
+        if phase != "timing":
+            continue
+        for other in phases:
+            if other[1] == job_id:
+                continue
+            o0, o1 = int(other[3]), int(other[4])
+            assert int(t1) <= o0 or o1 <= int(t0), f"timing of {name}/{job_id} overlaps {other}"
+
+
+def test_actor_death_retry_and_worker_lost(cluster, tmp_path):
+    from kit.dispatch import run_distributed
+
+    cfg = _cfg(tmp_path, workers=2, timing_resource="aarch64", max_retries=1)
+    jobs = _jobs(cfg, ["die1-a", "ok-1", "dieall-b", "ok-2", "raise-d", "ok-3", "die1-c"])
+    counts = run_distributed(cfg, jobs, cfg.run.dir, setup_fn=setup_state, job_fn=work)
+    assert counts["ran"] == 7
+    rows = _records(cfg.run.dir)
+    by_sample = {r["sample_id"]: r for r in rows}
+    assert len(rows) == 7 and set(by_sample) == {j.sample_id for j in jobs}  # none lost, none doubled
+    bug = by_sample["raise-d"]
+    assert bug["status"] == Status.HARNESS_ERROR.value and bug["attempts"] == 1
+    assert "job function bug in raise-d" in bug["error_message"]
+    for s in ("die1-a", "die1-c"):
+        assert by_sample[s]["status"] == "ok" and by_sample[s]["attempts"] == 2
+    lost = by_sample["dieall-b"]
+    assert lost["status"] == Status.WORKER_LOST.value and lost["attempts"] == 2
+    assert "died" in lost["error_message"]
+    for s in ("ok-1", "ok-2", "ok-3"):
+        assert by_sample[s]["status"] == "ok" and by_sample[s]["attempts"] == 1
+
+
+def test_setup_error_aborts_with_its_type(cluster, tmp_path):
+    """A worker whose setup raises ends the run with that exception (the CLI prints it)."""
+    from kit.dispatch import run_distributed
+
+    cfg = _cfg(tmp_path, workers=1, timing_resource="aarch64")
+    jobs = _jobs(cfg, ["ok-1"])
+    with pytest.raises(FileNotFoundError, match="no such tree"):
+        run_distributed(cfg, jobs, cfg.run.dir, setup_fn=failing_setup, job_fn=work)
+    assert _records(cfg.run.dir) == []
+
+
+def failing_setup(cfg: EvalConfig, index: int, name: str) -> dict:
+    raise FileNotFoundError(f"{cfg.mnn.cache_dir}/no such tree")
+
+
+def test_missing_timing_resource_is_a_clear_error(cluster, tmp_path):
+    from kit.dispatch import DispatchError, run_distributed
+
+    cfg = _cfg(tmp_path, timing_resource="riscv64")
+    with pytest.raises(DispatchError, match="dispatch.timing_resource.*riscv64"):
+        run_distributed(cfg, _jobs(cfg, ["ok-1"]), cfg.run.dir, setup_fn=setup_state, job_fn=work)
+
+
+@pytest.mark.skipif(not (shutil.which("cmake") and shutil.which("ninja") and shutil.which("g++")),
+                    reason="needs cmake, ninja and g++")
+def test_end_to_end_fixture_engine(cluster, tmp_path, capsys):
+    """The production path: default setup (kit.evaluate.setup_worker: pristine tree, workspace w<i>, native
+    build) and kit.pipeline.run_job in two actors on the aarch64 node, on the fixture engine's samples."""
+    from conftest_fixture import copy_fixture_engine
+
+    from kit.dispatch import evaluate_distributed
+
+    engine = copy_fixture_engine(tmp_path / "engine")
+    cfg = EvalConfig(
+        run={"dir": tmp_path / "run"},
+        tasks={"dir": FIXTURE_ROOT / "tasks", "split": "all", "ids": ["fx_argmax"]},
+        candidates={"sources": [{"method": "sample", "path": FIXTURE_ROOT / "candidates" / "sample"}]},
+        mnn={"cache_dir": tmp_path / "cache", "engine": "fixture", "source_dir": engine, "check_tree": False},
+        build={"jobs": 1},
+        verify={"trials": 2},
+        timing={"warmup": 1, "iterations": 5, "rounds": 1, "bootstrap": 100},
+        dispatch={"mode": "ray", "workers": 2, "timing_resource": "aarch64"},
+    )
+    tasks = load_suite(cfg.tasks.dir, "all", ["fx_argmax"])
+    all_ids = {t.id for t in load_suite(cfg.tasks.dir, "all")}
+    assert evaluate_distributed(cfg, tasks, all_ids) == 0
+    assert ray.is_initialized()  # an existing connection is left open
+    rows = _records(cfg.run.dir)
+    got = {r["sample_id"]: r["status"] for r in rows}
+    why = {r["sample_id"]: r["error_message"][:2000] for r in rows}
+    assert len(rows) == 4 and set(got) == {"correct", "compile_error", "wrong_result", "crash"}, why
+    assert Status(got["correct"]) in CORRECT, why  # ok (or timing_failed: the fixture's timing is not ours)
+    assert (got["compile_error"], got["wrong_result"], got["crash"]) == (
+        "compile_error", "verify_mismatch", "runtime_crash"), why
+    assert all(r["attempts"] == 1 for r in rows)
+    assert {_node_of(r["worker"], cluster["arm_nodes"] | cluster["x86_nodes"]) for r in rows} <= cluster["arm_nodes"]
+    assert "sample: CSR" in capsys.readouterr().out
+    prov = json.loads((cfg.run.dir / "provenance.json").read_text())
+    assert prov["engine"] == "fixture" and prov["dispatch"]["workers"] == 2
