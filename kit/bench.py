@@ -5,6 +5,9 @@
    sides, copy files back, ninja).  Interleaved A B A B; prints the ratio of medians (target <= 1.2).
 2. **resume setup**: wall time of a second ``mkb eval`` of a config whose jobs are all recorded (target <= 10 s,
    no MNN rebuild).
+3. **scaling** (``--scaling``): the whole sample set evaluated serially (no Ray), over Ray with 1 worker and over
+   Ray with 2 workers, each into a fresh run directory with warm workspaces; prints throughput, the scaling
+   efficiency (T1 / (2 * T2)) and Ray's overhead per job against the serial path.
 
 Engine: the real MNN tree when ``MKB_MNN__SOURCE_DIR`` is set (task ``--task``, sample from
 ``candidates/sample``), else the fixture engine shipped with the tests.
@@ -110,7 +113,10 @@ def main(argv: list[str] | None = None) -> int:
                     "the sample set's ArgMax task on real MNN)")
     ap.add_argument("--sample", default="correct")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--scaling", action="store_true", help="run the 1-vs-2-worker scaling benchmark instead")
     args = ap.parse_args(argv)
+    if args.scaling:
+        return scaling()
     real = bool(os.environ.get("MKB_MNN__SOURCE_DIR"))
     cand_root = (ROOT / "candidates" / "sample") if real else (ROOT / "tests" / "fixture_engine" / "candidates" / "sample")
     task_id = args.task or ("fx_argmax" if not real else sorted(p.name for p in cand_root.iterdir() if "argmax" in p.name)[0])
@@ -154,6 +160,42 @@ def main(argv: list[str] | None = None) -> int:
         evaluate(cfg)
         setup = time.monotonic() - t
         print(f"second `mkb eval` of the same config (all jobs recorded): {setup:.2f} s (target <= 10 s)")
+    return 0
+
+
+def scaling() -> int:
+    """Benchmark 3 (see module docstring)."""
+    real = bool(os.environ.get("MKB_MNN__SOURCE_DIR"))
+    cand_root = (ROOT / "candidates" / "sample") if real else (ROOT / "tests" / "fixture_engine" / "candidates" / "sample")
+    with tempfile.TemporaryDirectory(prefix="mkb-scaling-") as tmp_s:
+        tmp = Path(tmp_s)
+        cfg_path = _config(tmp, real, "unused", cand_root)
+        text = cfg_path.read_text().replace('ids = ["unused"]\n', "")
+        cfg_path.write_text(text + "\n[timing]\niterations = 50\nrounds = 2\n")
+        base = load_config(cfg_path)
+        from kit.dispatch import worker_count  # noqa: F401 - the only module importing ray
+
+        def run(mode: str, workers: int, tag: str) -> float:
+            cfg = load_config(cfg_path, ["--dispatch.mode", mode, "--dispatch.workers", str(workers),
+                                         "--run.dir", str(tmp / tag), "--report.enabled", "false",
+                                         "--build.jobs", "1" if workers > 1 else str(base.build.jobs)])
+            t = time.monotonic()
+            evaluate(cfg)
+            return time.monotonic() - t
+
+        run("ray", 2, "warm")  # builds the native baseline and both workspaces
+        serial = run("serial", 1, "serial")
+        ray1 = run("ray", 1, "ray1")
+        ray2 = run("ray", 2, "ray2")
+        from kit.shards import scan
+
+        n = scan(tmp / "serial").collect().height
+        print(f"jobs: {n}")
+        print(f"serial (no Ray), 1 worker: {serial:.1f} s  ({n / serial:.2f} jobs/s)")
+        print(f"Ray, 1 worker:             {ray1:.1f} s  ({n / ray1:.2f} jobs/s)")
+        print(f"Ray, 2 workers:            {ray2:.1f} s  ({n / ray2:.2f} jobs/s)")
+        print(f"scaling efficiency 1 -> 2 workers: {ray1 / (2 * ray2):.2f} (target >= 0.9)")
+        print(f"Ray overhead per job vs serial: {(ray1 - serial) / n:.2f} s ({100 * (ray1 - serial) / serial:.1f} %, target <= 5 %)")
     return 0
 
 

@@ -132,7 +132,7 @@ def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
 
             out = args.out or (args.run_dirs[0] / "report")
             paths = build_report(list(args.run_dirs), out, load_suite(args.tasks_dir))
-            print(paths)
+            print(f"report: {paths.html}\nmarkdown: {paths.markdown}\njson: {paths.json}\ncsv: {paths.csv}")
             return 0
     except _user_errors() as exc:
         print(f"mkb: {exc}", file=sys.stderr)

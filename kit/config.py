@@ -128,8 +128,9 @@ class TimingSection(_Section):
 
 
 class DispatchSection(_Section):
-    #: ``serial``: one worker in this process; ``processes``: local worker processes; ``ray``: Ray
-    mode: Literal["serial", "processes", "ray"] = "serial"
+    #: ``ray``: Ray actors (an embedded local Ray unless ``address`` is set); ``processes``: the same on this
+    #: host only; ``serial``: one worker in this process, no Ray
+    mode: Literal["serial", "processes", "ray"] = "ray"
     workers: int = Field(default=1, ge=1)
     #: Ray cluster address (``ray://host:10001`` or ``auto``); None starts an embedded local Ray
     address: str | None = None
@@ -141,6 +142,8 @@ class DispatchSection(_Section):
 class ReportSection(_Section):
     #: thresholds p of fast_p (paper §5.1)
     fast_p: list[float] = Field(default_factory=lambda: [0.0, 0.5, 1.0, 1.5, 2.0])
+    #: at the end of ``mkb eval``: merge the shards into results.parquet and write ``<run.dir>/report/``
+    enabled: bool = True
 
 
 class EvalConfig(BaseSettings):

@@ -204,9 +204,17 @@ def evaluate(cfg: EvalConfig) -> int:
 
 
 def print_summary(frame, tasks: list[Task], cfg: EvalConfig) -> None:
+    """Print CSR, FCR and fast_p per method; then (``report.enabled``) merge the shards and write the report."""
     from kit import metrics
 
     print(metrics.headline(frame, tasks, cfg.report.fast_p))
+    if cfg.report.enabled and frame.height:
+        from kit.report import build_report
+        from kit.shards import merge
+
+        merged = merge(cfg.run.dir)
+        paths = build_report([cfg.run.dir], cfg.run.dir / "report", tasks)
+        print(f"results: {merged}\nreport: {paths.html}")
 
 
 def check(cfg: EvalConfig, task_id: str, files: list[Path] | None = None, response: Path | None = None) -> dict[str, Any]:

@@ -49,6 +49,8 @@ source_dir = "{engine_src}"
 cache_dir = "{cache}"
 [build]
 jobs = 2
+[dispatch]
+mode = "serial"
 [verify]
 trials = 3
 [timing]
@@ -132,6 +134,7 @@ def test_second_run_is_resumed_without_new_jobs(evaluated):
     )
     assert res.returncode == 0, res.stderr
     assert "already recorded" in res.stdout and "CSR" in res.stdout
+    assert (cfg.run.dir / "results.parquet").is_file() and (cfg.run.dir / "report" / "report.html").is_file()
     assert scan(cfg.run.dir).collect().height == before
     assert len(done_job_ids(cfg.run.dir)) == before
 

@@ -1,0 +1,374 @@
+"""Convert ONNX models with MNNConvert and run them with the kit's own runner (``runner/mkb_runner.cpp``).
+
+The runner protocol (also implemented by the fixture engine)::
+
+    mkb_runner <model_file> <in_dir> <out_dir> --outputs y[,z] [--threads N] [--precision high|normal|low]
+               [--warmup W] [--iterations N] [--op-types A,B|*]
+
+Inputs and outputs are tensor directories (:mod:`kit.tensorio`).  ``--iterations 0`` runs once and writes the
+outputs; ``--iterations N`` also writes ``timing.json`` with ``op_ms`` (sum of the selected op types' times per
+run), ``total_ms`` (whole forward per run) and ``op_types`` (ops executed per run, by type).  Exit status 0 is
+success, 2 a usage error (a kit bug), 3 a load/shape/run error; a crash is a signal.
+
+Nothing here turns a failure into a record status: results carry ``ok`` and the :class:`~kit.proc.ProcResult`;
+exceptions are raised only for faults of the kit itself (:class:`RunnerBuildError`, :class:`RunnerProtocolError`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from kit import proc, tensorio
+
+#: the runner's C++ source, shipped inside the package
+RUNNER_SOURCE = Path(__file__).with_name("runner") / "mkb_runner.cpp"
+#: flags of the single compiler invocation (besides include/library paths)
+CXX_FLAGS = ("-O2", "-std=c++17", "-pthread")
+#: exit status of the runner for a load/shape/run error (2 = usage error)
+EXIT_RUN_ERROR = 3
+EXIT_USAGE = 2
+PRECISIONS = ("high", "normal", "low")
+
+_CONVERT_SUCCESS = "Converted Success!"
+_NOT_SUPPORTED = re.compile(r"These Op Not Support:\s*(.*)")
+
+
+class RunnerBuildError(RuntimeError):
+    """The runner did not compile or link; ``proc`` holds the compiler's output."""
+
+    def __init__(self, message: str, result: proc.ProcResult | None = None):
+        super().__init__(message)
+        self.proc = result
+
+
+class RunnerProtocolError(RuntimeError):
+    """The runner broke its protocol (usage error, missing or malformed output files): a fault of the kit."""
+
+
+# ---------------------------------------------------------------------------------------------- build
+
+
+def _libraries(build_dir: Path) -> tuple[Path, Path]:
+    mnn = build_dir / "libMNN.so"
+    express = build_dir / "express" / "libMNN_Express.so"
+    for lib in (mnn, express):
+        if not lib.is_file():
+            raise FileNotFoundError(
+                f"{lib} not found: build the MNN targets MNN and MNN_Express in {build_dir} first"
+            )
+    return mnn, express
+
+
+def runner_key(src_root: Path, build_dir: Path, compiler: str = "g++") -> str:
+    """sha256 (hex) of everything the runner binary depends on: its source, the public headers' path, the
+    library paths, the compiler and the flags."""
+    h = hashlib.sha256()
+    h.update(RUNNER_SOURCE.read_bytes())
+    for part in (
+        str(Path(src_root).resolve() / "include"),
+        str(Path(build_dir).resolve()),
+        compiler,
+        *CXX_FLAGS,
+    ):
+        h.update(b"\0" + part.encode())
+    return h.hexdigest()
+
+
+def build_runner(
+    src_root: Path, build_dir: Path, out: Path, timeout_s: float = 120.0, *, compiler: str = "g++"
+) -> Path:
+    """Compile ``mkb_runner`` against ``src_root/include`` and ``build_dir``'s ``libMNN.so`` and
+    ``express/libMNN_Express.so`` with one compiler invocation; the binary's RUNPATH names both library dirs.
+
+    Skipped when ``out`` exists and its key file (``out`` + ``.key``, see :func:`runner_key`) matches.
+    The binary is written to a temporary name and renamed, so concurrent builders never see half a file.
+
+    Returns:
+        ``out``.
+    Raises:
+        FileNotFoundError: the headers or the libraries are missing.
+        RunnerBuildError: the compiler failed or timed out (message and ``.proc`` carry its output).
+    """
+    src_root, build_dir, out = Path(src_root).resolve(), Path(build_dir).resolve(), Path(out)
+    include = src_root / "include"
+    if not (include / "MNN" / "expr" / "Module.hpp").is_file():
+        raise FileNotFoundError(
+            f"{include}/MNN/expr/Module.hpp not found: {src_root} is not an MNN source tree"
+        )
+    _libraries(build_dir)
+    key = runner_key(src_root, build_dir, compiler)
+    key_file = out.with_name(out.name + ".key")
+    if out.is_file() and key_file.is_file() and key_file.read_text().strip() == key:
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    argv = [
+        compiler, *CXX_FLAGS, f"-I{include}", str(RUNNER_SOURCE), "-o", str(tmp),
+        f"-L{build_dir}", f"-L{build_dir / 'express'}", "-lMNN_Express", "-lMNN",
+        "-Wl,--enable-new-dtags", f"-Wl,-rpath,{build_dir}:{build_dir / 'express'}",
+    ]  # fmt: skip
+    try:
+        result = proc.run(argv, cwd=out.parent, timeout_s=timeout_s)
+    except FileNotFoundError as e:
+        raise RunnerBuildError(f"compiler {compiler!r} not found") from e
+    if not result.ok or not tmp.is_file():
+        tmp.unlink(missing_ok=True)
+        what = "timed out" if result.timed_out else f"failed (exit {result.returncode})"
+        raise RunnerBuildError(f"building mkb_runner {what}:\n{result.output}", result)
+    os.replace(tmp, out)
+    key_file.write_text(key + "\n")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- convert
+
+
+@dataclass(frozen=True)
+class ConvertResult:
+    """Outcome of one MNNConvert run.
+
+    ``ok`` only when the log says "Converted Success!" and ``model_path`` exists and is non-empty (MNNConvert
+    exits 0 on failure).  ``unsupported_ops`` lists what "These Op Not Support:" named (e.g. ``ONNX::BitwiseXor``).
+    ``log`` is stdout+stderr.  ``reason`` says why it failed ("" when ok).
+    """
+
+    ok: bool
+    model_path: Path
+    unsupported_ops: tuple[str, ...]
+    log: str
+    reason: str
+    proc: proc.ProcResult
+
+    @property
+    def timed_out(self) -> bool:
+        return self.proc.timed_out
+
+    @property
+    def signal(self) -> int | None:
+        return self.proc.signal
+
+
+def parse_unsupported(log: str) -> tuple[str, ...]:
+    """The op names of every "These Op Not Support: A | B" line of an MNNConvert log, in order, no repeats."""
+    names: list[str] = []
+    for match in _NOT_SUPPORTED.finditer(log):
+        for name in match.group(1).split("|"):
+            name = name.strip()
+            if name and name not in names:
+                names.append(name)
+    return tuple(names)
+
+
+def convert(
+    mnnconvert: Path,
+    onnx_path: Path,
+    out_mnn: Path,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = 300.0,
+    *,
+    extra_args: Sequence[str] = (),
+) -> ConvertResult:
+    """Convert ``onnx_path`` to ``out_mnn`` with ``MNNConvert -f ONNX ... --bizCode MNN --keepInputFormat=1``.
+
+    ``out_mnn`` is deleted first so a stale file never counts; the converter runs in ``out_mnn``'s directory.
+    ``env`` defaults to :func:`kit.proc.base_env` (pass ``LD_LIBRARY_PATH`` here to run it against other libs).
+
+    Raises:
+        FileNotFoundError: ``mnnconvert`` or ``onnx_path`` does not exist.
+    """
+    mnnconvert, onnx_path, out_mnn = Path(mnnconvert), Path(onnx_path), Path(out_mnn)
+    if not onnx_path.is_file():
+        raise FileNotFoundError(f"ONNX model {onnx_path} not found")
+    if not mnnconvert.is_file():
+        raise FileNotFoundError(f"converter {mnnconvert} not found")
+    out_mnn.parent.mkdir(parents=True, exist_ok=True)
+    out_mnn.unlink(missing_ok=True)
+    argv = [
+        str(mnnconvert), "-f", "ONNX", "--modelFile", str(onnx_path.resolve()), "--MNNModel", str(out_mnn.resolve()),
+        "--bizCode", "MNN", "--keepInputFormat=1", *extra_args,
+    ]  # fmt: skip
+    result = proc.run(
+        argv, cwd=out_mnn.parent, env=env if env is not None else proc.base_env(), timeout_s=timeout_s
+    )
+    log = result.output
+    unsupported = parse_unsupported(log)
+    exists = out_mnn.is_file() and out_mnn.stat().st_size > 0
+    if result.timed_out:
+        reason = f"MNNConvert timed out after {timeout_s:g} s"
+    elif result.signal is not None:
+        reason = f"MNNConvert killed by signal {result.signal}"
+    elif unsupported:
+        reason = "ops not supported by the converter: " + ", ".join(unsupported)
+    elif _CONVERT_SUCCESS not in log:
+        reason = f"MNNConvert did not report success (exit {result.returncode})"
+    elif not exists:
+        reason = f"MNNConvert reported success but {out_mnn} is missing or empty"
+    elif result.returncode != 0:
+        reason = f"MNNConvert exited {result.returncode}"
+    else:
+        reason = ""
+    return ConvertResult(not reason, out_mnn, unsupported, log, reason, result)
+
+
+# ---------------------------------------------------------------------------------------------- run
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Outcome of one runner invocation.
+
+    ``outputs``: output name → float32/int32 array (MNN's actual shape), empty unless ``ok``.
+    ``op_ms`` / ``total_ms``: per timed run, milliseconds (empty in verify mode).
+    ``op_types``: op type → number of ops of that type executed per run (timing mode only).
+    ``error``: the runner's stdout+stderr when it failed (MNN's messages go to stdout, the runner's to stderr).  ``proc``: the raw process result (exit code, signal, logs).
+    """
+
+    ok: bool
+    outputs: dict[str, np.ndarray]
+    op_ms: list[float]
+    total_ms: list[float]
+    op_types: dict[str, int]
+    error: str
+    proc: proc.ProcResult
+    timing_path: Path | None = field(default=None)
+
+    @property
+    def timed_out(self) -> bool:
+        return self.proc.timed_out
+
+    @property
+    def signal(self) -> int | None:
+        return self.proc.signal
+
+
+def runner_env(lib_dir: Path | None, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for the runner: ``base`` (default :func:`kit.proc.base_env`) plus, when ``lib_dir`` is
+    given, ``LD_LIBRARY_PATH=lib_dir[:lib_dir/express]`` so its ``libMNN.so`` (and ``libMNN_Express.so``) are
+    loaded instead of the ones in the runner's RUNPATH."""
+    env = dict(base) if base is not None else proc.base_env()
+    if lib_dir is not None:
+        lib_dir = Path(lib_dir).resolve()
+        if not (lib_dir / "libMNN.so").is_file():
+            raise FileNotFoundError(f"{lib_dir}/libMNN.so not found")
+        dirs = [str(lib_dir)]
+        if (lib_dir / "express").is_dir():
+            dirs.append(str(lib_dir / "express"))
+        env["LD_LIBRARY_PATH"] = ":".join(dirs)
+    else:
+        env.pop("LD_LIBRARY_PATH", None)
+    return env
+
+
+def _reset_dir(path: Path) -> None:
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+
+
+def _read_timing(path: Path, iterations: int) -> tuple[list[float], list[float], dict[str, int]]:
+    try:
+        data = json.loads(path.read_text())
+        op_ms = [float(x) for x in data["op_ms"]]
+        total_ms = [float(x) for x in data["total_ms"]]
+        op_types = {str(k): int(v) for k, v in data["op_types"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise RunnerProtocolError(f"{path}: missing or malformed timing file ({e})") from e
+    if len(op_ms) != iterations or len(total_ms) != iterations:
+        raise RunnerProtocolError(f"{path}: {len(op_ms)}/{len(total_ms)} samples, expected {iterations}")
+    return op_ms, total_ms, op_types
+
+
+def run_model(
+    runner: Path,
+    model: Path,
+    inputs: Mapping[str, np.ndarray],
+    output_names: Sequence[str],
+    lib_dir: Path | None = None,
+    *,
+    threads: int = 1,
+    precision: str = "high",
+    warmup: int = 0,
+    iterations: int = 0,
+    op_types: Sequence[str] = ("*",),
+    timeout_s: float = 120.0,
+    scratch: Path,
+    memory_limit_bytes: int | None = None,
+    env: Mapping[str, str] | None = None,
+) -> RunResult:
+    """Run ``model`` once (``iterations=0``) or ``warmup`` + ``iterations`` times with ``runner``.
+
+    Args:
+        inputs: graph input name → array, in the model's input order; int64/bool/other integer arrays are sent
+            as int32, float32 as is (other float dtypes are refused).
+        output_names: the graph outputs to fetch, in order.
+        lib_dir: a directory holding another ``libMNN.so`` (and optionally ``express/``) to run against;
+            None = the libraries the runner was linked with.
+        op_types: MNN op type names whose times make ``op_ms`` (``"*"`` = every op).
+        scratch: a directory of this call's own; ``scratch/in`` and ``scratch/out`` are recreated.
+        env: base environment (default :func:`kit.proc.base_env`); ``LD_LIBRARY_PATH`` is set from ``lib_dir``.
+    Returns:
+        a :class:`RunResult`; ``ok`` False for a runner error (exit 3), a signal or a timeout.
+    Raises:
+        ValueError: bad arguments (precision, counts, names, dtypes).
+        FileNotFoundError: the runner, the model or ``lib_dir/libMNN.so`` is missing.
+        RunnerProtocolError: the runner rejected its command line or wrote incomplete results.
+    """
+    runner, model, scratch = Path(runner), Path(model), Path(scratch)
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision {precision!r} not in {PRECISIONS}")
+    if threads < 1 or warmup < 0 or iterations < 0:
+        raise ValueError(f"threads={threads}, warmup={warmup}, iterations={iterations}: out of range")
+    if not output_names or not op_types:
+        raise ValueError("output_names and op_types must not be empty")
+    for name in output_names:
+        tensorio.check_name(name)
+    for t in op_types:
+        if not re.fullmatch(r"\*|[A-Za-z0-9_]+", t):
+            raise ValueError(f"op type {t!r} is not an MNN op type name")
+    for path, what in ((runner, "runner"), (model, "model")):
+        if not path.is_file():
+            raise FileNotFoundError(f"{what} {path} not found")
+    in_dir, out_dir = scratch / "in", scratch / "out"
+    _reset_dir(in_dir)
+    _reset_dir(out_dir)
+    tensorio.write_tensors(in_dir, {name: tensorio.to_wire(name, a) for name, a in inputs.items()})
+    argv = [
+        str(runner.resolve()), str(model.resolve()), str(in_dir.resolve()), str(out_dir.resolve()),
+        "--outputs", ",".join(output_names), "--threads", str(threads), "--precision", precision,
+        "--warmup", str(warmup), "--iterations", str(iterations), "--op-types", ",".join(op_types),
+    ]  # fmt: skip
+    result = proc.run(
+        argv,
+        cwd=scratch,
+        env=runner_env(lib_dir, env),
+        timeout_s=timeout_s,
+        memory_limit_bytes=memory_limit_bytes,
+    )
+    if result.returncode == EXIT_USAGE and not result.timed_out:
+        raise RunnerProtocolError(f"runner rejected its arguments: {result.stderr.strip()}")
+    if not result.ok:
+        # MNN prints its own diagnostics ("Compute Shape Error for y") on stdout, the runner's on stderr
+        return RunResult(False, {}, [], [], {}, result.output.strip(), result)
+    try:
+        outputs = tensorio.read_tensors(out_dir)
+    except tensorio.TensorIOError as e:
+        raise RunnerProtocolError(f"runner exited 0 but its outputs are unreadable: {e}") from e
+    if list(outputs) != list(output_names):
+        raise RunnerProtocolError(f"runner wrote outputs {list(outputs)}, expected {list(output_names)}")
+    op_ms: list[float] = []
+    total_ms: list[float] = []
+    counts: dict[str, int] = {}
+    timing_path = None
+    if iterations > 0:
+        timing_path = out_dir / "timing.json"
+        op_ms, total_ms, counts = _read_timing(timing_path, iterations)
+    return RunResult(True, outputs, op_ms, total_ms, counts, "", result, timing_path)

@@ -1,0 +1,336 @@
+"""The kit's runner on a real MNN tree: build, convert, verify against ONNX Runtime, timing mode, library swap.
+
+Needs ``MKB_MNN__SOURCE_DIR`` (an MNN 3.2.2 source tree) and ``MKB_TEST_MNN_BUILD_DIR`` (a finished build of
+that tree with ``libMNN.so``, ``express/libMNN_Express.so`` and ``MNNConvert``); skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from kit.compare import compare
+from kit.mnn import runner as mr
+
+pytestmark = pytest.mark.mnn
+
+SRC = os.environ.get("MKB_MNN__SOURCE_DIR")
+BUILD = os.environ.get("MKB_TEST_MNN_BUILD_DIR")
+if not SRC or not BUILD:
+    pytest.skip("needs MKB_MNN__SOURCE_DIR and MKB_TEST_MNN_BUILD_DIR", allow_module_level=True)
+SRC_DIR, BUILD_DIR = Path(SRC), Path(BUILD)
+if not (BUILD_DIR / "libMNN.so").is_file() or not (BUILD_DIR / "MNNConvert").is_file():
+    pytest.skip(f"{BUILD_DIR} has no libMNN.so/MNNConvert", allow_module_level=True)
+
+F32, I64 = TensorProto.FLOAT, TensorProto.INT64
+
+
+def _model(node, inputs, outputs, initializers=()) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+        [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs],
+        initializer=list(initializers),
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    model.ir_version = 9
+    onnx.checker.check_model(model)
+    return model
+
+
+def _rng_inputs(specs, seed=0):
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, kind, shape, *bounds in specs:
+        if kind == "f":
+            out[name] = rng.uniform(-2.0, 2.0, size=shape).astype(np.float32)
+        else:
+            lo, hi = bounds
+            out[name] = rng.integers(lo, hi, size=shape).astype(np.int64)
+    return out
+
+
+# name -> (model, inputs, output names)
+CASES = {
+    "argmax": (
+        _model(
+            helper.make_node("ArgMax", ["x"], ["y"], axis=1, keepdims=0),
+            [("x", F32, [3, 17, 5])],
+            [("y", I64, [3, 5])],
+        ),
+        [("x", "f", (3, 17, 5))],
+        ["y"],
+    ),
+    "softmax": (
+        _model(
+            helper.make_node("Softmax", ["x"], ["y"], axis=-1), [("x", F32, [4, 33])], [("y", F32, [4, 33])]
+        ),
+        [("x", "f", (4, 33))],
+        ["y"],
+    ),
+    "add_broadcast": (
+        _model(
+            helper.make_node("Add", ["a", "b"], ["y"]),
+            [("a", F32, [2, 3, 4]), ("b", F32, [3, 1])],
+            [("y", F32, [2, 3, 4])],
+        ),
+        [("a", "f", (2, 3, 4)), ("b", "f", (3, 1))],
+        ["y"],
+    ),
+    "maxpool": (
+        _model(
+            helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+            [("x", F32, [1, 5, 9, 9])],
+            [("y", F32, [1, 5, 5, 5])],
+        ),
+        [("x", "f", (1, 5, 9, 9))],
+        ["y"],
+    ),
+    "matmul": (
+        _model(
+            helper.make_node("MatMul", ["a", "b"], ["y"]),
+            [("a", F32, [6, 10]), ("b", F32, [10, 7])],
+            [("y", F32, [6, 7])],
+        ),
+        [("a", "f", (6, 10)), ("b", "f", (10, 7))],
+        ["y"],
+    ),
+    "topk": (
+        _model(
+            helper.make_node("TopK", ["x", "k"], ["values", "indices"], axis=-1),
+            [("x", F32, [3, 20])],
+            [("values", F32, [3, 4]), ("indices", I64, [3, 4])],
+            [numpy_helper.from_array(np.array([4], dtype=np.int64), "k")],
+        ),
+        [("x", "f", (3, 20))],
+        ["values", "indices"],
+    ),
+    "gather_int64_indices": (
+        _model(
+            helper.make_node("Gather", ["data", "idx"], ["y"], axis=0),
+            [("data", F32, [10, 3]), ("idx", I64, [4])],
+            [("y", F32, [4, 3])],
+        ),
+        [("data", "f", (10, 3)), ("idx", "i", (4,), 0, 10)],
+        ["y"],
+    ),
+    "concat": (
+        _model(
+            helper.make_node("Concat", ["a", "b"], ["y"], axis=1),
+            [("a", F32, [2, 3, 4]), ("b", F32, [2, 5, 4])],
+            [("y", F32, [2, 8, 4])],
+        ),
+        [("a", "f", (2, 3, 4)), ("b", "f", (2, 5, 4))],
+        ["y"],
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("runner_mnn")
+
+
+@pytest.fixture(scope="module")
+def runner_bin(work) -> Path:
+    return mr.build_runner(SRC_DIR, BUILD_DIR, work / "bin" / "mkb_runner", timeout_s=300)
+
+
+@pytest.fixture(scope="module")
+def converted(work) -> dict[str, tuple[Path, Path]]:
+    """case name -> (onnx path, mnn path), converted once per module."""
+    result = {}
+    for name, (model, _, _) in CASES.items():
+        onnx_path = work / "models" / f"{name}.onnx"
+        onnx_path.parent.mkdir(parents=True, exist_ok=True)
+        onnx.save(model, onnx_path)
+        conv = mr.convert(BUILD_DIR / "MNNConvert", onnx_path, work / "models" / f"{name}.mnn", timeout_s=120)
+        assert conv.ok, f"{name}: {conv.reason}\n{conv.log}"
+        assert conv.unsupported_ops == ()
+        result[name] = (onnx_path, conv.model_path)
+    return result
+
+
+def _reference(onnx_path: Path, inputs: dict[str, np.ndarray], names: list[str]) -> dict[str, np.ndarray]:
+    sess = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    return dict(zip(names, sess.run(names, inputs)))
+
+
+def test_build_runner_is_cached_by_key_and_reports_compiler_failures(work, runner_bin):
+    assert os.access(runner_bin, os.X_OK)
+    key_file = runner_bin.with_name(runner_bin.name + ".key")
+    assert key_file.read_text().strip() == mr.runner_key(SRC_DIR.resolve(), BUILD_DIR.resolve())
+    mtime = runner_bin.stat().st_mtime_ns
+    assert mr.build_runner(SRC_DIR, BUILD_DIR, runner_bin) == runner_bin
+    assert runner_bin.stat().st_mtime_ns == mtime  # up to date: not rebuilt
+    with pytest.raises(mr.RunnerBuildError, match="failed") as info:
+        mr.build_runner(SRC_DIR, BUILD_DIR, work / "bin" / "broken", compiler="false")
+    assert info.value.proc is not None and info.value.proc.returncode != 0
+    assert not (work / "bin" / "broken").exists()
+    with pytest.raises(FileNotFoundError, match="libMNN.so"):
+        mr.build_runner(SRC_DIR, work, work / "bin" / "nolibs")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_verify_mode_matches_onnxruntime(case, runner_bin, converted, work):
+    onnx_path, mnn_path = converted[case]
+    _, specs, outputs = CASES[case]
+    inputs = _rng_inputs(specs, seed=1)
+    res = mr.run_model(
+        runner_bin,
+        mnn_path,
+        inputs,
+        outputs,
+        threads=1,
+        precision="high",
+        timeout_s=60,
+        scratch=work / "run" / case,
+    )
+    assert res.ok, res.error
+    assert res.op_ms == [] and res.total_ms == []
+    ref = _reference(onnx_path, inputs, outputs)
+    assert list(res.outputs) == outputs
+    for name in outputs:
+        if ref[name].dtype == np.int64:
+            assert res.outputs[name].dtype == np.int32  # MNN has no int64 tensors
+        cmp = compare(res.outputs[name], ref[name], atol=1e-4, rtol=1e-4)
+        assert cmp.ok, f"{case}/{name}: {cmp.reason}"
+
+
+def test_timing_mode_counts_ops_and_times_selected_types(runner_bin, converted, work):
+    _, mnn_path = converted["softmax"]
+    inputs = _rng_inputs(CASES["softmax"][1])
+    n = 4
+    sel = mr.run_model(
+        runner_bin, mnn_path, inputs, ["y"], threads=1, warmup=1, iterations=n, op_types=("Softmax",),
+        timeout_s=60, scratch=work / "timing_sel",
+    )  # fmt: skip
+    assert sel.ok, sel.error
+    assert len(sel.op_ms) == n and len(sel.total_ms) == n
+    assert sel.op_types.get("Softmax") == 1
+    assert all(0 < o <= t for o, t in zip(sel.op_ms, sel.total_ms))
+    assert sel.timing_path is not None and sel.timing_path.is_file()
+    # the outputs of timing mode are the model's outputs too
+    ref = _reference(converted["softmax"][0], inputs, ["y"])
+    assert compare(sel.outputs["y"], ref["y"]).ok
+
+    none = mr.run_model(
+        runner_bin, mnn_path, inputs, ["y"], iterations=2, op_types=("NoSuchOp",), timeout_s=60,
+        scratch=work / "timing_none",
+    )  # fmt: skip
+    assert none.ok and none.op_ms == [0.0, 0.0] and all(t > 0 for t in none.total_ms)
+
+
+def test_timing_mode_shows_raster_ops_of_geometry(runner_bin, converted, work):
+    _, mnn_path = converted["concat"]
+    inputs = _rng_inputs(CASES["concat"][1])
+    res = mr.run_model(
+        runner_bin,
+        mnn_path,
+        inputs,
+        ["y"],
+        iterations=3,
+        op_types=("*",),
+        timeout_s=60,
+        scratch=work / "timing_raster",
+    )
+    assert res.ok, res.error
+    assert res.op_types.get("Raster", 0) >= 1
+    assert all(0 < o <= t for o, t in zip(res.op_ms, res.total_ms))
+
+
+def test_same_runner_runs_against_other_libraries(runner_bin, converted, work):
+    """RUNPATH lets LD_LIBRARY_PATH choose the libMNN.so: a copy gives the same result, a broken one fails."""
+    _, mnn_path = converted["argmax"]
+    inputs = _rng_inputs(CASES["argmax"][1])
+    copy = work / "libcopy"
+    (copy / "express").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(BUILD_DIR / "libMNN.so", copy / "libMNN.so")
+    shutil.copy2(BUILD_DIR / "express" / "libMNN_Express.so", copy / "express" / "libMNN_Express.so")
+    base = mr.run_model(runner_bin, mnn_path, inputs, ["y"], timeout_s=60, scratch=work / "lib_base")
+    other = mr.run_model(runner_bin, mnn_path, inputs, ["y"], copy, timeout_s=60, scratch=work / "lib_copy")
+    assert base.ok and other.ok, other.error
+    np.testing.assert_array_equal(base.outputs["y"], other.outputs["y"])
+    assert other.proc.returncode == 0
+
+    broken = work / "libbroken"
+    broken.mkdir(exist_ok=True)
+    (broken / "libMNN.so").write_bytes(b"not an ELF file")
+    bad = mr.run_model(runner_bin, mnn_path, inputs, ["y"], broken, timeout_s=60, scratch=work / "lib_broken")
+    assert not bad.ok
+    assert "libMNN.so" in bad.error
+
+
+def test_run_errors_exit_3_with_a_message(runner_bin, converted, work):
+    garbage = work / "garbage.mnn"
+    garbage.write_bytes(b"\x00" * 64)
+    inputs = _rng_inputs(CASES["softmax"][1])
+    res = mr.run_model(runner_bin, garbage, inputs, ["y"], timeout_s=60, scratch=work / "err_garbage")
+    assert not res.ok and res.proc.returncode == mr.EXIT_RUN_ERROR and res.signal is None
+    assert "cannot load model" in res.error
+
+    _, mnn_path = converted["softmax"]
+    res = mr.run_model(
+        runner_bin, mnn_path, inputs, ["no_such_output"], timeout_s=60, scratch=work / "err_out"
+    )
+    assert not res.ok and res.proc.returncode == mr.EXIT_RUN_ERROR, res.proc.output
+
+    _, mm_path = converted["matmul"]
+    bad_shapes = {"a": np.ones((6, 10), np.float32), "b": np.ones((11, 7), np.float32)}
+    res = mr.run_model(runner_bin, mm_path, bad_shapes, ["y"], timeout_s=60, scratch=work / "err_shape")
+    assert not res.ok and res.proc.returncode == mr.EXIT_RUN_ERROR
+    assert "forward failed" in res.error and "Shape Error" in res.error
+
+    wrong = {"x": np.zeros((4, 33), dtype=np.int32)}
+    res = mr.run_model(runner_bin, mnn_path, wrong, ["y"], timeout_s=60, scratch=work / "err_dtype")
+    assert not res.ok and res.proc.returncode == mr.EXIT_RUN_ERROR
+    assert "input 'x' is int32" in res.error
+
+
+def test_convert_reports_unsupported_ops_and_missing_output(work):
+    model = _model(
+        helper.make_node("BitwiseXor", ["a", "b"], ["y"]),
+        [("a", TensorProto.INT32, [4]), ("b", TensorProto.INT32, [4])],
+        [("y", TensorProto.INT32, [4])],
+    )
+    onnx_path = work / "xor.onnx"
+    onnx.save(model, onnx_path)
+    out = work / "xor.mnn"
+    out.write_bytes(b"stale")  # must not count as a result
+    res = mr.convert(BUILD_DIR / "MNNConvert", onnx_path, out, timeout_s=120)
+    assert not res.ok
+    assert "ONNX::BitwiseXor" in res.unsupported_ops
+    assert "not supported" in res.reason and "Not Support" in res.log
+    assert not out.exists() or out.read_bytes() != b"stale"
+
+
+def test_parse_unsupported():
+    log = "[12:00:00] writeFb.cpp:218: These Op Not Support: ONNX::A | ONNX::B \nConverted Failed!\n"
+    assert mr.parse_unsupported(log) == ("ONNX::A", "ONNX::B")
+    assert mr.parse_unsupported("Converted Success!\n") == ()
+
+
+@pytest.mark.parametrize(("threads", "precision"), [(2, "high"), (1, "normal"), (2, "low")])
+def test_threads_and_precision_are_accepted(threads, precision, runner_bin, converted, work):
+    onnx_path, mnn_path = converted["maxpool"]
+    inputs = _rng_inputs(CASES["maxpool"][1], seed=3)
+    res = mr.run_model(
+        runner_bin, mnn_path, inputs, ["y"], threads=threads, precision=precision, iterations=1,
+        timeout_s=60, scratch=work / f"prec_{threads}_{precision}",
+    )  # fmt: skip
+    assert res.ok, res.error
+    assert res.op_types.get("Pooling") == 1
+    # max pooling selects values: exact in fp32; fp16 (low precision, where supported) rounds to ~1e-3
+    atol = 0.0 if precision == "high" else 2e-2
+    cmp = compare(res.outputs["y"], _reference(onnx_path, inputs, ["y"])["y"], atol=atol, rtol=0.0)
+    assert cmp.ok, cmp.reason
+    with pytest.raises(ValueError, match="precision"):
+        mr.run_model(runner_bin, mnn_path, inputs, ["y"], precision="fp16", scratch=work / "prec_bad")
