@@ -1,7 +1,7 @@
 """The kit's runner on a real MNN tree: build, convert, verify against ONNX Runtime, timing mode, library swap.
 
-Needs ``MKB_MNN__SOURCE_DIR`` (an MNN 3.2.2 source tree) and ``MKB_TEST_MNN_BUILD_DIR`` (a finished build of
-that tree with ``libMNN.so``, ``express/libMNN_Express.so`` and ``MNNConvert``); skipped otherwise.
+Needs ``MKB_MNN__SOURCE_DIR`` (an MNN 3.2.2 source tree; skipped otherwise).  Uses the build dir
+``MKB_TEST_MNN_BUILD_DIR`` when set, else the kit's own workspace build of the tree (built on first use).
 """
 
 from __future__ import annotations
@@ -23,11 +23,28 @@ pytestmark = pytest.mark.mnn
 
 SRC = os.environ.get("MKB_MNN__SOURCE_DIR")
 BUILD = os.environ.get("MKB_TEST_MNN_BUILD_DIR")
-if not SRC or not BUILD:
-    pytest.skip("needs MKB_MNN__SOURCE_DIR and MKB_TEST_MNN_BUILD_DIR", allow_module_level=True)
-SRC_DIR, BUILD_DIR = Path(SRC), Path(BUILD)
-if not (BUILD_DIR / "libMNN.so").is_file() or not (BUILD_DIR / "MNNConvert").is_file():
-    pytest.skip(f"{BUILD_DIR} has no libMNN.so/MNNConvert", allow_module_level=True)
+if not SRC:
+    pytest.skip("needs MKB_MNN__SOURCE_DIR", allow_module_level=True)
+SRC_DIR, BUILD_DIR = Path(SRC), Path(BUILD or "")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _mnn_dirs():
+    """The build dir: MKB_TEST_MNN_BUILD_DIR if set, else the kit's own workspace build of the tree."""
+    global SRC_DIR, BUILD_DIR
+    worker = None
+    if not BUILD:
+        from kit.config import load_config
+        from kit.evaluate import setup_worker
+
+        worker = setup_worker(load_config())
+        SRC_DIR, BUILD_DIR = worker.workspace.src, worker.workspace.build
+    if not (BUILD_DIR / "libMNN.so").is_file() or not (BUILD_DIR / "MNNConvert").is_file():
+        pytest.skip(f"{BUILD_DIR} has no libMNN.so/MNNConvert")
+    yield
+    if worker is not None:
+        worker.workspace.release()
+
 
 F32, I64 = TensorProto.FLOAT, TensorProto.INT64
 
