@@ -51,7 +51,7 @@ import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from kit.config import EvalConfig
-from kit.pipeline import Job
+from kit.pipeline import Job, job_fields
 from kit.records import ErrorKind, Record, Status
 from kit.tasks import Task
 
@@ -188,18 +188,8 @@ def worker_count(cfg: EvalConfig) -> int:
 
 def lost_record(job: Job, attempts: int, status: Status, message: str, worker: str = "", started_at: str = "") -> Record:
     """The record of a job that produced none itself (``worker_lost`` or ``harness_error``)."""
-    t: Task = job.task
     return Record(
-        job_id=job.job_id,
-        method=job.method,
-        task_id=t.id,
-        sample_id=job.sample_id,
-        candidate_sha256=job.candidate_sha256,
-        config_digest=job.config_digest,
-        category=t.category,
-        op_type=t.op_type,
-        mechanism=t.mechanism,
-        split=t.split,
+        **job_fields(job),
         status=status,
         error_kind=ErrorKind.INTERNAL,
         error_message=message[:4000],

@@ -143,7 +143,14 @@ def provenance(cfg: EvalConfig, worker: Worker | None) -> dict[str, Any]:
 
 def run_jobs(jobs: list[Job], worker: Worker, run_dir: Path, label: str = "eval") -> list[Record]:
     """Run ``jobs`` one by one in ``worker``, appending each record to the worker's shard as it comes."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from kit.shards import ShardWriter
 

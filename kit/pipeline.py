@@ -100,7 +100,8 @@ class Worker:
         return model
 
 
-def _base_fields(job: Job, worker: Worker) -> dict[str, Any]:
+def job_fields(job: Job) -> dict[str, Any]:
+    """The record fields that identify ``job`` (ids, hashes, task metadata)."""
     t = job.task
     return dict(
         job_id=job.job_id,
@@ -113,6 +114,11 @@ def _base_fields(job: Job, worker: Worker) -> dict[str, Any]:
         op_type=t.op_type,
         mechanism=t.mechanism,
         split=t.split,
+    )
+
+
+def _base_fields(job: Job, worker: Worker) -> dict[str, Any]:
+    return job_fields(job) | dict(
         arch=platform.machine(),
         host=socket.gethostname(),
         worker=worker.name,

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kit.config import EvalConfig
+from kit.tasks import sha256_file
 
 #: top-level folders left out of the digest (demo apps; three iOS assets are missing from some mirrors)
 DIGEST_EXCLUDE = ("apps", ".git")
@@ -70,13 +71,10 @@ def iter_files(root: Path, exclude_top: tuple[str, ...] = ()) -> list[str]:
 
 
 def file_sha256(path: Path) -> str:
+    """sha256 of a file's content, or of ``link:<target>`` for a symlink (never followed)."""
     if path.is_symlink():
         return hashlib.sha256(b"link:" + os.readlink(path).encode()).hexdigest()
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return sha256_file(path)
 
 
 def tree_digest(root: Path) -> str:
