@@ -221,3 +221,68 @@ def read_manifest(tasks_dir: Path) -> dict:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise TaskError(f"{path}: invalid JSON: {exc}") from exc
+
+
+def list_tasks(tasks_dir: Path, split: str = "all", category: str | None = None) -> list[dict]:
+    """Rows for ``mkb tasks list``: one dict per task, sorted by category order then id.
+
+    Keys: id, category, op_type, mechanism, split, inputs (``"x:float32[8,64,56,56]"`` joined by
+    spaces), outputs (same form), atol, rtol, mnn_op_types (space-joined).
+
+    Raises:
+        TaskError: as :func:`load_suite`, or an unknown ``category``.
+    """
+    if category is not None and category not in CATEGORIES:
+        raise TaskError(f"category: unknown category {category!r} (known: {', '.join(CATEGORIES)})")
+    order = {c: i for i, c in enumerate(CATEGORIES)}
+    tasks = [t for t in load_suite(tasks_dir, split=split) if category is None or t.category == category]
+    tasks.sort(key=lambda t: (order[t.category], t.id))
+
+    def specs(items: list[TensorSpec]) -> str:
+        return " ".join(f"{s.name}:{s.dtype}[{','.join(str(d) for d in s.shape)}]" for s in items)
+
+    return [
+        {
+            "id": t.id,
+            "category": t.category,
+            "op_type": t.op_type,
+            "mechanism": t.mechanism,
+            "split": t.split,
+            "inputs": specs(t.inputs),
+            "outputs": specs(t.outputs),
+            "atol": t.tolerance.atol,
+            "rtol": t.tolerance.rtol,
+            "mnn_op_types": " ".join(t.mnn_op_types),
+        }
+        for t in tasks
+    ]
+
+
+def check_manifest(tasks_dir: Path) -> list[str]:
+    """Problems between ``manifest.json`` and the task folders (empty when they agree).
+
+    Checks that every task folder is listed and vice versa, that category/op_type/mechanism/split agree
+    with task.toml, and the sha256 of every listed file.
+    """
+    manifest = read_manifest(tasks_dir)
+    problems: list[str] = []
+    listed = {e["id"]: e for e in manifest.get("tasks", [])}
+    found = {t.id: t for t in load_suite(tasks_dir)}
+    for tid in sorted(set(found) - set(listed)):
+        problems.append(f"{tid}: task folder not in manifest.json")
+    for tid in sorted(set(listed) - set(found)):
+        problems.append(f"{tid}: in manifest.json but no task folder")
+    for tid in sorted(set(listed) & set(found)):
+        e, t = listed[tid], found[tid]
+        for key, value in (("category", t.category), ("op_type", t.op_type), ("mechanism", t.mechanism),
+                           ("split", t.split)):
+            if e.get(key) != value:
+                problems.append(f"{tid}: manifest {key}={e.get(key)!r}, task.toml says {value!r}")
+        assert t.path is not None
+        for name, digest in e.get("files", {}).items():
+            f = t.path / name
+            if not f.is_file():
+                problems.append(f"{tid}: {name} missing")
+            elif sha256_file(f) != digest:
+                problems.append(f"{tid}: {name} sha256 differs from manifest.json")
+    return problems

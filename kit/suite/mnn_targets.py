@@ -1,0 +1,193 @@
+"""Where each task's op lives in MNN 3.2.2: mechanism, runtime op types, replaceable files, kept symbols.
+
+The runtime op types were determined empirically (see ``observed.py``): each ``model.onnx`` converted
+with the MNN converter (``--keepInputFormat=1``) and run with a per-op callback.  Rules:
+
+* ``composite`` (the ONNX converter rewrites the op into several ops, or cannot convert it):
+  ``mnn_op_types = ["*"]`` (the whole model is the op) unless listed explicitly; the first file is the
+  converter's ``onnxextra/Onnx*.cpp``; ``new_files`` allows new converter files.
+* ``atomic`` (one CPU Execution) and ``geometric`` (a GeometryComputer lowers the op to Raster/While/...):
+  the observed runtime types, minus ``Raster`` when that Raster only comes from the NCHW<->NC4HW4
+  layout conversions (``ConvertTensor``) around the op.
+* ``keep_symbols`` lists the public symbols of the replaced files that other MNN files use (found by
+  grepping the 3.2.2 tree for their headers); ``Class`` means the class and its used members must stay.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kit.suite.observed import OBSERVED
+from kit.suite.spec import TaskDef
+
+CPU = "source/backend/cpu/"
+GEO = "source/geometry/"
+EXTRA = "tools/converter/source/optimizer/onnxextra/"
+EXTRA_NEW = (EXTRA + "Onnx*.cpp",)
+
+
+@dataclass(frozen=True)
+class Target:
+    mechanism: str
+    op_types: tuple[str, ...]
+    files: tuple[str, ...]
+    new_files: tuple[str, ...] = ()
+    keep_symbols: tuple[str, ...] = ()
+
+
+def _cpu(name: str) -> tuple[str, str]:
+    return (CPU + name + ".hpp", CPU + name + ".cpp")
+
+
+_UNARY_KEEP = ("CPUUnary::selectForFloat", "CPUUnary::selectForInt8")  # compute/CommonOptFunction.cpp, CPURaster.cpp
+_BINARY_KEEP = ("CPUBinary::selectForFloat", "CPUBinary::selectForInt")  # idem
+_RELU_KEEP = ("CPURelu::CPURelu(Backend*, float)",)  # CPUBinary.cpp creates a CPURelu for fused activations
+_POOL_KEEP = ("poolingMax", "poolingAvg", "poolingMaxWithRedice", "pooling_max_pad", "poolingAvgPad")  # templates
+_MATMUL_KEEP = ("CPUMatMul::CPUMatMul(Backend*, bool, bool, bool, bool)", "CPUMatMul::execute")  # CPURaster, GRU
+_CAST_KEEP = ("CPUCastCreator::cast", "CPUCastCreator::FlOAT_TO_INT8", "CPUCastCreator::INT8_TO_FlOAT")
+
+UNARY = Target("atomic", ("UnaryOp",), _cpu("CPUUnary"), keep_symbols=_UNARY_KEEP)
+BINARY = Target("atomic", ("BinaryOp",), _cpu("CPUBinary"), keep_symbols=_BINARY_KEEP)
+BINARY_BCAST = Target("geometric", ("BinaryOp", "While", "Raster"), _cpu("CPUBinary") + (GEO + "GeometryBinary.cpp",),
+                      keep_symbols=_BINARY_KEEP)
+
+
+def _geo(*files: str, types=("Raster",)) -> Target:
+    return Target("geometric", types, tuple(GEO + f for f in files))
+
+
+def _comp(conv_file: str, *more: str, types=("*",), keep=()) -> Target:
+    return Target("composite", types, (EXTRA + conv_file,) + tuple(more), EXTRA_NEW, keep)
+
+
+#: ONNX op -> default target
+OP_TARGETS: dict[str, Target] = {
+    **{op: UNARY for op in ("Abs", "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Sign",
+                            "Erf", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Tanh", "Asinh",
+                            "Acosh", "Atanh", "Sigmoid")},
+    **{op: BINARY for op in ("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod", "Equal", "Greater", "Less",
+                             "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor")},
+    "Relu": Target("atomic", ("ReLU",), _cpu("CPURelu"), keep_symbols=_RELU_KEEP),
+    "LeakyRelu": Target("atomic", ("ReLU",), _cpu("CPURelu"), keep_symbols=_RELU_KEEP),
+    "PRelu": Target("atomic", ("PReLU",), _cpu("CPURelu"), keep_symbols=_RELU_KEEP),
+    "Softmax": Target("atomic", ("Softmax",), _cpu("CPUSoftmax"), keep_symbols=("CPUSoftmax",)),
+    "HardSigmoid": _comp("OnnxHardSigmoid.cpp"),
+    "Celu": _comp("OnnxPrelu.cpp"),
+    "BatchNormalization": Target("atomic", ("Scale",), _cpu("CPUScale")),
+    "LayerNormalization": Target("atomic", ("LayerNorm",), _cpu("CPULayerNorm") + (GEO + "GeometryLayernorm.cpp",)),
+    "InstanceNormalization": _comp("OnnxBatchNormMerge.cpp", *_cpu("CPULayerNorm"), *_cpu("CPUScale"),
+                                   types=("LayerNorm", "Scale")),
+    "MaxPool": Target("atomic", ("Pooling",), _cpu("CPUPool"), keep_symbols=_POOL_KEEP),
+    "AveragePool": Target("atomic", ("Pooling",), _cpu("CPUPool"), keep_symbols=_POOL_KEEP),
+    "GlobalAveragePool": Target("atomic", ("Pooling",), _cpu("CPUPool"), keep_symbols=_POOL_KEEP),
+    "GlobalMaxPool": Target("atomic", ("Pooling",), _cpu("CPUPool"), keep_symbols=_POOL_KEEP),
+    "Conv": Target("atomic", ("Convolution",),
+                   (CPU + "compute/ConvolutionFloatFactory.cpp", CPU + "compute/ConvolutionFloatFactory.h"),
+                   keep_symbols=("ConvolutionFloatFactory::create",)),
+    "ConvTranspose": Target("atomic", ("Deconvolution",), _cpu("CPUDeconvolution"),
+                            keep_symbols=("CPUDeconvolutionBasic",)),
+    "MatMul": Target("atomic", ("MatMul",), _cpu("CPUMatMul"), keep_symbols=_MATMUL_KEEP),
+    "Gemm": _comp("OnnxGemm.cpp"),
+    "Einsum": _comp("OnnxEinsum.cpp"),
+    "Det": Target("atomic", ("Det",), _cpu("CPUDet")),
+    **{op: Target("atomic", ("Reduction",), _cpu("CPUReduction"), keep_symbols=("CPUReductionCreator::create",))
+       for op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd")},
+    **{op: _comp("OnnxReduceL2.cpp") for op in ("ReduceL2", "ReduceSumSquare", "ReduceLogSumExp")},
+    "ArgMax": Target("atomic", ("ArgMax",), _cpu("CPUArgMax")),
+    "ArgMin": Target("atomic", ("ArgMin",), _cpu("CPUArgMax")),
+    "Reshape": _geo("GeometryReshape.cpp"),
+    "Transpose": _geo("GeometryPermute.cpp"),
+    "Concat": _geo("GeometryConcat.cpp"),
+    "Slice": _geo("GeometryStridedSlice.cpp"),
+    "Split": _geo("GeometrySlice.cpp"),
+    "Tile": _geo("GeometryTile.cpp"),
+    "Expand": _geo("GeometryBroadcastTo.cpp"),
+    "Pad": _geo("GeometryCrop.cpp"),
+    "DepthToSpace": _geo("GeometryDepthToSpace.cpp"),
+    "SpaceToDepth": _geo("GeometryDepthToSpace.cpp"),
+    "Gather": _geo("GeometryGather.cpp", types=("*",)),
+    "GatherElements": _geo("GeometryGather.cpp", types=("*",)),
+    "GatherND": _geo("GeometryGather.cpp", types=("*",)),
+    "ScatterND": _geo("GeometryScatter.cpp", types=("*",)),
+    "CumSum": _geo("GeometryCumSum.cpp", types=("*",)),
+    "Resize": Target("atomic", ("Interp",), _cpu("CPUInterp")),
+    "Cast": Target("atomic", ("Cast",), _cpu("CPUCast"), keep_symbols=_CAST_KEEP),
+    "TopK": Target("atomic", ("TopKV2",), _cpu("CPUTopKV2")),
+    "Trilu": _comp("OnnxPrelu.cpp"),
+    "Not": _comp("OnnxNot.cpp"),
+    "BitwiseXor": Target("composite", ("*",), (), EXTRA_NEW),
+    "Where": Target("atomic", ("Select",), _cpu("CPUSelect")),
+    "RNN": _comp("OnnxLSTMMerge.cpp", GEO + "GeometryLSTM.cpp"),
+    "LSTM": _comp("OnnxLSTMMerge.cpp", GEO + "GeometryLSTM.cpp"),
+    "STFT": Target("atomic", ("Stft",), _cpu("CPUStft")),
+    "RoiAlign": Target("atomic", ("ROIAlign",), _cpu("CPUROIAlign"), keep_symbols=("CPUROIAlign",)),
+}
+
+#: task id -> target, where the converter treats that task differently from its op's default
+TASK_TARGETS: dict[str, Target] = {}
+
+#: converter file of each op whose conversion may expand into several MNN ops (ONNX name -> path)
+CONVERTER_FILES: dict[str, str] = {
+    "Conv": EXTRA + "OnnxConvolutionMerge.cpp",
+    "ConvTranspose": EXTRA + "OnnxConvolutionMerge.cpp",
+    "LayerNormalization": EXTRA + "OnnxBatchNormMerge.cpp",
+    "BatchNormalization": EXTRA + "OnnxBatchNormMerge.cpp",
+    "PRelu": EXTRA + "OnnxPrelu.cpp",
+    "MaxPool": EXTRA + "OnnxPooling.cpp",
+    "AveragePool": EXTRA + "OnnxPooling.cpp",
+    "GlobalAveragePool": EXTRA + "OnnxPooling.cpp",
+    "GlobalMaxPool": EXTRA + "OnnxPooling.cpp",
+    "Softmax": EXTRA + "OnnxSoftmax.cpp",
+    "TopK": EXTRA + "OnnxTopK.cpp",
+    "Resize": EXTRA + "OnnxUpsample.cpp",
+    "STFT": EXTRA + "OnnxSTFT.cpp",
+}
+
+#: graph op types that do not count as extra compute when deciding whether a conversion is composite
+_PLUMBING = {"Const", "ConvertTensor", "Input", "Unsqueeze", "Squeeze", "Reshape", "Shape", "Rank"}
+
+
+def _derived(td: TaskDef, t: Target) -> Target:
+    """Adjust the op default to what the converter really produced for this task (``observed.py``)."""
+    obs = OBSERVED.get(td.id) or {}
+    graph = [g for g in obs.get("graph", []) if g not in _PLUMBING]
+    runtime = set(obs.get("runtime", []))
+    if t.mechanism != "atomic" or not graph:
+        return t
+    if len(set(graph)) > 1 and td.op in CONVERTER_FILES:
+        # one ONNX node became several compute ops (grouped conv split, 3-D conv via Im2Col, ...)
+        return Target("composite", ("*",), (CONVERTER_FILES[td.op],) + t.files, EXTRA_NEW, t.keep_symbols)
+    if td.op == "Conv" and "ConvolutionDepthwise" in runtime:
+        # CPUConvolutionDepthwise.hpp is included by compute/ConvolutionFloatFactory.cpp
+        return Target("atomic", ("ConvolutionDepthwise",), _cpu("CPUConvolutionDepthwise"),
+                      keep_symbols=("CPUConvolutionDepthwise",))
+    if t is BINARY and runtime & {"While", "Raster"}:
+        return BINARY_BCAST
+    if td.op == "Where" and "Raster" in runtime:
+        return Target("geometric", t.op_types, t.files + (GEO + "GeometrySelect.cpp",), (), t.keep_symbols)
+    if td.op == "MatMul" and "While" in runtime:
+        return Target("geometric", t.op_types, t.files + (GEO + "GeometryBatchMatMul.cpp",), (), t.keep_symbols)
+    if "Pooling3D" in graph:
+        return Target("geometric", t.op_types, t.files + (GEO + "GeometryPooling3D.cpp",), (), t.keep_symbols)
+    return t
+
+#: converted-graph op types that are not compute (constants, layout changes of the graph I/O)
+_NON_COMPUTE = {"Const", "ConvertTensor", "Input"}
+
+
+def _observed_types(td: TaskDef, default: tuple[str, ...]) -> tuple[str, ...]:
+    obs = OBSERVED.get(td.id)
+    if not obs or not obs.get("runtime"):
+        return default
+    runtime = list(obs["runtime"])
+    if "ConvertTensor" in obs.get("graph", []) and any(t != "Raster" for t in runtime):
+        runtime = [t for t in runtime if t != "Raster"]
+    return tuple(runtime)
+
+
+def target_for(td: TaskDef) -> Target:
+    """The MNN target of a task (raises KeyError for an op without an entry in :data:`OP_TARGETS`)."""
+    t = TASK_TARGETS.get(td.id) or _derived(td, OP_TARGETS[td.op])
+    if t.mechanism == "composite":
+        return t
+    return Target(t.mechanism, _observed_types(td, t.op_types), t.files, t.new_files, t.keep_symbols)

@@ -1,0 +1,60 @@
+"""convolution / conv2d_5x5: ONNX Conv (opset 20).
+
+2-D convolution: 16 -> 32 channels, kernel [5, 5], stride [1, 1], padding [2, 2], dilation [1, 1],
+groups 1. Tolerance atol=5e-3, rtol=1e-3: fast convolution algorithms (Winograd, Strassen,
+im2col+GEMM blocking) legitimately change float32 rounding; MNN's own kernels differ from ONNX
+Runtime by up to 2.1e-3 on outputs of magnitude ~1.
+"""
+
+import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    """2-D convolution: 16 -> 32 channels, kernel [5, 5], stride [1, 1], padding [2, 2], dilation [1, 1],
+    groups 1.
+
+    Constant tensors of model.onnx (a parameter or buffer of the same name takes its value):
+        conv.weight: float32 [32, 16, 5, 5], convolution weight
+        conv.bias: float32 [32], bias per output channel
+    """
+
+    def __init__(self, in_channels=16, out_channels=32, kernel_size=(5, 5), stride=(1, 1), padding=(2, 2), dilation=(1, 1), groups=1, bias=True):
+        super().__init__()
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.padding = padding
+        self.dilation = dilation
+        self.groups = groups
+        self.bias = bias
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size, stride=stride, padding=padding, dilation=dilation, groups=groups, bias=bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """
+        Args:
+            x: float32 tensor of shape [1, 16, 64, 64], uniform in [-1, 1)
+        Returns:
+            y: float32 tensor of shape [1, 32, 64, 64]
+        """
+        return self.conv(x)
+
+
+IN_CHANNELS = 16
+OUT_CHANNELS = 32
+KERNEL_SIZE = (5, 5)
+STRIDE = (1, 1)
+PADDING = (2, 2)
+DILATION = (1, 1)
+GROUPS = 1
+BIAS = True
+
+
+def get_inputs():
+    x = torch.rand(1, 16, 64, 64) * 2.0 - 1.0
+    return [x]
+
+
+def get_init_inputs():
+    return [IN_CHANNELS, OUT_CHANNELS, KERNEL_SIZE, STRIDE, PADDING, DILATION, GROUPS, BIAS]

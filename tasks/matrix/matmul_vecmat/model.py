@@ -1,0 +1,36 @@
+"""matrix / matmul_vecmat: ONNX MatMul (opset 20).
+
+Vector-matrix product (1-D left operand). Long reductions (K >= 512) accumulate float32 rounding
+differently per engine: atol 1e-3.
+"""
+
+import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    """Vector-matrix product (1-D left operand).
+    """
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """
+        Args:
+            a: float32 tensor of shape [1024], uniform in [-1, 1)
+            b: float32 tensor of shape [1024, 512], uniform in [-1, 1)
+        Returns:
+            y: float32 tensor of shape [512]
+        """
+        return torch.matmul(a, b)
+
+
+def get_inputs():
+    a = torch.rand(1024,) * 2.0 - 1.0
+    b = torch.rand(1024, 512) * 2.0 - 1.0
+    return [a, b]
+
+
+def get_init_inputs():
+    return []

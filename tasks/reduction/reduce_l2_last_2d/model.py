@@ -1,0 +1,33 @@
+"""reduction / reduce_l2_last_2d: ONNX ReduceL2 (opset 20).
+
+L2 norm over axes [-1] of a 2-D tensor, keepdims=0.
+"""
+
+import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    """L2 norm over axes [-1] of a 2-D tensor, keepdims=0.
+    """
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """
+        Args:
+            x: float32 tensor of shape [1024, 1024], uniform in [-1, 1)
+        Returns:
+            y: float32 tensor of shape [1024]
+        """
+        return torch.linalg.vector_norm(x, ord=2, dim=-1, keepdim=False)
+
+
+def get_inputs():
+    x = torch.rand(1024, 1024) * 2.0 - 1.0
+    return [x]
+
+
+def get_init_inputs():
+    return []
