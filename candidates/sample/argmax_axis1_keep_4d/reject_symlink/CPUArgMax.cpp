@@ -1,0 +1,1 @@
+../correct/CPUArgMax.cpp
