@@ -8,8 +8,9 @@
     nox -s bench                     speed benchmarks (ratios measured side by side)
     nox -s lint                      ruff
 
-Sessions reuse one virtualenv (.nox/kit) with the kit installed editable; the `tasks` session adds the
-`tasks` extra (torch==2.13.0, CPU build).
+Each session keeps its virtualenv under .nox/ (reused) with the kit installed editable; `tests` and `tasks`
+add the `tasks` extra (torch==2.13.0, CPU build).  Installs use no build isolation, so once a session's
+venv exists it runs offline.
 """
 
 from __future__ import annotations
@@ -20,23 +21,23 @@ import nox
 
 nox.options.sessions = ["tests"]
 nox.options.reuse_existing_virtualenvs = True
-VENV = ".nox/kit"
 
 
-def _install(session: nox.Session, extras: str = "dev,tasks") -> None:
+def _install(session: nox.Session, extras: str = "dev") -> None:
     # no build isolation: once the dependencies are in the venv, a rerun works offline (tests run without
     # network); torch comes from the tasks extra (torch==2.13.0, a CPU build)
+    session.install("setuptools>=61")
     session.install("--no-build-isolation", "-e", f".[{extras}]")
 
 
-@nox.session(venv_location=VENV)
+@nox.session(reuse_venv=True)
 def tests(session: nox.Session) -> None:
-    """The test suite; extra arguments go to pytest."""
-    _install(session)
+    """The test suite; extra arguments go to pytest.  Installs the tasks extra (torch) for the audit tests."""
+    _install(session, "dev,tasks")
     session.run("pytest", "-q", "-ra", *session.posargs, env={"PYTHONDONTWRITEBYTECODE": "1"})
 
 
-@nox.session(venv_location=VENV)
+@nox.session(reuse_venv=True, default=False)
 def eval(session: nox.Session) -> None:  # noqa: A001 - the session is called eval on purpose
     """`mkb eval`; pass `-- --config configs/default.toml`."""
     _install(session)
@@ -44,42 +45,57 @@ def eval(session: nox.Session) -> None:  # noqa: A001 - the session is called ev
     session.run("mkb", "eval", *args)
 
 
-@nox.session(venv_location=VENV)
+@nox.session(reuse_venv=True, default=False)
 def check(session: nox.Session) -> None:
     """`mkb check` for one candidate; pass `-- --task ID --files A.cpp`."""
     _install(session)
     session.run("mkb", "check", *session.posargs)
 
 
-@nox.session(venv_location=VENV)
+@nox.session(reuse_venv=True, default=False)
 def calibrate(session: nox.Session) -> None:
     """`mkb calibrate`: native method on every task of the split."""
     _install(session)
     session.run("mkb", "calibrate", *(session.posargs or ["--config", "configs/default.toml"]))
 
 
-@nox.session(venv_location=VENV)
+@nox.session(reuse_venv=True, default=False)
 def tasks(session: nox.Session) -> None:
     """`mkb tasks ...` (default: audit).  Installs the tasks extra (torch==2.13.0)."""
-    _install(session)
+    _install(session, "dev,tasks")
     session.run("mkb", "tasks", *(session.posargs or ["audit"]))
 
 
-@nox.session(venv_location=VENV)
+@nox.session(reuse_venv=True, default=False)
 def report(session: nox.Session) -> None:
     """`mkb report RUN_DIR [RUN_DIR ...]`."""
     _install(session)
     session.run("mkb", "report", *(session.posargs or ["runs/default"]))
 
 
-@nox.session(venv_location=VENV)
+@nox.session(reuse_venv=True, default=False)
 def bench(session: nox.Session) -> None:
     """Benchmarks: kit overhead vs raw steps, resume setup time (real MNN tree when MKB_MNN__SOURCE_DIR is set)."""
     _install(session)
     session.run("python", "-m", "kit.bench", *session.posargs, env={k: v for k, v in os.environ.items() if k.startswith("MKB_")})
 
 
-@nox.session(venv_location=VENV)
+@nox.session(reuse_venv=True, default=False)
 def lint(session: nox.Session) -> None:
     _install(session)
     session.run("ruff", "check", "kit", "tests")
+
+
+@nox.session(reuse_venv=True, default=False)
+def images(session: nox.Session) -> None:
+    """The pinned Docker images (images/, kit/images.py); needs a daemon (DOCKER_HOST).
+
+    nox -s images                                   build linux/amd64 (MNN downloaded), then check it
+    nox -s images -- build --arch arm64 --mnn-dir DIR   other commands: lock, base, build, apt, check
+    """
+    _install(session, "dev")
+    if session.posargs:
+        session.run("python", "-m", "kit.images", *session.posargs)
+    else:
+        session.run("python", "-m", "kit.images", "build", "--arch", "amd64")
+        session.run("python", "-m", "kit.images", "check", "--arch", "amd64")
