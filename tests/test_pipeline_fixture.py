@@ -168,7 +168,7 @@ def test_killed_job_leaves_workspace_repairable(evaluated):
         f"cfg = load_config({str(cfg_path)!r})\n"
         "w = setup_worker(cfg)\n"
         "t = [t for t in load_suite(cfg.tasks.dir) if t.id == 'fx_argmax'][0]\n"
-        "register.apply(w.workspace, t, {'CPUArgMax.cpp': 'garbage', 'CPUArgMaxExtra.cpp': 'x'} if t.place('CPUArgMaxExtra.cpp') else {'CPUArgMax.cpp': 'garbage'})\n"
+        "register.apply(w.workspace, t, {'CPUArgMax.cpp': 'REGISTER_CPU_OP_CREATOR(CPUArgMaxCreator, OpType_ArgMax); garbage'})\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

@@ -145,14 +145,15 @@ def test_new_file_schedules_configure_and_is_removed(setup):
 def test_killed_job_is_repaired(setup):
     """A job killed after the swap (no restore) leaves a dirty tree: check_and_repair fixes it."""
     _, pristine, ws = setup
-    register.apply(ws, task(), {"CPUArgMax.cpp": "garbage", "CPUExtra.cpp": "x"})
+    register.apply(ws, task(), {"CPUArgMax.cpp": "REGISTER_CPU_OP_CREATOR(Renamed, OpType_ArgMax) garbage",
+                                "CPUExtra.cpp": "x"})
     (ws.src / "source/backend/cpu/CPUArgMax.hpp").unlink()
     repaired = ws.check_and_repair()
     assert set(repaired) == {
         "source/backend/cpu/CPUArgMax.cpp",
         "source/backend/cpu/CPUExtra.cpp",
         "source/backend/cpu/CPUArgMax.hpp",
-        "source/backend/cpu/CPUOPRegister.cpp",  # regenerated: the garbage file lost its REGISTER line
+        "source/backend/cpu/CPUOPRegister.cpp",  # regenerated: the creator was renamed
     }
     assert tree_digest(ws.src) == pristine.digest
     assert ws.state()["needs_configure"] is True
@@ -177,3 +178,33 @@ def test_disallowed_name_is_a_harness_error(setup):
     _, _, ws = setup
     with pytest.raises(ValueError, match="not allowed"):
         register.apply(ws, task(), {"evil.cpp": "x"})
+
+
+def test_dropping_a_registered_op_type_is_a_compile_error(setup):
+    """A replaced file that no longer registers an op type the original registers would silently drop it."""
+    from kit.records import ErrorKind, Status
+    from kit.stages import StageFailure
+
+    _, pristine, ws = setup
+    orig = pristine.root / "source/backend/cpu/CPUArgMax.cpp"
+    orig_text = orig.read_text()
+    with pytest.raises(StageFailure) as ei:
+        register.apply(ws, task(), {"CPUArgMax.cpp": "REGISTER_CPU_OP_CREATOR(Other, OpType_Other)\n"})
+    assert ei.value.status == Status.COMPILE_ERROR and ei.value.kind == ErrorKind.MISSING_SYMBOL
+    assert "OpType_ArgMax" in ei.value.message
+    assert (ws.src / "source/backend/cpu/CPUArgMax.cpp").read_text() == orig_text  # nothing written
+    # a renamed creator for the same op type is fine
+    swap = register.apply(ws, task(), {"CPUArgMax.cpp": "REGISTER_CPU_OP_CREATOR(Renamed, OpType_ArgMax)\n"})
+    register.restore(ws, swap)
+
+
+def test_new_file_may_not_overwrite_an_existing_file(setup, tmp_path):
+    from kit.records import Status
+    from kit.stages import StageFailure
+
+    _, _, ws = setup
+    t = task().model_copy(update={"mnn": MnnTarget(files=["source/backend/cpu/CPUArgMax.cpp"],
+                                                   new_files=["source/backend/cpu/CPU*.hpp"])})
+    with pytest.raises(StageFailure) as ei:
+        register.apply(ws, t, {"CPUArgMax.hpp": "// overwrite"})
+    assert ei.value.status == Status.REJECTED_INPUT and "existing MNN file" in ei.value.message

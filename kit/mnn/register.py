@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 from kit import proc
 from kit.mnn.workspace import GENERATED_FILES, Workspace
+from kit.records import ErrorKind, Status
+from kit.stages import StageFailure
 from kit.tasks import Task
 
 _REGISTER_LINE = re.compile(r"^\s*(REGISTER_[A-Z0-9_]+\s*\(.*)$", re.MULTILINE)
@@ -43,22 +45,64 @@ def _register_lines(text: str) -> list[str]:
     return sorted(" ".join(m.split()) for m in _REGISTER_LINE.findall(text))
 
 
+_CPU_REG = re.compile(r"REGISTER_CPU_OP_CREATOR\s*\(\s*\w+\s*,\s*(OpType_\w+)\s*\)")
+_OPTYPE = re.compile(r"\bOpType_\w+\b")
+
+
+def _registered_op_types(text: str) -> set[str]:
+    """Op types a file registers: the OpType of every REGISTER_CPU_OP_CREATOR line, or, for geometry and
+    converter files (registered inside functions), every ``OpType_X`` the file names."""
+    cpu = set(_CPU_REG.findall(text))
+    return cpu if cpu else set(_OPTYPE.findall(text)) if "REGISTER_" in text else set()
+
+
+def check_placement(ws: Workspace, task: Task, files: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(MNN-relative path, text) for every file, after the checks that need the tree.
+
+    Raises:
+        ValueError: a name the task does not allow (a harness bug: candidates are checked before).
+        StageFailure: REJECTED_INPUT when a *new* file would overwrite an existing MNN file that the task does
+            not list as replaceable; COMPILE_ERROR (MISSING_SYMBOL) when a replaced file drops an op type that
+            the original registers (MNN would silently lose that op).
+    """
+    placed = []
+    for name in sorted(files):
+        rel = task.place(name)
+        if rel is None:
+            raise ValueError(f"{name}: not allowed for task {task.id}")
+        if rel not in task.mnn.files and (ws.pristine.root / rel).exists():
+            raise StageFailure(
+                Status.REJECTED_INPUT, ErrorKind.ALLOWLIST,
+                f"{name}: a new file may not replace the existing MNN file {rel} (replaceable: {task.mnn.files})",
+            )
+        placed.append((rel, files[name]))
+    new_types: set[str] = set()
+    for _, text in placed:
+        new_types |= _registered_op_types(text)
+    for rel, _ in placed:
+        orig = ws.pristine.root / rel
+        if orig.is_file():
+            lost = _registered_op_types(orig.read_text(encoding="utf-8", errors="replace")) - new_types
+            if lost:
+                raise StageFailure(
+                    Status.COMPILE_ERROR, ErrorKind.MISSING_SYMBOL,
+                    f"{rel}: the candidate no longer registers {sorted(lost)}, which the original file registers "
+                    "(MNN would silently lose these ops)",
+                )
+    return placed
+
+
 def apply(ws: Workspace, task: Task, files: Mapping[str, str], timeout_s: float = 60.0) -> Swap:
     """Write ``files`` (basename → text) into ``ws.src`` where ``task`` allows them.
 
     The caller has already checked every name against the task's allowlist (:meth:`Task.place`).
 
     Raises:
-        ValueError: a name the task does not allow (a harness bug: candidates are checked before).
+        ValueError, StageFailure: see :func:`check_placement` (nothing is written then).
         RegisterError: the registration generator failed.
     """
     swap = Swap()
-    placed = []
-    for name in sorted(files):
-        rel = task.place(name)
-        if rel is None:
-            raise ValueError(f"{name}: not allowed for task {task.id}")
-        placed.append((rel, files[name]))
+    placed = check_placement(ws, task, files)
     # record intent first: a kill in the middle leaves enough for check_and_repair to find
     ws.set_state(dirty=[rel for rel, _ in placed])
     need_register = False
