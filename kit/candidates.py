@@ -485,6 +485,14 @@ def _load_dir(
                 unknown.append(tid)
                 out.append(_unknown(source.method, tid, sid, str(sample_dir), files_sha256({})))
                 continue
+            if task_dir.is_symlink() or sample_dir.is_symlink():
+                link = task_dir if task_dir.is_symlink() else sample_dir
+                out.append(Rejection(
+                    method=source.method, task_id=tid, sample_id=sid, error_kind=ErrorKind.ALLOWLIST,
+                    reason=f"{link} is a symbolic link (refused: a sample must lie inside its source)",
+                    sha256=files_sha256({}), origin=str(sample_dir),
+                ))
+                continue
             out.append(_read_dir_sample(source.method, tasks[tid], sample_dir, max_file_bytes))
     return out, unknown
 

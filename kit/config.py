@@ -110,6 +110,8 @@ class VerifySection(_Section):
     seed: int = 0
     convert_timeout_s: float = Field(default=120.0, gt=0)
     run_timeout_s: float = Field(default=60.0, gt=0)
+    #: address-space limit (RLIMIT_AS) of the converter and runner processes that execute candidate code, MiB
+    memory_limit_mb: int = Field(default=8192, ge=256)
 
 
 class TimingSection(_Section):
@@ -277,6 +279,15 @@ def load_config(path: Path | str | None = None, overrides: Sequence[str] = ()) -
     """
     p = Path(path) if path is not None else None
     data = _read_toml(p) if p is not None else {}
+    sections = set(EvalConfig.model_fields)
+    for name in sorted(os.environ):
+        if name.startswith("MKB_") and "__" in name:
+            head = name[4:].split("__", 1)[0].lower()
+            if head not in sections:
+                raise ConfigError(
+                    f"invalid configuration:\n  unknown key '{head}' from environment variable {name} "
+                    f"(sections: {', '.join(sorted(sections))})"
+                )
     _CLI_ARGS["args"] = list(overrides)
     try:
         return EvalConfig(**data)

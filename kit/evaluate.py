@@ -188,6 +188,10 @@ def evaluate(cfg: EvalConfig) -> int:
 
     tasks = load_suite(cfg.tasks.dir, cfg.tasks.split, cfg.tasks.ids or None)
     all_ids = {t.id for t in load_suite(cfg.tasks.dir, "all")}
+    if not cfg.candidates.sources and not cfg.candidates.native:
+        from kit.config import ConfigError
+
+        raise ConfigError("candidates.sources is empty and candidates.native is false: nothing to evaluate")
     run_dir = cfg.run.dir
     run_dir.mkdir(parents=True, exist_ok=True)
     if cfg.dispatch.mode != "serial":
@@ -258,9 +262,9 @@ def check(cfg: EvalConfig, task_id: str, files: list[Path] | None = None, respon
         finally:
             worker.workspace.release()
     out = rec.model_dump(mode="json")
-    # samples are long; the verdict keeps their count
-    out["native_samples_ms"] = len(rec.native_samples_ms)
-    out["candidate_samples_ms"] = len(rec.candidate_samples_ms)
+    # raw samples are long: the verdict keeps their count (the record in a run keeps them all)
+    out["native_samples"] = len(out.pop("native_samples_ms"))
+    out["candidate_samples"] = len(out.pop("candidate_samples_ms"))
     return out
 
 

@@ -133,13 +133,15 @@ def run_job(job: Job, worker: Worker) -> Record:
     t0 = time.monotonic()
     fields: dict[str, Any] = _base_fields(job, worker) | {"started_at": started}
     scratch = Path(tempfile.mkdtemp(prefix=f"mkb-{job.job_id[:8]}-"))
+    partial: dict[str, Any] = {}  # stage results so far: kept whatever happens later
     try:
-        fields |= _stages(job, worker, scratch)
+        fields |= _stages(job, worker, scratch, partial)
         fields["status"] = Status.OK
     except StageFailure as f:
-        fields |= f.fields
+        fields |= partial | f.fields
         fields |= {"status": f.status, "error_kind": f.kind, "error_message": f.message[:4000]}
     except Exception as exc:  # noqa: BLE001 - the one place that turns exceptions into statuses
+        fields |= partial
         fields |= {
             "status": Status.HARNESS_ERROR,
             "error_kind": ErrorKind.INTERNAL,
@@ -151,11 +153,18 @@ def run_job(job: Job, worker: Worker) -> Record:
     return Record(**fields)
 
 
-def _stages(job: Job, worker: Worker, scratch: Path) -> dict[str, Any]:
+def _relevant(diags: list, swap: register.Swap, ok: bool) -> list:
+    """Diagnostics worth showing: every error (a removed symbol fails in another file), but warnings and
+    notes only from the candidate's own files."""
+    mine = set(swap.replaced) | set(swap.added)
+    keep = [d for d in diags if d.file in mine or (not ok and d.severity in ("error", "fatal error", "linker"))]
+    return keep[:50]
+
+
+def _stages(job: Job, worker: Worker, scratch: Path, out: dict[str, Any]) -> dict[str, Any]:
     cfg, ws, task = worker.cfg, worker.workspace, job.task
     if job.files is None:
         raise StageFailure(Status.REJECTED_INPUT, job.reject_kind, job.reject_reason)
-    out: dict[str, Any] = {}
     ws.check_and_repair()
     swap = register.Swap()
     try:
@@ -163,7 +172,11 @@ def _stages(job: Job, worker: Worker, scratch: Path) -> dict[str, Any]:
         # 1. build
         with _held(worker.gate, exclusive=False):
             b = mbuild.build(ws, cfg)
-        out |= {"build_s": b.wall_s + b.configure_s, "diagnostics": b.diagnostics[:50], "build_log_tail": b.log_tail[-4000:]}
+        out |= {
+            "build_s": b.wall_s + b.configure_s,
+            "diagnostics": _relevant(b.diagnostics, swap, b.ok and not b.timed_out),
+            "build_log_tail": b.log_tail[-4000:],
+        }
         if b.timed_out:
             raise StageFailure(Status.COMPILE_TIMEOUT, ErrorKind.TIMEOUT, f"build exceeded {cfg.build.timeout_s} s", **out)
         if not b.ok:

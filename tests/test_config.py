@@ -97,3 +97,9 @@ def test_cli_exit_code_2_names_key(tmp_path):
 
 def test_evalconfig_default_constructible():
     assert isinstance(EvalConfig(), EvalConfig)
+
+
+def test_unknown_section_in_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("MKB_TIMMING__WARMUP", "1")
+    with pytest.raises(ConfigError, match="MKB_TIMMING__WARMUP"):
+        load_config(write(tmp_path, ""))

@@ -72,6 +72,15 @@ def evaluated(tmp_path_factory, fixture_engine_pristine, fixture_tasks_dir, fixt
     bad = cands / "fx_argmax" / "bad_name"
     bad.mkdir()
     (bad / "CPUSoftmax.cpp").write_text("int x;\n")
+    # candidate code that calls exit(0) or exit(2) inside onExecute: the runner's protocol breaks, the
+    # candidate is at fault (runtime_crash), not the kit
+    for code in (0, 2):
+        d = cands / "fx_argmax" / f"exit{code}"
+        shutil.copytree(fixture_candidates_dir / "sample" / "fx_argmax" / "correct", d)
+        src = (d / "CPUArgMax.cpp").read_text()
+        marker = "const Tensor* x = inputs[0];"
+        assert marker in src
+        (d / "CPUArgMax.cpp").write_text("#include <cstdlib>\n" + src.replace(marker, f"std::exit({code});\n    " + marker, 1))
     (cands / "no_such_task" / "s0").mkdir(parents=True)
     (cands / "no_such_task" / "s0" / "CPUArgMax.cpp").write_text("int x;\n")
     cfg_path = write_config(tmp, fixture_engine_pristine, fixture_tasks_dir, cands, tmp / "run", tmp / "cache")
@@ -91,6 +100,8 @@ def test_every_sample_has_its_expected_status(evaluated):
                 (pl.col("task_id") == t.id) & (pl.col("sample_id") == sample)
             ).select("error_message").item())
     assert got[("fx_argmax", "bad_name")] == Status.REJECTED_INPUT.value
+    assert got[("fx_argmax", "exit0")] == Status.RUNTIME_CRASH.value
+    assert got[("fx_argmax", "exit2")] == Status.RUNTIME_CRASH.value
     assert got[("no_such_task", "s0")] == Status.REJECTED_INPUT.value
 
 

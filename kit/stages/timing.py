@@ -20,10 +20,9 @@ import numpy as np
 
 from kit.config import EvalConfig
 from kit.inputs import make_inputs
-from kit.mnn import runner as mrunner
 from kit.records import ErrorKind, Status
 from kit.stages import StageFailure
-from kit.stages.verify import Side, process_failure
+from kit.stages.verify import Side, process_failure, run_checked
 from kit.tasks import Task
 
 
@@ -52,20 +51,22 @@ def bootstrap_ci(native: np.ndarray, cand: np.ndarray, n: int, seed: int = 0) ->
 
 
 def _run_side(cfg: EvalConfig, task: Task, runner: Path, model: Path, side: Side, inputs, scratch: Path, what: str):
-    res = mrunner.run_model(
-        runner,
-        model,
-        inputs,
-        [o.name for o in task.outputs],
-        side.lib_dir,
-        threads=cfg.timing.threads,
-        precision=cfg.timing.precision,
-        warmup=cfg.timing.warmup,
+    try:
+        res = run_checked(
+            cfg,
+            runner,
+            model,
+            inputs,
+            [o.name for o in task.outputs],
+            side.lib_dir,
+            warmup=cfg.timing.warmup,
         iterations=cfg.timing.iterations,
-        op_types=tuple(task.mnn_op_types),
-        timeout_s=cfg.timing.timeout_s,
-        scratch=scratch,
-    )
+            op_types=tuple(task.mnn_op_types),
+            timeout_s=cfg.timing.timeout_s,
+            scratch=scratch,
+        )
+    except StageFailure as f:
+        raise StageFailure(Status.TIMING_FAILED, f.kind, f"{what} timing run: {f.message}") from None
     fail = process_failure(res.proc, f"{what} timing run")
     if fail is not None:
         # the candidate already passed verification: a failure now is a timing failure (flaky crash counts too)

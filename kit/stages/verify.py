@@ -54,6 +54,24 @@ def process_failure(res: proc.ProcResult, what: str, kind_on_exit: ErrorKind = E
     return None
 
 
+def run_checked(cfg: EvalConfig, runner: Path, model: Path, inputs, out_names, lib_dir: Path, **kw) -> mrunner.RunResult:
+    """:func:`kit.mnn.runner.run_model` with the config's threads, precision and memory limit.
+
+    A runner that breaks its protocol (exits 0 without outputs, exits with its usage code) ran candidate code
+    that called ``exit()`` or corrupted its state: that is the candidate's failure, not the kit's.
+
+    Raises:
+        StageFailure: RUNTIME_CRASH (EXIT_CODE) for a protocol violation.
+    """
+    try:
+        return mrunner.run_model(
+            runner, model, inputs, out_names, lib_dir, threads=cfg.timing.threads, precision=cfg.timing.precision,
+            memory_limit_bytes=cfg.verify.memory_limit_mb << 20, **kw,
+        )
+    except mrunner.RunnerProtocolError as exc:
+        raise StageFailure(Status.RUNTIME_CRASH, ErrorKind.EXIT_CODE, f"runner broke its protocol: {exc}") from None
+
+
 def convert(cfg: EvalConfig, task: Task, side: Side, out: Path) -> Path:
     """Convert ``task``'s ONNX model with ``side``'s converter into ``out``.
 
@@ -89,14 +107,13 @@ def verify(cfg: EvalConfig, task: Task, model: Path, side: Side, runner: Path, s
         seed = cfg.verify.seed + k
         inputs = make_inputs(task, seed)
         ref = run_reference(task.onnx_path, inputs)
-        res = mrunner.run_model(
+        res = run_checked(
+            cfg,
             runner,
             model,
             inputs,
             out_names,
             side.lib_dir,
-            threads=cfg.timing.threads,
-            precision=cfg.timing.precision,
             warmup=0,
             iterations=0,
             op_types=("*",),

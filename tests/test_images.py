@@ -1,0 +1,178 @@
+"""The pinned Docker images: lock file, emulation check, and (with a daemon) real builds and runs.
+
+Docker tests need a daemon at DOCKER_HOST (or the default socket) and skip otherwise.  They never use the
+network: the tiny image is built from the local base image (images/make-base.sh) with network none, and the
+kit image must have been built before (``nox -s images``); each skips when its image is absent.
+"""
+
+from __future__ import annotations
+
+import platform
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from kit import images
+
+_X86_CPUINFO = """processor\t: 0
+vendor_id\t: GenuineIntel
+cpu family\t: 6
+model\t\t: 85
+flags\t\t: fpu vme de pse tsc msr pae mce cx8 apic sep
+"""
+_ARM_CPUINFO = """processor\t: 0
+BogoMIPS\t: 50.00
+Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics
+CPU implementer\t: 0x41
+CPU architecture: 8
+CPU variant\t: 0x3
+CPU part\t: 0xd0c
+"""
+
+
+def test_cpuinfo_arch_tells_x86_from_arm() -> None:
+    assert images.cpuinfo_arch(_X86_CPUINFO) == "amd64"
+    assert images.cpuinfo_arch(_ARM_CPUINFO) == "arm64"
+    assert images.cpuinfo_arch("processor\t: 0\n") is None
+
+
+def test_is_emulated_compares_process_arch_with_cpu() -> None:
+    # an aarch64 process that sees an x86 CPU: qemu-user on an x86 host
+    assert images.is_emulated("aarch64", _X86_CPUINFO) is True
+    assert images.is_emulated("x86_64", _ARM_CPUINFO) is True
+    assert images.is_emulated("aarch64", _ARM_CPUINFO) is False
+    assert images.is_emulated("x86_64", _X86_CPUINFO) is False
+    assert images.is_emulated("aarch64", "no architecture here\n") is False
+
+
+def test_this_host_is_not_emulated() -> None:
+    cpuinfo = Path("/proc/cpuinfo")
+    if not cpuinfo.is_file() or images.cpuinfo_arch(cpuinfo.read_text()) is None:
+        pytest.skip("no /proc/cpuinfo naming an x86 or arm64 CPU")
+    assert images.cpuinfo_arch(cpuinfo.read_text()) == images.normalize_arch(platform.machine())
+    assert images.is_emulated() is False
+
+
+def test_repo_lock_parses_and_matches_requirements() -> None:
+    lock = images.load_lock()
+    pins = images.read_requirements(images.IMAGES_DIR / lock.python.requirements)
+    from kit.config import MNN_TREE_SHA256, MNN_VERSION
+
+    assert lock.mnn.version == MNN_VERSION and lock.mnn.tree_sha256 == MNN_TREE_SHA256
+    # the kit's direct runtime dependencies are all pinned, torch is not
+    for dep in ("numpy", "onnxruntime", "pydantic", "polars", "ray", "docker", "mnn", "pytest"):
+        assert dep in pins, dep
+    assert "torch" not in pins
+    for arch, versions in lock.apt.items():
+        assert set(versions) == set(images.APT_PACKAGES), arch
+
+
+def test_lock_roundtrip_and_errors(tmp_path: Path) -> None:
+    lock = images.load_lock()
+    (tmp_path / lock.python.requirements).write_bytes(
+        (images.IMAGES_DIR / lock.python.requirements).read_bytes()
+    )
+    out = tmp_path / "lock.toml"
+    images.write_lock(lock, out)
+    assert images.load_lock(out) == lock
+    assert tomllib.loads(out.read_text())["schema"] == 1
+
+    text = out.read_text()
+    out.write_text(text.replace('suite = "bookworm"', 'suite = "bookworm"\nsuit = "x"'))
+    with pytest.raises(images.ImageError, match=r"base\.suit"):
+        images.load_lock(out)
+    out.write_text(text.replace("[apt]", '[apt.riscv64]\npython3 = "1"\n\n[apt]'))
+    with pytest.raises(images.ImageError, match="riscv64"):
+        images.load_lock(out)
+    out.write_text(text)
+    (tmp_path / lock.python.requirements).write_text("numpy==1.0\n")
+    with pytest.raises(images.ImageError, match="requirements_sha256"):
+        images.load_lock(out)
+
+
+def test_read_requirements_rejects_unpinned(tmp_path: Path) -> None:
+    req = tmp_path / "r.lock"
+    req.write_text("# c\nNumPy==2.4.6\npydantic_core==2.50.5\n")
+    assert images.read_requirements(req) == {"numpy": "2.4.6", "pydantic-core": "2.50.5"}
+    req.write_text("numpy>=2\n")
+    with pytest.raises(images.ImageError, match=r"r\.lock:1"):
+        images.read_requirements(req)
+
+
+def test_buildargs_pin_apt_and_need_a_base() -> None:
+    lock = images.load_lock()
+    bare = lock.model_copy(update={"base": images.BaseSection(), "apt": {}})
+    with pytest.raises(images.ImageError, match="no base image for arm64"):
+        images.kit_buildargs(bare, "arm64", None, True, "context", 2)
+    pinned = bare.model_copy(update={"apt": {"amd64": {"cmake": "3.25.1-1"}}})
+    args = images.kit_buildargs(pinned, "amd64", "some/base:1", True, "context", 2)
+    assert args["BASE_IMAGE"] == "some/base:1" and args["TARGETARCH"] == "amd64"
+    assert "cmake=3.25.1-1" in args["APT_PACKAGES"].split() and "python3" in args["APT_PACKAGES"].split()
+    assert args["SKIP_MNN_BUILD"] == "1"
+
+
+# ------------------------------------------------------------------------------------------ with a daemon
+
+
+@pytest.fixture(scope="module")
+def daemon() -> None:
+    if not images.daemon_available():
+        pytest.skip("no Docker daemon reachable (DOCKER_HOST or the default socket)")
+
+
+def _local_image(name: str) -> str:
+    try:
+        return images.image_info(name)["id"]
+    except images.ImageError:
+        pytest.skip(f"image {name} is not in the daemon (build it first; see images/README.md)")
+
+
+@pytest.mark.docker
+def test_tiny_image_from_local_base(daemon: None, tmp_path: Path) -> None:
+    lock = images.load_lock()
+    arch = images.normalize_arch(platform.machine())
+    if arch not in lock.base.local:
+        pytest.skip(f"no local base image recorded for {arch} in images/lock.toml")
+    base = _local_image(lock.base.local[arch].id)
+    dockerfile = (
+        f"FROM {base}\nRUN echo built-offline > /mkb-probe && dpkg --print-architecture >> /mkb-probe\n"
+    )
+    ctx = images.build_context(tmp_path / "ctx.tar", extra={"tiny.Dockerfile": dockerfile.encode()})
+    res = images.build_image(ctx, "mkb-test-tiny:latest", dockerfile="tiny.Dockerfile", network_mode="none")
+    try:
+        assert res.image_id.startswith("sha256:")
+        assert images.image_info(res.tag)["id"] == res.image_id
+        # one container (each start copies the image with the vfs driver): output and exit code
+        out = images.run(
+            res.tag, ["-c", "cat /mkb-probe; exit 7"], entrypoint=["sh"], network="none", timeout_s=300
+        )
+        assert out.exit_code == 7
+        assert out.output.split() == ["built-offline", arch]
+        assert images.image_emulated(res.tag) is False
+    finally:
+        import docker
+
+        docker.from_env().images.remove(res.tag, force=True)
+
+
+@pytest.mark.docker
+def test_kit_image_runs_offline_with_every_pin(daemon: None) -> None:
+    lock = images.load_lock()
+    arch = images.normalize_arch(platform.machine())
+    pin = lock.image.get(arch)
+    if pin is None:
+        pytest.skip(f"no kit image recorded for {arch} in images/lock.toml (nox -s images)")
+    _local_image(pin.tag)
+    probe = images.probe_image(pin.tag)  # one run with network none
+    assert probe.help_exit == 0, probe.help_output
+    assert "usage: mkb" in probe.help_output
+    pins = images.read_requirements(images.IMAGES_DIR / lock.python.requirements)
+    assert images.check_probe(probe, pins, lock.apt.get(arch)) == []
+    assert probe.packages.get("mobilekernelbench-kit") == "0.1.0"
+    assert set(probe.apt) == set(images.APT_PACKAGES)
+    assert probe.env["MKB_MNN__SOURCE_DIR"] == f"/opt/mnn-{lock.mnn.version}"
+    assert probe.emulated is images.image_emulated(pin.tag)
+    # check_probe is not vacuous: a wrong pin is reported
+    wrong = dict(pins, numpy="0.0.1")
+    assert images.check_probe(probe, wrong) == ["python numpy: pinned 0.0.1, installed " + pins["numpy"]]
