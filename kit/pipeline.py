@@ -21,6 +21,7 @@ from typing import Any
 
 from kit.config import EvalConfig
 from kit.gate import NodeGate
+from kit.images import is_emulated
 from kit.mnn import build as mbuild
 from kit.mnn import register
 from kit.mnn.native import Native, workspace_lib_dir
@@ -221,6 +222,8 @@ def _stages(job: Job, worker: Worker, scratch: Path, out: dict[str, Any]) -> dic
             "timing_threads": cfg.timing.threads,
             "timing_precision": cfg.timing.precision,
             "timing_basis": tr.basis,
+            # under qemu the numbers are not the target CPU's: recorded, never scored as a speedup
+            "timing_emulated": is_emulated(),
         }
         if native is None:
             out |= {
