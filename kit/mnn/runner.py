@@ -176,6 +176,7 @@ def convert(
     timeout_s: float = 300.0,
     *,
     extra_args: Sequence[str] = (),
+    memory_limit_bytes: int | None = None,
 ) -> ConvertResult:
     """Convert ``onnx_path`` to ``out_mnn`` with ``MNNConvert -f ONNX ... --bizCode MNN --keepInputFormat=1``.
 
@@ -197,7 +198,8 @@ def convert(
         "--bizCode", "MNN", "--keepInputFormat=1", *extra_args,
     ]  # fmt: skip
     result = proc.run(
-        argv, cwd=out_mnn.parent, env=env if env is not None else proc.base_env(), timeout_s=timeout_s
+        argv, cwd=out_mnn.parent, env=env if env is not None else proc.base_env(), timeout_s=timeout_s,
+        memory_limit_bytes=memory_limit_bytes,
     )
     log = result.output
     unsupported = parse_unsupported(log)

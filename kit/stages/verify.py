@@ -80,7 +80,10 @@ def convert(cfg: EvalConfig, task: Task, side: Side, out: Path) -> Path:
             kind CONVERT when it reports failure ("Converted Failed!", unsupported op, no output file).
     """
     out.parent.mkdir(parents=True, exist_ok=True)
-    res = mrunner.convert(side.converter, task.onnx_path, out, env=lib_env(side.lib_dir), timeout_s=cfg.verify.convert_timeout_s)
+    res = mrunner.convert(
+        side.converter, task.onnx_path, out, env=lib_env(side.lib_dir), timeout_s=cfg.verify.convert_timeout_s,
+        memory_limit_bytes=cfg.verify.memory_limit_mb << 20,
+    )
     if res.proc.timed_out or res.proc.signal is not None:
         fail = process_failure(res.proc, "MNNConvert")
         assert fail is not None
