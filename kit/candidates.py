@@ -502,13 +502,30 @@ def _load_jsonl(
 ) -> tuple[list[CandidateOrRejection], list[str]]:
     out: list[CandidateOrRejection] = []
     unknown: list[str] = []
+    errors: list[str] = []
     raw = source.path.read_bytes()
     for lineno, line_bytes in enumerate(raw.split(b"\n"), start=1):
-        where = f"{source.path}:{lineno}"
-        # invalid UTF-8 bytes survive as lone surrogates and are caught by the content checks
-        line = line_bytes.decode("utf-8", "surrogateescape").strip()
-        if not line:
-            continue
+        try:
+            _jsonl_line(source, tasks, max_file_bytes, ignore_ids, lineno, line_bytes, out, unknown)
+        except CandidateSourceError as exc:  # report every bad line at once, not one per run
+            errors.append(str(exc))
+    if errors:
+        more = f"\n  ... and {len(errors) - 20} more" if len(errors) > 20 else ""
+        raise CandidateSourceError(
+            f"{source.path}: {len(errors)} invalid line(s):\n  " + "\n  ".join(errors[:20]) + more
+        )
+    return out, unknown
+
+
+def _jsonl_line(
+    source: CandidateSource, tasks: Mapping[str, Task], max_file_bytes: int, ignore_ids: frozenset[str],
+    lineno: int, line_bytes: bytes, out: list[CandidateOrRejection], unknown: list[str],
+) -> None:
+    """Parse one JSONL line into ``out`` (a candidate or a rejection); raise for a malformed line."""
+    where = f"{source.path}:{lineno}"
+    # invalid UTF-8 bytes survive as lone surrogates and are caught by the content checks
+    line = line_bytes.decode("utf-8", "surrogateescape").strip()
+    if line:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
@@ -523,14 +540,13 @@ def _load_jsonl(
             raise CandidateSourceError(f"{where}: task_id must be a non-empty string, got {tid!r}")
         sid = _sample_id(obj["sample_id"], where)
         if tid in ignore_ids:
-            continue
+            return
         raw_sha = _text_sha256(line)
         if tid not in tasks:
             unknown.append(tid)
             out.append(_unknown(source.method, tid, sid, where, raw_sha))
-            continue
+            return
         out.append(_from_json_obj(source.method, tasks[tid], sid, obj, max_file_bytes, where, raw_sha))
-    return out, unknown
 
 
 def _from_json_obj(

@@ -198,9 +198,10 @@ def evaluate(cfg: EvalConfig) -> int:
         from kit.dispatch import evaluate_distributed
 
         return evaluate_distributed(cfg, tasks, all_ids)
+    # candidates are read (and a malformed source refused) before the slow setup of MNN
+    jobs, orphans = make_jobs(cfg, tasks, all_ids, ensure_pristine(cfg).root if cfg.candidates.native else None)
     worker = setup_worker(cfg)
     try:
-        jobs, orphans = make_jobs(cfg, tasks, all_ids, worker.workspace.pristine.root)
         done = done_job_ids(run_dir)
         write_orphans(orphans, run_dir, done)
         pending = [j for j in jobs if j.job_id not in done]

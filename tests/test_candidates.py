@@ -400,3 +400,18 @@ def test_native_candidate(tmp_path):
     (cpu / "CPUArgMax.cpp").unlink()
     with pytest.raises(FileNotFoundError, match="source/backend/cpu/CPUArgMax.cpp"):
         native_candidate(ARGMAX, tmp_path)
+
+
+def test_jsonl_reports_every_bad_line_at_once(tmp_path):
+    """A researcher fixing a broken JSONL should see all its bad lines in one run, each with its line number."""
+    from kit.candidates import CandidateSourceError, load_candidates
+    from kit.config import CandidateSource
+
+    p = tmp_path / "bad.jsonl"
+    p.write_text('not json\n{"sample_id": "a"}\n[1, 2]\n{"task_id": "t", "sample_id": "../evil"}\n')
+    with pytest.raises(CandidateSourceError) as ei:
+        load_candidates(CandidateSource(method="m", path=p), {}, 1000)
+    msg = str(ei.value)
+    assert "4 invalid line(s)" in msg
+    for n in (1, 2, 3, 4):
+        assert f"bad.jsonl:{n}:" in msg
