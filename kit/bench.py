@@ -30,6 +30,7 @@ from kit import proc
 from kit.config import EvalConfig, load_config
 from kit.evaluate import evaluate, setup_worker
 from kit.inputs import make_inputs
+from kit.mnn import build as mbuild
 from kit.mnn import runner as mrunner
 from kit.mnn.native import workspace_lib_dir
 from kit.pipeline import Job, run_job
@@ -72,7 +73,7 @@ def raw_steps(cfg: EvalConfig, worker, task, files: dict[str, str], scratch: Pat
     """The same work as one job, as bare commands; returns wall seconds."""
     t0 = time.monotonic()
     ws = worker.workspace
-    env = proc.base_env({"CCACHE_DIR": str(cfg.mnn.cache_dir / "ccache"), "CCACHE_BASEDIR": str(ws.root)})
+    env = mbuild.build_env(cfg, ws.root)
     saved = {}
     for name, text in files.items():
         rel = task.place(name)
@@ -83,7 +84,7 @@ def raw_steps(cfg: EvalConfig, worker, task, files: dict[str, str], scratch: Pat
     proc.run(["ninja", "-j", str(cfg.build.jobs)], cwd=ws.build, env=env)
     lib = workspace_lib_dir(ws)
     model = scratch / "m.mnn"
-    mrunner.convert(ws.build / "MNNConvert", task.onnx_path, model, env=proc.base_env({"LD_LIBRARY_PATH": str(lib)}))
+    mrunner.convert(ws.build / "MNNConvert", task.onnx_path, model, env=mrunner.runner_env(lib))
     outs = [o.name for o in task.outputs]
     for k in range(cfg.verify.trials):
         mrunner.run_model(worker.native.runner, model, make_inputs(task, k), outs, lib, threads=cfg.timing.threads,
@@ -144,8 +145,7 @@ def main(argv: list[str] | None = None) -> int:
                 # the kit restores lazily (the next job's build recompiles the restored files): settle it here
                 # so both paths end with a clean, built tree
                 proc.run(["ninja", "-j", str(cfg.build.jobs)], cwd=worker.workspace.build,
-                         env=proc.base_env({"CCACHE_DIR": str(cfg.mnn.cache_dir / "ccache"),
-                                            "CCACHE_BASEDIR": str(worker.workspace.root)}))
+                         env=mbuild.build_env(cfg, worker.workspace.root))
                 kit_s.append(time.monotonic() - t)
                 raw_s.append(raw_steps(cfg, worker, task, files, tmp / f"raw{i}"))
                 print(f"  round {i}: kit {kit_s[-1]:.2f} s ({rec.status.value}), raw {raw_s[-1]:.2f} s")

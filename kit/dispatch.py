@@ -39,7 +39,6 @@ import logging
 import os
 import platform
 import socket
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +51,7 @@ from ray.exceptions import RayActorError, RayTaskError
 
 from kit.config import EvalConfig
 from kit.pipeline import Job, job_fields
+from kit.progress import job_progress
 from kit.records import ErrorKind, Record, Status
 from kit.tasks import Task
 
@@ -407,15 +407,6 @@ def run_distributed(
         Exception: whatever ``setup_fn`` raised on a worker (e.g. :class:`kit.mnn.source.SourceError`);
             the exception is an instance of the original type.
     """
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
     from kit.shards import done_job_ids
 
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -432,16 +423,7 @@ def run_distributed(
         return {"jobs": unique, "skipped": unique, "ran": 0, "workers": 0}
     driver = _Driver(cfg, run_dir, setup_fn, job_fn, n)
     tally = _Tally(total=len(pending))
-    with Progress(
-        TextColumn("[bold]eval"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[status]}"),
-        disable=not sys.stderr.isatty() and os.environ.get("MKB_PROGRESS") != "1",
-    ) as progress:
+    with job_progress() as progress:
         bar = progress.add_task("eval", total=len(pending), status="starting workers")
         driver.start()
         try:

@@ -7,10 +7,8 @@ recorded in the run directory are skipped, so a killed run is resumed by running
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import os
 import platform
 import sys
 from datetime import UTC, datetime
@@ -24,7 +22,8 @@ from kit.mnn import build as mbuild
 from kit.mnn.native import ensure_native, native_meta
 from kit.mnn.source import Pristine, ensure_pristine
 from kit.mnn.workspace import open_workspace
-from kit.pipeline import Job, Worker, run_job
+from kit.pipeline import Job, Worker, make_job_id, rejected_record, run_job
+from kit.progress import job_progress
 from kit.records import Record, Status
 from kit.tasks import Task, load_suite
 
@@ -62,9 +61,8 @@ def job_from(c: kcand.CandidateOrRejection, task: Task, digest: str) -> Job:
 
 def orphan_record(rej: kcand.Rejection, digest: str) -> Record:
     """The record of a sample whose task id is not in the suite (no task, so no job to run)."""
-    key = "\0".join([rej.task_id, rej.method, rej.sample_id, rej.sha256, digest])
     return Record(
-        job_id=hashlib.sha256(key.encode()).hexdigest()[:24],
+        job_id=make_job_id(rej.task_id, rej.method, rej.sample_id, rej.sha256, digest),
         method=rej.method,
         task_id=rej.task_id,
         sample_id=rej.sample_id,
@@ -143,14 +141,6 @@ def provenance(cfg: EvalConfig, worker: Worker | None) -> dict[str, Any]:
 
 def run_jobs(jobs: list[Job], worker: Worker, run_dir: Path, label: str = "eval") -> list[Record]:
     """Run ``jobs`` one by one in ``worker``, appending each record to the worker's shard as it comes."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
 
     from kit.shards import ShardWriter
 
@@ -158,15 +148,7 @@ def run_jobs(jobs: list[Job], worker: Worker, run_dir: Path, label: str = "eval"
     counts: dict[str, int] = {}
     with (
         ShardWriter(run_dir, worker.name) as writer,
-        Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            TextColumn("{task.fields[status]}"),
-            disable=not sys.stderr.isatty() and os.environ.get("MKB_PROGRESS") != "1",
-        ) as progress,
+        job_progress() as progress,
     ):
         bar = progress.add_task(label, total=len(jobs), status="")
         for job in jobs:
@@ -255,7 +237,7 @@ def check(cfg: EvalConfig, task_id: str, files: list[Path] | None = None, respon
         cand = kcand.make_candidate("check", task, "0", raw, cfg.candidates.max_file_bytes, "cli")
     job = job_from(cand, task, cfg.digest())
     if job.files is None:
-        rec = run_job(job, Worker(cfg, None, None))  # type: ignore[arg-type]  # rejected before any workspace use
+        rec = rejected_record(job)
     else:
         worker = setup_worker(cfg)
         try:

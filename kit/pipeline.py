@@ -51,9 +51,13 @@ class Job:
 
     @property
     def job_id(self) -> str:
-        """sha256 over task id, method, sample id, candidate sha256 and config digest (hex, 24 chars)."""
-        key = "\0".join([self.task.id, self.method, self.sample_id, self.candidate_sha256, self.config_digest])
-        return hashlib.sha256(key.encode()).hexdigest()[:24]
+        return make_job_id(self.task.id, self.method, self.sample_id, self.candidate_sha256, self.config_digest)
+
+
+def make_job_id(task_id: str, method: str, sample_id: str, candidate_sha256: str, config_digest: str) -> str:
+    """sha256 over task id, method, sample id, candidate sha256 and config digest (hex, 24 chars)."""
+    key = "\0".join([task_id, method, sample_id, candidate_sha256, config_digest])
+    return hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
 @dataclass
@@ -124,6 +128,17 @@ def _base_fields(job: Job, worker: Worker) -> dict[str, Any]:
         host=socket.gethostname(),
         worker=worker.name,
         mnn_version=worker.mnn_version or worker.cfg.mnn.version,
+    )
+
+
+def rejected_record(job: Job) -> Record:
+    """The record of a rejected candidate (no workspace, no build)."""
+    return Record(
+        **job_fields(job),
+        status=Status.REJECTED_INPUT,
+        error_kind=job.reject_kind,
+        error_message=job.reject_reason,
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
 
 

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 #: environment variables passed through by default (everything else must be given explicitly)
@@ -37,7 +37,6 @@ class ProcResult:
     timed_out: bool = False
     signal: int | None = None
     truncated: bool = False
-    extra: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

@@ -81,6 +81,8 @@ def native_key(cfg: EvalConfig, pristine: Pristine) -> str:
 def workspace_lib_dir(ws: Workspace) -> Path:
     """A directory of symlinks to every shared library of ``ws.build`` (one ``LD_LIBRARY_PATH`` entry)."""
     libs = ws.root / "lib"
+    if (libs / "libMNN.so").is_symlink():  # the links follow rebuilds; the set of libraries does not change
+        return libs
     libs.mkdir(exist_ok=True)
     for so in ws.build.rglob("*.so*"):
         if so.is_file() and "CMakeFiles" not in so.parts:

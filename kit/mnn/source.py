@@ -8,6 +8,7 @@ A tree is identified by :func:`tree_digest`, a content hash that does not depend
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -48,7 +49,13 @@ class Pristine:
         return self.root.parent / "manifest.json"
 
     def manifest(self) -> dict[str, list[int]]:
-        return json.loads(self.manifest_path.read_text())
+        """relpath → [size, mtime_ns, inode] (read once per process: the pristine tree never changes)."""
+        return _read_manifest(self.manifest_path)
+
+
+@functools.lru_cache(maxsize=8)
+def _read_manifest(path: Path) -> dict[str, list[int]]:
+    return json.loads(path.read_text())
 
 
 def iter_files(root: Path, exclude_top: tuple[str, ...] = ()) -> list[str]:

@@ -31,10 +31,6 @@ class Side:
     lib_dir: Path
 
 
-def lib_env(lib_dir: Path) -> dict[str, str]:
-    return proc.base_env({"LD_LIBRARY_PATH": str(lib_dir)})
-
-
 def process_failure(res: proc.ProcResult, what: str, kind_on_exit: ErrorKind = ErrorKind.EXIT_CODE) -> StageFailure | None:
     """The failure a finished process stands for, or None if it succeeded."""
     tail = res.stderr.strip()[-1500:] or res.stdout.strip()[-1500:]
@@ -81,7 +77,7 @@ def convert(cfg: EvalConfig, task: Task, side: Side, out: Path) -> Path:
     """
     out.parent.mkdir(parents=True, exist_ok=True)
     res = mrunner.convert(
-        side.converter, task.onnx_path, out, env=lib_env(side.lib_dir), timeout_s=cfg.verify.convert_timeout_s,
+        side.converter, task.onnx_path, out, env=mrunner.runner_env(side.lib_dir), timeout_s=cfg.verify.convert_timeout_s,
         memory_limit_bytes=cfg.verify.memory_limit_mb << 20,
     )
     if res.proc.timed_out or res.proc.signal is not None:
