@@ -250,6 +250,9 @@ class _Driver:
         self.tries: dict[str, int] = collections.Counter()
         self.first_start: dict[str, str] = {}
         self.infos: list[dict[str, Any]] = []
+        #: monotonic time the first worker became ready and the last record arrived (Ray's fixed start excluded)
+        self.first_ready: float | None = None
+        self.last_record: float | None = None
 
     # -- actors ---------------------------------------------------------------------------------------
     def _spawn(self, slot: _Slot) -> None:
@@ -314,6 +317,7 @@ class _Driver:
                 shard = slot.name  # the actor that ran this try (before a replacement renames the slot)
                 rec = self._on_result(ref, slot, job, max_tries, queue)
                 if rec is not None:
+                    self.last_record = time.monotonic()
                     self._writer(shard).append(rec)
                     tally.add(rec)
                     if progress.disable:
@@ -342,6 +346,8 @@ class _Driver:
                 f"the driver {self.kit_digest}: install the same kit on every node (and do not edit it mid-run)"
             )
         slot.ready, slot.setup_deaths, slot.name, slot.info = True, 0, info["name"], info
+        if self.first_ready is None:
+            self.first_ready = time.monotonic()
         self.infos.append(info)
         log.info("worker %s ready on %s (%s, pid %s)", info["name"], info["host"], info["ip"], info["pid"])
 
@@ -398,7 +404,8 @@ def run_distributed(
     job_fn: JobFn = default_job,
 ) -> dict[str, int]:
     """Run every job of ``jobs`` not yet recorded in ``run_dir`` on Ray workers; returns counts
-    ``{"jobs", "skipped", "ran", "workers"}``.
+    ``{"jobs", "skipped", "ran", "workers", "work_s"}`` (``work_s``: seconds from the first worker ready to
+    the last record, i.e. the run without Ray's and the workers' fixed start).
 
     Ray must be initialised (see :func:`connect`).  Records go to ``run_dir/shards`` as they arrive.
 
@@ -430,7 +437,8 @@ def run_distributed(
             driver.run(list(pending.values()), progress, bar, tally)
         finally:
             driver.close()
-    return {"jobs": unique, "skipped": unique - len(pending), "ran": tally.done, "workers": n}
+    work_s = (driver.last_record - driver.first_ready) if driver.first_ready and driver.last_record else 0.0
+    return {"jobs": unique, "skipped": unique - len(pending), "ran": tally.done, "workers": n, "work_s": work_s}
 
 
 def evaluate_distributed(
