@@ -138,7 +138,20 @@ class DispatchSection(_Section):
     address: str | None = None
     #: custom Ray resource that marks timing nodes (e.g. ``aarch64``); None: any node
     timing_resource: str | None = None
+    #: custom Ray resource that marks build nodes.  None: every worker builds, verifies and times on its own
+    #: node (a timing_resource node).  Set: ``workers`` build workers on these nodes build and verify, and
+    #: one timing worker per ``timing_resource`` node times what they ship through Ray's object store
+    build_resource: str | None = None
     max_retries: int = Field(default=2, ge=0)
+
+    @model_validator(mode="after")
+    def _split_needs_timing_nodes(self) -> DispatchSection:
+        if self.build_resource is not None and self.timing_resource is None:
+            raise ValueError("dispatch.build_resource is set but dispatch.timing_resource is not: "
+                             "name the resource that marks the timing nodes")
+        if self.build_resource is not None and self.mode == "serial":
+            raise ValueError("dispatch.build_resource needs dispatch.mode = \"ray\" (serial runs have one node)")
+        return self
 
 
 class ReportSection(_Section):

@@ -12,6 +12,20 @@ The only module that imports Ray.
   ``__init__`` — by default :func:`kit.evaluate.setup_worker`, which locks workspace ``w<index>`` on its node
   for the actor's life — and then runs ``job_fn(job, state)`` per job (default :func:`kit.pipeline.run_job`).
   ``name`` is ``n<node id, 8 hex>.w<index>``; it becomes ``Record.worker`` and the shard name.
+* **Build and timing nodes apart** (``dispatch.build_resource`` set): the actors above run on the nodes
+  that carry ``build_resource`` and do only the build half of a job (:func:`kit.pipeline.build_job`:
+  register, build, convert, verify — on the node that built it, i.e. where the build's architecture
+  runs).  Its artefacts (candidate libraries, candidate model, native model: ~14 MB for MNN on x86_64) go
+  back as a second return value that stays in Ray's object store; the driver hands that reference to
+  one of the timing actors, one per node carrying ``timing_resource`` (pinned by node affinity, named
+  ``n<node>.t<index>``), which times it (:func:`kit.pipeline.time_job`).  Timing actors receive the
+  native baseline (libraries + runner) from a build actor once at start, so a timing node needs no
+  compiler and no MNN source; its architecture is checked against the ELF headers of what it receives
+  (:mod:`kit.artefacts`), and every build actor must have built the same native baseline.  A build
+  actor stops taking jobs while ``2 x timing actors`` artefacts wait.  A timing actor that dies, or
+  artefacts lost with their node, send the job back to be built again (counted as a try).
+* **Progress.** The live display counts jobs running / passed / failed per stage (build, verify, time);
+  busy actors report their stage through a second actor thread (:meth:`_Actor.stage`).
 * **Timing exclusivity** is not scheduled here: :class:`kit.gate.NodeGate` (a file lock in the node's cache
   directory) lets one timing phase run per node with nothing building beside it, whichever actor holds it.
 * **Records.** The driver receives each :class:`~kit.records.Record` as it completes (``ray.wait``) and
@@ -47,8 +61,9 @@ from pathlib import Path
 from typing import Any
 
 import ray
-from ray.exceptions import RayActorError, RayTaskError
+from ray.exceptions import ObjectLostError, RayActorError, RayTaskError
 
+from kit.artefacts import Built, Bundle
 from kit.config import EvalConfig
 from kit.pipeline import Job, job_fields
 from kit.progress import job_progress
@@ -61,6 +76,9 @@ log = logging.getLogger("kit")
 SetupFn = Callable[[EvalConfig, int, str], Any]
 #: ``job_fn(job, state) -> Record``: runs once per try of a job (default: :func:`kit.pipeline.run_job`)
 JobFn = Callable[[Job, Any], Record]
+
+#: ``time_fn(job, built, timer) -> Record``: the timing half of a job on a timing worker (default: :func:`default_time`)
+TimeFn = Callable[[Job, Built, Any], Record]
 
 #: fraction of ``dispatch.timing_resource`` each actor requests (only placement, never a limit)
 RESOURCE_FRACTION = 0.01
@@ -104,21 +122,28 @@ def default_job(job: Job, state: Any) -> Record:
     return run_job(job, state)
 
 
-class _JobActor:
-    """One worker: owns ``setup_fn``'s state (a workspace) for its life and runs jobs in it one at a time."""
+def default_time(job: Job, built: Built, timer: Any) -> Record:
+    """:func:`kit.pipeline.time_job`."""
+    from kit.pipeline import time_job
 
-    def __init__(self, cfg: EvalConfig, index: int, setup_fn: SetupFn, job_fn: JobFn) -> None:
+    return time_job(job, built, timer)
+
+
+class _Actor:
+    """What both kinds of worker share: where they run, the current stage, closing."""
+
+    cfg: EvalConfig
+    name: str
+    state: Any
+    setup_error: BaseException | None
+
+    def _start(self, cfg: EvalConfig, name: str) -> None:
         self.cfg = cfg
         self.kit_digest = kit_digest()  # the sources this process imports from now on
         self.node_id = ray.get_runtime_context().get_node_id()
-        self.name = f"n{self.node_id[:8]}.w{index}"
-        self.job_fn = job_fn
-        self.state: Any = None
-        self.setup_error: BaseException | None = None
-        try:
-            self.state = setup_fn(cfg, index, self.name)
-        except Exception as exc:  # noqa: BLE001 - re-raised by ready()/run() so the driver sees its type
-            self.setup_error = exc
+        self.name = name.format(node=self.node_id[:8])
+        self.state = None
+        self.setup_error = None
 
     def ready(self) -> dict[str, Any]:
         """Where this worker runs: name, node id, host, node IP, pid, arch.  Raises the setup error."""
@@ -132,12 +157,56 @@ class _JobActor:
             "pid": os.getpid(),
             "arch": platform.machine(),
             "kit_digest": self.kit_digest,
+            "native_key": getattr(getattr(self.state, "native", None), "key", None)
+            or getattr(self.state, "native_key", None),
         }
+
+    def stage(self) -> str:
+        """The stage of the job running now ("build", "verify", "time"; "" if none or unknown).  Answered
+        while a job runs (the actor has a second thread for it)."""
+        return str(getattr(self.state, "stage", "") or "")
+
+    def close(self) -> None:
+        """Release the workspace lock (the process exit would release it too)."""
+        ws = getattr(self.state, "workspace", None)
+        if ws is not None and hasattr(ws, "release"):
+            ws.release()
+
+
+class _JobActor(_Actor):
+    """A build worker: owns ``setup_fn``'s state (a workspace) for its life and runs jobs in it one at a
+    time — whole jobs (:meth:`run`), or their build half when timing is elsewhere (:meth:`build`)."""
+
+    def __init__(self, cfg: EvalConfig, index: int, setup_fn: SetupFn, job_fn: JobFn) -> None:
+        self._start(cfg, f"n{{node}}.w{index}")
+        self.job_fn = job_fn
+        try:
+            self.state = setup_fn(cfg, index, self.name)
+        except Exception as exc:  # noqa: BLE001 - re-raised by ready()/run() so the driver sees its type
+            self.setup_error = exc
 
     def run(self, job: Job) -> Record:
         if self.setup_error is not None:
             raise self.setup_error
         return self.job_fn(job, self.state)
+
+    def build(self, job: Job) -> tuple[Record | None, Built | None]:
+        """(record, None) when the job ended here, else (None, the artefacts for a timing worker); the
+        driver reads the first and hands the second to a timing worker by reference."""
+        from kit.pipeline import build_job
+
+        if self.setup_error is not None:
+            raise self.setup_error
+        out = build_job(job, self.state)
+        return (out, None) if isinstance(out, Record) else (None, out)
+
+    def native_bundle(self) -> Bundle:
+        """This worker's native baseline (libraries + runner) for timing workers."""
+        from kit.mnn.native import native_bundle
+
+        if self.setup_error is not None:
+            raise self.setup_error
+        return native_bundle(self.state.native)
 
     def provenance(self) -> dict[str, Any]:
         from kit.evaluate import provenance
@@ -145,11 +214,30 @@ class _JobActor:
 
         return provenance(self.cfg, self.state if isinstance(self.state, Worker) else None)
 
-    def close(self) -> None:
-        """Release the workspace lock (the process exit would release it too)."""
-        ws = getattr(self.state, "workspace", None)
-        if ws is not None and hasattr(ws, "release"):
-            ws.release()
+
+class _TimeActor(_Actor):
+    """A timing worker (one per ``dispatch.timing_resource`` node when ``dispatch.build_resource`` is set):
+    installs the shipped native baseline once, then times shipped candidates one at a time."""
+
+    def __init__(self, cfg: EvalConfig, index: int, native_key: str, native: Bundle, time_fn: TimeFn) -> None:
+        from kit.evaluate import setup_timer
+
+        self._start(cfg, f"n{{node}}.t{index}")
+        self.time_fn = time_fn
+        try:
+            self.state = setup_timer(cfg, index, self.name, native_key, native)
+        except Exception as exc:  # noqa: BLE001 - re-raised by ready() so the driver sees its type
+            self.setup_error = exc
+
+    def time(self, job: Job, built: Built) -> Record:
+        if self.setup_error is not None:
+            raise self.setup_error
+        return self.time_fn(job, built, self.state)
+
+    def provenance(self) -> dict[str, Any]:
+        from kit.evaluate import cpu_model
+
+        return {"name": self.name, "host": socket.gethostname(), "arch": platform.machine(), "cpu_model": cpu_model()}
 
 
 def connect(cfg: EvalConfig) -> bool:
@@ -164,26 +252,54 @@ def connect(cfg: EvalConfig) -> bool:
     return True
 
 
-def worker_count(cfg: EvalConfig) -> int:
-    """``dispatch.workers`` capped by the CPUs of the alive nodes (that carry ``dispatch.timing_resource``).
+def _labelled(nodes: list[dict], resource: str | None, field_name: str) -> list[dict]:
+    """The nodes that carry ``resource`` (all of ``nodes`` when it is None).
 
     Raises:
-        DispatchError: no alive node carries ``dispatch.timing_resource`` or has a CPU.
+        DispatchError: no node carries it (names ``dispatch.<field_name>`` and the resources there are).
     """
-    res = cfg.dispatch.timing_resource
-    nodes = [n for n in ray.nodes() if n.get("Alive")]
-    if res is not None:
-        labelled = [n for n in nodes if n["Resources"].get(res, 0) > 0]
-        if not labelled:
-            have = sorted({k for n in nodes for k in n["Resources"] if not k.startswith("node:")})
-            raise DispatchError(
-                f"dispatch.timing_resource: no node of the cluster carries resource {res!r} (resources: {have})"
-            )
-        nodes = labelled
+    if resource is None:
+        return nodes
+    labelled = [n for n in nodes if n["Resources"].get(resource, 0) > 0]
+    if not labelled:
+        have = sorted({k for n in nodes for k in n["Resources"] if not k.startswith("node:")})
+        raise DispatchError(
+            f"dispatch.{field_name}: no node of the cluster carries resource {resource!r} (resources: {have})"
+        )
+    return labelled
+
+
+def _alive_nodes() -> list[dict]:
+    return [n for n in ray.nodes() if n.get("Alive")]
+
+
+def worker_count(cfg: EvalConfig) -> int:
+    """``dispatch.workers`` capped by the CPUs of the alive nodes that carry ``dispatch.build_resource``,
+    or (when that is None) ``dispatch.timing_resource``.
+
+    Raises:
+        DispatchError: no alive node carries the resource(s) or has a CPU.
+    """
+    d = cfg.dispatch
+    nodes = _alive_nodes()
+    if d.build_resource is not None:
+        timing_nodes(cfg)
+        nodes = _labelled(nodes, d.build_resource, "build_resource")
+    else:
+        nodes = _labelled(nodes, d.timing_resource, "timing_resource")
     cpus = int(sum(n["Resources"].get("CPU", 0) for n in nodes))
     if cpus < 1:
         raise DispatchError("dispatch: the cluster's nodes report no CPU")
-    return max(1, min(cfg.dispatch.workers, cpus))
+    return max(1, min(d.workers, cpus))
+
+
+def timing_nodes(cfg: EvalConfig) -> list[str]:
+    """Node ids of the alive nodes that carry ``dispatch.timing_resource`` (one timing worker each).
+
+    Raises:
+        DispatchError: none does.
+    """
+    return sorted(n["NodeID"] for n in _labelled(_alive_nodes(), cfg.dispatch.timing_resource, "timing_resource"))
 
 
 def lost_record(job: Job, attempts: int, status: Status, message: str, worker: str = "", started_at: str = "") -> Record:
@@ -202,36 +318,80 @@ def lost_record(job: Job, attempts: int, status: Status, message: str, worker: s
 @dataclass
 class _Slot:
     index: int
+    role: str = "job"  # "job": whole jobs; "build": build halves; "time": timing halves (pinned to node_id)
+    node_id: str | None = None
     actor: Any = None
     name: str = ""
     info: dict[str, Any] = field(default_factory=dict)
     ready: bool = False
     setup_deaths: int = 0  # consecutive deaths before ready()
     dead: bool = False  # gave up on this slot
+    stage: str = ""  # last stage the worker reported for its running job
+
+
+#: pipeline stages in order, and the stage each failing status stopped at
+STAGES = ("build", "verify", "time")
+_FAILED_AT = {
+    Status.COMPILE_ERROR: "build",
+    Status.COMPILE_TIMEOUT: "build",
+    Status.VERIFY_MISMATCH: "verify",
+    Status.RUNTIME_CRASH: "verify",
+    Status.RUNTIME_TIMEOUT: "verify",
+    Status.TIMING_FAILED: "time",
+}
 
 
 @dataclass
 class _Tally:
+    """Counts for the progress display: records per stage passed / failed, and other outcomes."""
+
     total: int
     done: int = 0
     failed: int = 0
-    by_status: collections.Counter = field(default_factory=collections.Counter)
+    passed: collections.Counter = field(default_factory=collections.Counter)
+    failed_at: collections.Counter = field(default_factory=collections.Counter)
 
     def add(self, rec: Record) -> None:
         self.done += 1
-        self.by_status[rec.status.value] += 1
         if rec.status is not Status.OK:
             self.failed += 1
+            self.failed_at[_FAILED_AT.get(rec.status, rec.status.value)] += 1
+        if rec.compiled:
+            self.passed["build"] += 1
+        if rec.correct:
+            self.passed["verify"] += 1
+        if rec.status is Status.OK and rec.candidate_ms is not None:
+            self.passed["time"] += 1
 
-    def line(self, running: int) -> str:
-        counts = " ".join(f"{k}={v}" for k, v in sorted(self.by_status.items()))
-        return f"running={running} failed={self.failed} {counts}"
+    def line(self, running: collections.Counter, waiting: int = 0) -> str:
+        """``build 1 running 20 passed 9 failed | verify … | time … [n waiting] | other: 3 rejected_input``."""
+        parts = []
+        for st in STAGES:
+            part = f"{st} {running.get(st, 0)} running {self.passed[st]} passed {self.failed_at[st]} failed"
+            if st == "time" and waiting:
+                part += f" {waiting} waiting"
+            parts.append(part)
+        other = [f"{n} {k}" for k, n in sorted(self.failed_at.items()) if k not in STAGES]
+        if other:
+            parts.append("other: " + ", ".join(other))
+        return " | ".join(parts)
+
+
+#: seconds between asking busy workers for their stage
+STAGE_POLL_S = 1.0
 
 
 class _Driver:
-    """The ``ray.wait`` loop: hands jobs to ready actors, writes records, replaces dead actors."""
+    """The ``ray.wait`` loop: hands jobs to ready actors, writes records, replaces dead actors.
 
-    def __init__(self, cfg: EvalConfig, run_dir: Path, setup_fn: SetupFn, job_fn: JobFn, n_workers: int) -> None:
+    With ``dispatch.build_resource`` a job goes to a build worker (``build``), and what it ships to a queue
+    for the timing workers (``time``); a build worker stops taking jobs while that queue holds
+    ``2 x timing workers`` (so shipped artefacts do not pile up in the object store)."""
+
+    def __init__(
+        self, cfg: EvalConfig, run_dir: Path, setup_fn: SetupFn, job_fn: JobFn, n_workers: int,
+        time_fn: TimeFn = default_time,
+    ) -> None:
         from kit.shards import ShardWriter
 
         self._writer_cls = ShardWriter
@@ -240,24 +400,55 @@ class _Driver:
         self.run_dir = run_dir
         self.setup_fn = setup_fn
         self.job_fn = job_fn
-        opts: dict[str, Any] = {"num_cpus": 1, "max_restarts": 0, "max_concurrency": 1}
-        if cfg.dispatch.timing_resource is not None:
-            opts["resources"] = {cfg.dispatch.timing_resource: RESOURCE_FRACTION}
+        self.time_fn = time_fn
+        d = cfg.dispatch
+        self.split = d.build_resource is not None
+        # a second thread per actor answers stage() while a job runs; the driver never sends two jobs
+        opts: dict[str, Any] = {"num_cpus": 1, "max_restarts": 0, "max_concurrency": 2}
+        placement = d.build_resource if self.split else d.timing_resource
+        if placement is not None:
+            opts["resources"] = {placement: RESOURCE_FRACTION}
         self.actor_cls = ray.remote(**opts)(_JobActor)
-        self.slots = [_Slot(i) for i in range(n_workers)]
+        self.slots = [_Slot(i, "build" if self.split else "job") for i in range(n_workers)]
+        if self.split:
+            # no CPU reserved: exclusivity on the node comes from the node gate, and a node that carries
+            # both labels must still place its build workers
+            self.timer_cls = ray.remote(
+                num_cpus=0, max_restarts=0, max_concurrency=2, resources={d.timing_resource: RESOURCE_FRACTION}
+            )(_TimeActor)
+            self.slots += [_Slot(i, "time", node_id=nid) for i, nid in enumerate(timing_nodes(cfg))]
+        self.n_timers = sum(1 for s in self.slots if s.role == "time")
+        self.native_key: str | None = None
+        self.time_queue: collections.deque[tuple[Job, Any]] = collections.deque()
+        self.payloads: dict[Any, Any] = {}  # build's record ref -> its artefacts ref
         self.writers: dict[str, Any] = {}
         self.inflight: dict[Any, tuple[str, _Slot, Job | None]] = {}
         self.tries: dict[str, int] = collections.Counter()
         self.first_start: dict[str, str] = {}
         self.infos: list[dict[str, Any]] = []
+        self.prov: dict[str, Any] | None = None
+        self.last_poll = 0.0
         #: monotonic time the first worker became ready and the last record arrived (Ray's fixed start excluded)
         self.first_ready: float | None = None
         self.last_record: float | None = None
 
     # -- actors ---------------------------------------------------------------------------------------
     def _spawn(self, slot: _Slot) -> None:
-        slot.actor = self.actor_cls.remote(self.cfg, slot.index, self.setup_fn, self.job_fn)
-        slot.ready = False
+        slot.ready, slot.stage = False, ""
+        if slot.role == "time":
+            src = next((s for s in self.slots if s.role == "build" and s.ready), None)
+            if src is None:  # spawned by _on_ready of the first build worker
+                slot.actor = None
+                return
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            native_ref = src.actor.native_bundle.remote()  # resolved by Ray into the constructor's argument
+            strategy = NodeAffinitySchedulingStrategy(node_id=slot.node_id, soft=False)
+            slot.actor = self.timer_cls.options(scheduling_strategy=strategy).remote(
+                self.cfg, slot.index, src.info["native_key"], native_ref, self.time_fn
+            )
+        else:
+            slot.actor = self.actor_cls.remote(self.cfg, slot.index, self.setup_fn, self.job_fn)
         self.inflight[slot.actor.ready.remote()] = ("ready", slot, None)
 
     def _retire(self, slot: _Slot) -> None:
@@ -285,37 +476,88 @@ class _Driver:
             w.close()
 
     # -- the loop -------------------------------------------------------------------------------------
+    def _busy(self, slot: _Slot) -> bool:
+        return any(s is slot and kind in ("job", "build", "time") for kind, s, _ in self.inflight.values())
+
+    def _jobs_inflight(self) -> bool:
+        return any(kind in ("job", "build", "time") for kind, _, _ in self.inflight.values())
+
+    def _hand_out(self, queue: collections.deque) -> None:
+        for slot in self.slots:
+            if not slot.ready or self._busy(slot):
+                continue
+            if slot.role == "time":
+                if self.time_queue:
+                    job, payload = self.time_queue.popleft()
+                    self.inflight[slot.actor.time.remote(job, payload)] = ("time", slot, job)
+                continue
+            if not queue or (slot.role == "build" and len(self.time_queue) >= 2 * self.n_timers):
+                continue
+            job = queue.popleft()
+            self.tries[job.job_id] += 1
+            self.first_start.setdefault(job.job_id, datetime.now(UTC).isoformat(timespec="seconds"))
+            if slot.role == "job":
+                self.inflight[slot.actor.run.remote(job)] = ("job", slot, job)
+            else:
+                rec_ref, payload_ref = slot.actor.build.options(num_returns=2).remote(job)
+                self.inflight[rec_ref] = ("build", slot, job)
+                self.payloads[rec_ref] = payload_ref
+
+    def _poll_stages(self) -> None:
+        now = time.monotonic()
+        if now - self.last_poll < STAGE_POLL_S:
+            return
+        self.last_poll = now
+        polling = {id(s) for kind, s, _ in self.inflight.values() if kind == "stage"}
+        for slot in self.slots:
+            if slot.ready and id(slot) not in polling and self._busy(slot):
+                self.inflight[slot.actor.stage.remote()] = ("stage", slot, None)
+
+    def running_by_stage(self) -> collections.Counter:
+        """Jobs running now per stage (a worker that has not reported yet counts under its role's first stage)."""
+        counts: collections.Counter = collections.Counter()
+        for slot in self.slots:
+            if self._busy(slot):
+                counts[slot.stage or ("time" if slot.role == "time" else "build")] += 1
+        return counts
+
+    def _check_alive(self, queue: collections.deque) -> None:
+        """Raise :class:`DispatchError` when no worker is left for the jobs still to do."""
+        left = len(queue) + len(self.time_queue)
+        if all(s.dead for s in self.slots if s.role != "time"):
+            raise DispatchError(f"dispatch: every worker died during setup ({left} jobs left; rerun to resume)")
+        if self.split and all(s.dead for s in self.slots if s.role == "time"):
+            raise DispatchError(
+                f"dispatch: every timing worker (dispatch.timing_resource = {self.cfg.dispatch.timing_resource!r}) "
+                f"died during setup ({left} jobs left; rerun to resume)"
+            )
+
     def run(self, jobs: Sequence[Job], progress: Any, bar: Any, tally: _Tally) -> None:
         queue = collections.deque(jobs)
         max_tries = 1 + self.cfg.dispatch.max_retries
-        provenance_written = False
-        while queue or any(kind == "job" for kind, _, _ in self.inflight.values()):
-            for slot in self.slots:
-                busy = any(s is slot for _, s, _ in self.inflight.values())
-                if slot.ready and not busy and queue:
-                    job = queue.popleft()
-                    self.tries[job.job_id] += 1
-                    self.first_start.setdefault(job.job_id, datetime.now(UTC).isoformat(timespec="seconds"))
-                    self.inflight[slot.actor.run.remote(job)] = ("job", slot, job)
+        while queue or self.time_queue or self._jobs_inflight():
+            self._check_alive(queue)
+            self._hand_out(queue)
             if not self.inflight:
-                if all(s.dead for s in self.slots):
-                    raise DispatchError(
-                        f"dispatch: every worker died during setup ({len(queue)} jobs left; rerun to resume)"
-                    )
                 time.sleep(POLL_S)
                 continue
+            self._poll_stages()
             done, _ = ray.wait(list(self.inflight), num_returns=1, timeout=POLL_S)
             for ref in done:
                 kind, slot, job = self.inflight.pop(ref)
                 if kind == "ready":
                     self._on_ready(ref, slot)
-                    if slot.ready and not provenance_written:
-                        self._write_provenance(slot)
-                        provenance_written = True
+                    continue
+                if kind == "stage":
+                    try:
+                        slot.stage = ray.get(ref) if self._busy(slot) else ""
+                    except Exception:  # noqa: BLE001 - the worker died; its job's ref reports that
+                        slot.stage = ""
                     continue
                 assert job is not None
                 shard = slot.name  # the actor that ran this try (before a replacement renames the slot)
-                rec = self._on_result(ref, slot, job, max_tries, queue)
+                rec = self._on_result(kind, ref, slot, job, max_tries, queue)
+                slot.stage = ""
                 if rec is not None:
                     self.last_record = time.monotonic()
                     self._writer(shard).append(rec)
@@ -323,8 +565,7 @@ class _Driver:
                     if progress.disable:
                         log.info("%s/%s/%s: %s (%d tries) %s", rec.task_id, rec.method, rec.sample_id,
                                  rec.status.value, rec.attempts, rec.error_message[:120])
-            running = sum(1 for kind, _, _ in self.inflight.values() if kind == "job")
-            progress.update(bar, completed=tally.done, status=tally.line(running))
+            progress.update(bar, completed=tally.done, status=tally.line(self.running_by_stage(), len(self.time_queue)))
 
     def _on_ready(self, ref: Any, slot: _Slot) -> None:
         try:
@@ -333,41 +574,68 @@ class _Driver:
             slot.setup_deaths += 1
             self._retire(slot)
             if slot.setup_deaths > 1 + self.cfg.dispatch.max_retries:
-                log.warning("worker slot %d died %d times during setup; dropped: %s", slot.index, slot.setup_deaths, exc)
+                log.warning("worker slot %s%d died %d times during setup; dropped: %s",
+                            slot.role, slot.index, slot.setup_deaths, exc)
                 slot.dead = True
             else:
                 self._spawn(slot)
             return
-        except RayTaskError:  # setup_fn raised: a setup error (bad tree, failed native build) ends the run
+        except RayTaskError:  # setup raised: a setup error (bad tree, failed native build) ends the run
             raise
         if info["kit_digest"] != self.kit_digest:
             raise DispatchError(
                 f"worker {info['name']} on {info['host']} ({info['ip']}) runs kit sources {info['kit_digest']}, "
                 f"the driver {self.kit_digest}: install the same kit on every node (and do not edit it mid-run)"
             )
+        if self.split and slot.role == "build":
+            if self.native_key is None:
+                self.native_key = info["native_key"]
+            elif info["native_key"] != self.native_key:
+                first = next(i for i in self.infos if i.get("native_key") == self.native_key)
+                raise DispatchError(
+                    f"build workers {first['name']} ({first['host']}) and {info['name']} ({info['host']}) built "
+                    f"different native baselines ({self.native_key} vs {info['native_key']}: another compiler, "
+                    f"architecture or tree): the nodes with dispatch.build_resource must be alike"
+                )
         slot.ready, slot.setup_deaths, slot.name, slot.info = True, 0, info["name"], info
+        self.infos.append(info)
         if self.first_ready is None:
             self.first_ready = time.monotonic()
-        self.infos.append(info)
         log.info("worker %s ready on %s (%s, pid %s)", info["name"], info["host"], info["ip"], info["pid"])
+        if slot.role != "time" and self.prov is None:
+            self._write_provenance(slot)
+        if slot.role == "time":
+            self._add_timing_provenance(slot)
+        if slot.role == "build":  # timing workers get the native baseline from a ready build worker
+            for t in self.slots:
+                if t.role == "time" and t.actor is None and not t.dead:
+                    self._spawn(t)
 
-    def _on_result(self, ref: Any, slot: _Slot, job: Job, max_tries: int, queue: collections.deque) -> Record | None:
+    def _on_result(
+        self, kind: str, ref: Any, slot: _Slot, job: Job, max_tries: int, queue: collections.deque
+    ) -> Record | None:
         tries = self.tries[job.job_id]
+        payload = self.payloads.pop(ref, None)
         try:
-            rec: Record = ray.get(ref)
-        except RayActorError as exc:
+            rec: Record | None = ray.get(ref)
+        except (RayActorError, ObjectLostError) as exc:  # the worker (or the node holding the artefacts) died
             name = slot.name
-            self._retire(slot)
-            self._spawn(slot)
+            if isinstance(exc, RayActorError):
+                self._retire(slot)
+                self._spawn(slot)
             if tries < max_tries:
                 log.warning("worker %s died during %s (try %d of %d); retrying", name, job.job_id, tries, max_tries)
                 queue.appendleft(job)
                 return None
             msg = f"worker died on each of {tries} tries; last: {name}: {_first_lines(str(exc))}"
             return lost_record(job, tries, Status.WORKER_LOST, msg, name, self.first_start[job.job_id])
-        except RayTaskError as exc:  # job_fn itself raised (run_job never does for a candidate's fault)
+        except RayTaskError as exc:  # the job function itself raised (run_job never does for a candidate's fault)
             msg = f"job function raised on {slot.name}: {exc}"
             return lost_record(job, tries, Status.HARNESS_ERROR, msg, slot.name, self.first_start[job.job_id])
+        if rec is None:  # built and verified: its artefacts wait for a timing worker
+            assert kind == "build" and payload is not None
+            self.time_queue.append((job, payload))
+            return None
         return rec.model_copy(update={"attempts": tries})
 
     def _writer(self, name: str) -> Any:
@@ -383,8 +651,32 @@ class _Driver:
             return
         d = self.cfg.dispatch
         prov["dispatch"] = {"mode": d.mode, "address": d.address, "timing_resource": d.timing_resource,
-                            "workers": len(self.slots), "first_worker": slot.info}
-        (self.run_dir / "provenance.json").write_text(json.dumps(prov, indent=1, default=str))
+                            "build_resource": d.build_resource, "workers": len(self.slots) - self.n_timers,
+                            "first_worker": slot.info, "timing_workers": []}
+        self.prov = prov
+        self._save_provenance()
+
+    def _add_timing_provenance(self, slot: _Slot) -> None:
+        """A timing worker's node: its CPU model becomes the run's ``cpu_model`` (the build node's is kept
+        as ``build_cpu_model``), since timings are that CPU's."""
+        if self.prov is None:
+            return
+        try:
+            info = ray.get(slot.actor.provenance.remote(), timeout=120)
+        except Exception as exc:  # noqa: BLE001 - informative only
+            log.warning("provenance from %s failed: %s", slot.name, exc)
+            return
+        timers = self.prov["dispatch"]["timing_workers"]
+        if not timers:
+            self.prov["build_cpu_model"] = self.prov.get("cpu_model")
+            self.prov["build_arch"] = self.prov.get("arch")
+            self.prov["cpu_model"], self.prov["arch"] = info["cpu_model"], info["arch"]
+        timers.append(info)
+        self._save_provenance()
+
+    def _save_provenance(self) -> None:
+        assert self.prov is not None
+        (self.run_dir / "provenance.json").write_text(json.dumps(self.prov, indent=1, default=str))
 
 
 def _shard_name(name: str) -> str:
@@ -402,12 +694,15 @@ def run_distributed(
     *,
     setup_fn: SetupFn = default_setup,
     job_fn: JobFn = default_job,
-) -> dict[str, int]:
+    time_fn: TimeFn = default_time,
+) -> dict[str, Any]:
     """Run every job of ``jobs`` not yet recorded in ``run_dir`` on Ray workers; returns counts
     ``{"jobs", "skipped", "ran", "workers", "work_s"}`` (``work_s``: seconds from the first worker ready to
     the last record, i.e. the run without Ray's and the workers' fixed start).
 
     Ray must be initialised (see :func:`connect`).  Records go to ``run_dir/shards`` as they arrive.
+    ``job_fn`` runs whole jobs; with ``dispatch.build_resource`` the build workers run
+    :func:`kit.pipeline.build_job` and the timing workers ``time_fn`` instead.
 
     Raises:
         DispatchError: see the class.
@@ -424,11 +719,14 @@ def run_distributed(
             pending.setdefault(j.job_id, j)
     unique = len({j.job_id for j in jobs})
     n = worker_count(cfg)
+    where = f"{n} Ray worker(s)"
+    if cfg.dispatch.build_resource is not None:
+        where = f"{n} Ray build worker(s) and {len(timing_nodes(cfg))} timing worker(s)"
     print(f"mkb eval: {unique} jobs, {unique - len(pending)} already recorded in {run_dir}; "
-          f"{len(pending)} to run on {n} Ray worker(s)")
+          f"{len(pending)} to run on {where}")
     if not pending:
-        return {"jobs": unique, "skipped": unique, "ran": 0, "workers": 0}
-    driver = _Driver(cfg, run_dir, setup_fn, job_fn, n)
+        return {"jobs": unique, "skipped": unique, "ran": 0, "workers": 0, "work_s": 0.0}
+    driver = _Driver(cfg, run_dir, setup_fn, job_fn, n, time_fn)
     tally = _Tally(total=len(pending))
     with job_progress() as progress:
         bar = progress.add_task("eval", total=len(pending), status="starting workers")

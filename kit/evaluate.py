@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from kit import candidates as kcand
+from kit.artefacts import Bundle
 from kit.config import EvalConfig
 from kit.gate import NodeGate
 from kit.mnn import build as mbuild
-from kit.mnn.native import ensure_native, native_meta
+from kit.mnn.native import ensure_native, install_shipped, native_meta
 from kit.mnn.source import Pristine, ensure_pristine
 from kit.mnn.workspace import open_workspace
-from kit.pipeline import Job, Worker, make_job_id, rejected_record, run_job
+from kit.pipeline import Job, Timer, Worker, make_job_id, rejected_record, run_job
 from kit.progress import job_progress
 from kit.records import Record, Status
 from kit.tasks import Task, load_suite
@@ -51,6 +52,17 @@ def setup_worker(cfg: EvalConfig, index: int | None = None, name: str | None = N
         native = ensure_native(cfg, pristine, ws)
         mbuild.configure(ws, cfg)
     return Worker(cfg, ws, native, name=name or ws.root.name, mnn_version=cfg.mnn.version, gate=gate)
+
+
+def setup_timer(cfg: EvalConfig, index: int, name: str, native_key: str, native: Bundle) -> Timer:
+    """A timing worker (``dispatch.build_resource`` set): install the native baseline shipped from a build
+    worker on this node and take the node's gate.
+
+    Raises:
+        kit.artefacts.ArtefactError: the shipped baseline is for another architecture than this node's.
+    """
+    shipped = install_shipped(cfg, native_key, native)
+    return Timer(cfg, shipped, native_key, name=name, gate=NodeGate(cfg.mnn.cache_dir / "node.lock"))
 
 
 def job_from(c: kcand.CandidateOrRejection, task: Task, digest: str) -> Job:
@@ -113,15 +125,19 @@ def write_orphans(orphans: list[Record], run_dir: Path, done: set[str]) -> None:
                 w.append(r)
 
 
-def provenance(cfg: EvalConfig, worker: Worker | None) -> dict[str, Any]:
-    cpu = "unknown"
+def cpu_model() -> str:
+    """This node's CPU model name from /proc/cpuinfo ("unknown" if absent, e.g. on many aarch64 kernels)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
+    return "unknown"
+
+
+def provenance(cfg: EvalConfig, worker: Worker | None) -> dict[str, Any]:
+    cpu = cpu_model()
     meta = native_meta(worker.native) if worker else {}
     return {
         "config_digest": cfg.digest(),

@@ -2,6 +2,11 @@
 
 register → build → convert + verify → time, in a workspace the worker owns.  Whatever happens, the
 workspace is restored and exactly one :class:`~kit.records.Record` comes back.
+
+When timing runs on other nodes than builds (``dispatch.build_resource``), a job is split in two halves:
+:func:`build_job` on the build node (register → build → convert + verify, then the artefacts packed into a
+:class:`~kit.artefacts.Built`) and :func:`time_job` on a timing node (a :class:`Timer`).  Both halves go
+through the same exception→status mapping (:func:`_guarded`).
 """
 
 from __future__ import annotations
@@ -14,11 +19,14 @@ import socket
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kit import artefacts
+from kit.artefacts import Built
 from kit.config import EvalConfig
 from kit.gate import NodeGate
 from kit.images import is_emulated
@@ -71,6 +79,8 @@ class Worker:
     mnn_version: str = ""
     #: node-local lock: builds/verification shared, timing exclusive (None: no exclusivity)
     gate: NodeGate | None = None
+    #: the stage the current job is in ("build", "verify", "time"; "" between jobs), for progress displays
+    stage: str = ""
     _native_models: dict[str, Path | None] = field(default_factory=dict)
     _native_errors: dict[str, str] = field(default_factory=dict)
 
@@ -103,6 +113,27 @@ class Worker:
                 tmp.unlink(missing_ok=True)
         self._native_models[task.id] = model
         return model
+
+
+@dataclass
+class Timer:
+    """What a timing worker owns (``dispatch.build_resource``): the native baseline shipped from a build
+    worker (``native_dir/lib``, ``native_dir/bin/mkb_runner``) and its node's gate."""
+
+    cfg: EvalConfig
+    native_dir: Path
+    native_key: str
+    name: str = "t0"
+    gate: NodeGate | None = None
+    stage: str = ""
+
+    @property
+    def runner(self) -> Path:
+        return self.native_dir / "bin" / "mkb_runner"
+
+    @property
+    def lib_dir(self) -> Path:
+        return self.native_dir / "lib"
 
 
 def job_fields(job: Job) -> dict[str, Any]:
@@ -145,13 +176,47 @@ def rejected_record(job: Job) -> Record:
 def run_job(job: Job, worker: Worker) -> Record:
     """Evaluate one job in ``worker``'s workspace and return its record (never raises for a candidate's
     failure; a fault of the kit itself becomes a ``harness_error`` record with the traceback)."""
-    started = datetime.now(UTC).isoformat(timespec="seconds")
+    rec = _guarded(job, _base_fields(job, worker), lambda scratch, out: _stages(job, worker, scratch, out))
+    assert isinstance(rec, Record)
+    return rec
+
+
+def build_job(job: Job, worker: Worker) -> Record | Built:
+    """The build node's half of a job whose timing runs on another node (``dispatch.build_resource``):
+    register, build, convert and verify here (this node runs the build's architecture), then pack what
+    timing needs (:class:`~kit.artefacts.Built`).  Returns the final :class:`Record` instead when the job
+    ends here (a failure, or ``timing.enabled = false``).  Never raises for a candidate's failure."""
+    return _guarded(job, _base_fields(job, worker), lambda scratch, out: _build_for_shipping(job, worker, scratch, out))
+
+
+def time_job(job: Job, built: Built, timer: Timer) -> Record:
+    """The timing node's half: unpack ``built`` into a scratch directory, time it against the shipped
+    native baseline, and return the job's record (``worker`` = the build worker, ``timing_worker`` = this
+    one; ``wall_s`` = both halves).  A bundle of another architecture or native build is a
+    ``harness_error`` (a cluster fault, not the candidate's)."""
+    fields = job_fields(job) | built.fields | {"timing_worker": timer.name, "timing_host": socket.gethostname()}
+    build_wall_s = float(built.fields.get("wall_s") or 0.0)
+    rec = _guarded(job, fields, lambda scratch, out: _time_shipped(job, built, timer, scratch, out))
+    assert isinstance(rec, Record)
+    return rec.model_copy(update={"wall_s": (rec.wall_s or 0.0) + build_wall_s})
+
+
+Body = Callable[[Path, dict[str, Any]], "dict[str, Any] | Built"]
+
+
+def _guarded(job: Job, base: dict[str, Any], body: Body) -> Record | Built:
+    """Run ``body(scratch, partial)`` and turn its outcome into a record: the one place where exceptions
+    become statuses.  ``partial`` collects stage results as they come, so a later failure keeps them."""
+    started = base.get("started_at") or datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.monotonic()
-    fields: dict[str, Any] = _base_fields(job, worker) | {"started_at": started}
+    fields: dict[str, Any] = base | {"started_at": started}
     scratch = Path(tempfile.mkdtemp(prefix=f"mkb-{job.job_id[:8]}-"))
     partial: dict[str, Any] = {}  # stage results so far: kept whatever happens later
     try:
-        fields |= _stages(job, worker, scratch, partial)
+        result = body(scratch, partial)
+        if isinstance(result, Built):
+            return replace(result, fields=fields | result.fields | {"wall_s": time.monotonic() - t0})
+        fields |= result
         fields["status"] = Status.OK
     except StageFailure as f:
         fields |= partial | f.fields
@@ -177,7 +242,9 @@ def _relevant(diags: list, swap: register.Swap, ok: bool) -> list:
     return keep[:50]
 
 
-def _stages(job: Job, worker: Worker, scratch: Path, out: dict[str, Any]) -> dict[str, Any]:
+def _build_verify(job: Job, worker: Worker, scratch: Path, out: dict[str, Any]) -> tuple[Path, sverify.Side]:
+    """Register, build, convert and verify; returns the candidate's model and side (its libraries stay in
+    the workspace's build directory until the next build).  The workspace's sources are restored."""
     cfg, ws, task = worker.cfg, worker.workspace, job.task
     if job.files is None:
         raise StageFailure(Status.REJECTED_INPUT, job.reject_kind, job.reject_reason)
@@ -186,6 +253,7 @@ def _stages(job: Job, worker: Worker, scratch: Path, out: dict[str, Any]) -> dic
     try:
         swap = register.apply(ws, task, job.files)
         # 1. build
+        worker.stage = "build"
         with _held(worker.gate, exclusive=False):
             b = mbuild.build(ws, cfg)
         out |= {
@@ -203,6 +271,7 @@ def _stages(job: Job, worker: Worker, scratch: Path, out: dict[str, Any]) -> dic
             raise StageFailure(Status.COMPILE_ERROR, kind, msg, **out)
         out["build_log_tail"] = ""
         # 2. convert + verify with the candidate's converter and libraries
+        worker.stage = "verify"
         side = sverify.Side(ws.build / "MNNConvert", workspace_lib_dir(ws))
         try:
             with _held(worker.gate, exclusive=False):
@@ -214,40 +283,108 @@ def _stages(job: Job, worker: Worker, scratch: Path, out: dict[str, Any]) -> dic
             raise
         out["trials"] = trials
         _summarize_trials(out)
-        # 3. time against native
-        if not cfg.timing.enabled:
-            return out
-        with _held(worker.gate, exclusive=False):
-            native_model = worker.native_model(task)
-        native = (native_model, worker.native_side) if native_model is not None else None
-        try:
-            with _held(worker.gate, exclusive=True):
-                tr = stiming.time_candidate(cfg, task, worker.native.runner, (model, side), native, scratch / "timing")
-        except StageFailure as f:
-            f.fields = out | f.fields
-            raise
-        out |= {
-            "candidate_ms": tr.candidate_ms,
-            "native_ms": tr.native_ms,
-            "speedup": tr.speedup,
-            "speedup_ci_low": tr.speedup_ci_low,
-            "speedup_ci_high": tr.speedup_ci_high,
-            "candidate_samples_ms": tr.candidate_samples_ms,
-            "native_samples_ms": tr.native_samples_ms,
-            "timing_threads": cfg.timing.threads,
-            "timing_precision": cfg.timing.precision,
-            "timing_basis": tr.basis,
-            # under qemu the numbers are not the target CPU's: recorded, never scored as a speedup
-            "timing_emulated": is_emulated(),
-        }
-        if native is None:
-            out |= {
-                "error_kind": ErrorKind.NO_NATIVE,
-                "error_message": f"native MNN cannot convert this task: {worker._native_errors.get(task.id, '')[:500]}",
-            }
-        return out
+        return model, side
     finally:
+        worker.stage = ""
         register.restore(ws, swap)
+
+
+def _native_for(worker: Worker, task: Task) -> Path | None:
+    with _held(worker.gate, exclusive=False):
+        return worker.native_model(task)
+
+
+def _stages(job: Job, worker: Worker, scratch: Path, out: dict[str, Any]) -> dict[str, Any]:
+    """All stages on this node."""
+    cfg, task = worker.cfg, job.task
+    model, side = _build_verify(job, worker, scratch, out)
+    if not cfg.timing.enabled:
+        return out
+    native_model = _native_for(worker, task)
+    native = (native_model, worker.native_side) if native_model is not None else None
+    worker.stage = "time"
+    try:
+        return _time(cfg, task, worker.native.runner, (model, side), native,
+                     worker._native_errors.get(task.id, ""), worker.gate, scratch / "timing", out)
+    finally:
+        worker.stage = ""
+
+
+def _build_for_shipping(job: Job, worker: Worker, scratch: Path, out: dict[str, Any]) -> dict[str, Any] | Built:
+    model, side = _build_verify(job, worker, scratch, out)
+    if not worker.cfg.timing.enabled:
+        return out
+    native_model = _native_for(worker, job.task)
+    return Built(
+        fields=dict(out),
+        libs=artefacts.pack(artefacts.runtime_libs(worker.native.runner, side.lib_dir)),
+        model=model.read_bytes(),
+        native_model=native_model.read_bytes() if native_model is not None else None,
+        native_key=worker.native.key,
+        built_by=worker.name,
+        native_error=worker._native_errors.get(job.task.id, ""),
+    )
+
+
+def _time_shipped(job: Job, built: Built, timer: Timer, scratch: Path, out: dict[str, Any]) -> dict[str, Any]:
+    if built.native_key != timer.native_key:
+        raise artefacts.ArtefactError(
+            f"{built.built_by} built against native {built.native_key}, timing worker {timer.name} has {timer.native_key}"
+        )
+    built.libs.check_runs_here(f"the candidate libraries from {built.built_by}")
+    lib_dir = built.libs.write(scratch / "ship") / "lib"
+    model = scratch / "candidate.mnn"
+    model.write_bytes(built.model)
+    native = None
+    if built.native_model is not None:
+        (scratch / "native.mnn").write_bytes(built.native_model)
+        native = (scratch / "native.mnn", sverify.Side(None, timer.lib_dir))
+    timer.stage = "time"
+    try:
+        return _time(timer.cfg, job.task, timer.runner, (model, sverify.Side(None, lib_dir)), native,
+                     built.native_error, timer.gate, scratch / "timing", out)
+    finally:
+        timer.stage = ""
+
+
+def _time(
+    cfg: EvalConfig,
+    task: Task,
+    runner: Path,
+    candidate: tuple[Path, sverify.Side],
+    native: tuple[Path, sverify.Side] | None,
+    native_error: str,
+    gate: NodeGate | None,
+    scratch: Path,
+    out: dict[str, Any],
+) -> dict[str, Any]:
+    """Stage 3: time ``candidate`` against ``native`` holding the node's gate exclusively."""
+    try:
+        with _held(gate, exclusive=True):
+            tr = stiming.time_candidate(cfg, task, runner, candidate, native, scratch)
+    except StageFailure as f:
+        f.fields = out | f.fields
+        raise
+    out |= {
+        "candidate_ms": tr.candidate_ms,
+        "native_ms": tr.native_ms,
+        "speedup": tr.speedup,
+        "speedup_ci_low": tr.speedup_ci_low,
+        "speedup_ci_high": tr.speedup_ci_high,
+        "candidate_samples_ms": tr.candidate_samples_ms,
+        "native_samples_ms": tr.native_samples_ms,
+        "timing_threads": cfg.timing.threads,
+        "timing_precision": cfg.timing.precision,
+        "timing_basis": tr.basis,
+        # under qemu the numbers are not the target CPU's: recorded, never scored as a speedup
+        "timing_emulated": is_emulated(),
+    }
+    if native is None:
+        out |= {
+            "error_kind": ErrorKind.NO_NATIVE,
+            "error_message": f"native MNN cannot convert this task: {native_error[:500]}",
+        }
+    return out
 
 
 def _held(gate: NodeGate | None, exclusive: bool):

@@ -131,7 +131,9 @@ class Record(BaseModel):
 
     arch: str = ""
     host: str = ""
-    worker: str = ""
+    worker: str = ""  # the worker that built (and verified) the candidate
+    timing_worker: str = ""  # the timing worker, when timing ran on another node (dispatch.build_resource)
+    timing_host: str = ""
     mnn_version: str = ""
     attempts: int = 1
     started_at: str = ""  # ISO-8601 UTC

@@ -222,7 +222,9 @@ def test_every_job_once_and_placement_by_resource(cluster, tmp_path):
     cfg = _cfg(tmp_path, workers=4, timing_resource="aarch64")
     jobs = _jobs(cfg, [f"ok-{i}" for i in range(10)])
     counts = run_distributed(cfg, jobs, cfg.run.dir, setup_fn=setup_state, job_fn=work)
-    assert counts == {"jobs": 10, "skipped": 0, "ran": 10, "workers": 2}  # 4 asked, 2 CPUs carry aarch64
+    assert {k: counts[k] for k in ("jobs", "skipped", "ran", "workers")} == {
+        "jobs": 10, "skipped": 0, "ran": 10, "workers": 2}  # 4 asked, 2 CPUs carry aarch64
+    assert counts["work_s"] > 0
     rows = _records(cfg.run.dir)
     assert sorted(r["job_id"] for r in rows) == sorted(j.job_id for j in jobs)  # each exactly once
     assert all(r["status"] == "ok" and r["attempts"] == 1 for r in rows)
@@ -310,8 +312,11 @@ def test_missing_timing_resource_is_a_clear_error(cluster, tmp_path):
         run_distributed(cfg, _jobs(cfg, ["ok-1"]), cfg.run.dir, setup_fn=setup_state, job_fn=work)
 
 
-@pytest.mark.skipif(not (shutil.which("cmake") and shutil.which("ninja") and shutil.which("g++")),
-                    reason="needs cmake, ninja and g++")
+NEEDS_TOOLS = pytest.mark.skipif(not (shutil.which("cmake") and shutil.which("ninja") and shutil.which("g++")),
+                                 reason="needs cmake, ninja and g++")
+
+
+@NEEDS_TOOLS
 def test_end_to_end_fixture_engine(cluster, tmp_path, capsys):
     """The production path: default setup (kit.evaluate.setup_worker: pristine tree, workspace w<i>, native
     build) and kit.pipeline.run_job in two actors on the aarch64 node, on the fixture engine's samples."""
@@ -346,3 +351,85 @@ def test_end_to_end_fixture_engine(cluster, tmp_path, capsys):
     assert "sample: CSR" in capsys.readouterr().out
     prov = json.loads((cfg.run.dir / "provenance.json").read_text())
     assert prov["engine"] == "fixture" and prov["dispatch"]["workers"] == 2
+
+
+def _fixture_cfg(tmp_path: Path, **dispatch) -> EvalConfig:
+    from conftest_fixture import copy_fixture_engine
+
+    engine = copy_fixture_engine(tmp_path / "engine")
+    return EvalConfig(
+        run={"dir": tmp_path / "run"},
+        tasks={"dir": FIXTURE_ROOT / "tasks", "split": "all", "ids": ["fx_argmax"]},
+        candidates={"sources": [{"method": "sample", "path": FIXTURE_ROOT / "candidates" / "sample"}]},
+        mnn={"cache_dir": tmp_path / "cache", "engine": "fixture", "source_dir": engine, "check_tree": False},
+        build={"jobs": 1},
+        verify={"trials": 2},
+        timing={"warmup": 1, "iterations": 5, "rounds": 1, "bootstrap": 100},
+        dispatch={"mode": "ray", **dispatch},
+    )
+
+
+@NEEDS_TOOLS
+def test_split_build_and_timing_nodes_ship_artefacts(cluster, tmp_path):
+    """dispatch.build_resource: two build workers on the x86 head build and verify; the one timing worker
+    on the aarch64 node times what they ship through the object store, against the native baseline it was
+    shipped at start (its own cache has no native build)."""
+    from kit.dispatch import evaluate_distributed
+
+    cfg = _fixture_cfg(tmp_path, workers=2, build_resource="x86", timing_resource="aarch64")
+    tasks = load_suite(cfg.tasks.dir, "all", ["fx_argmax"])
+    assert evaluate_distributed(cfg, tasks, {t.id for t in load_suite(cfg.tasks.dir, "all")}) == 0
+    rows = _records(cfg.run.dir)
+    by = {r["sample_id"]: r for r in rows}
+    why = {s: r["error_message"][:2000] for s, r in by.items()}
+    assert len(rows) == 4 and {s: r["status"] for s, r in by.items()} == {
+        "correct": "ok", "compile_error": "compile_error", "wrong_result": "verify_mismatch",
+        "crash": "runtime_crash"}, why
+    nodes = cluster["arm_nodes"] | cluster["x86_nodes"]
+    assert {_node_of(r["worker"], nodes) for r in rows} <= cluster["x86_nodes"]  # built and verified there
+    ok = by["correct"]
+    assert ok["timing_worker"].endswith(".t0") and _node_of(ok["timing_worker"], nodes) in cluster["arm_nodes"]
+    assert ok["candidate_ms"] > 0 and ok["native_ms"] > 0 and len(ok["candidate_samples_ms"]) == 5
+    assert ok["trials"] and ok["build_s"] > 0  # the build node's fields travel with the artefacts
+    assert all(r["timing_worker"] == "" for s, r in by.items() if s != "correct")  # ended on the build node
+    # both nodes share this machine's cache dir: the timer installed the shipped baseline, apart from native/
+    shipped = list((cfg.mnn.cache_dir / "shipped").iterdir())
+    assert len(shipped) == 1 and (shipped[0] / "bin" / "mkb_runner").is_file()
+    assert not (shipped[0] / "bin" / "MNNConvert").exists()
+    prov = json.loads((cfg.run.dir / "provenance.json").read_text())
+    assert prov["dispatch"]["build_resource"] == "x86" and len(prov["dispatch"]["timing_workers"]) == 1
+
+
+def die_once_then_time(job: Job, built, timer) -> Record:
+    """Timing half that kills its own timing actor on a job's first timing (marker file), then times."""
+    from kit.pipeline import time_job
+
+    marker = timer.cfg.mnn.cache_dir / f"{job.job_id}.timed"
+    if not marker.exists():
+        marker.write_text(timer.name)
+        os._exit(19)
+    return time_job(job, built, timer)
+
+
+@NEEDS_TOOLS
+def test_split_timing_worker_death_rebuilds_and_retries(cluster, tmp_path):
+    from kit.dispatch import run_distributed
+    from kit.evaluate import make_jobs
+
+    cfg = _fixture_cfg(tmp_path, workers=1, build_resource="x86", timing_resource="aarch64", max_retries=1)
+    tasks = load_suite(cfg.tasks.dir, "all", ["fx_argmax"])
+    jobs = [j for j in make_jobs(cfg, tasks, {t.id for t in tasks}, None)[0] if j.sample_id == "correct"]
+    counts = run_distributed(cfg, jobs, cfg.run.dir, time_fn=die_once_then_time)
+    assert counts["ran"] == 1
+    (row,) = _records(cfg.run.dir)
+    assert row["status"] == "ok" and row["attempts"] == 2, row["error_message"]
+    assert (cfg.mnn.cache_dir / f"{row['job_id']}.timed").read_text().endswith(".t0")
+    assert row["timing_worker"].endswith(".t0")
+
+
+def test_missing_build_resource_is_a_clear_error(cluster, tmp_path):
+    from kit.dispatch import DispatchError, run_distributed
+
+    cfg = _cfg(tmp_path, build_resource="riscv64", timing_resource="aarch64")
+    with pytest.raises(DispatchError, match="dispatch.build_resource.*riscv64"):
+        run_distributed(cfg, _jobs(cfg, ["ok-1"]), cfg.run.dir, setup_fn=setup_state, job_fn=work)

@@ -12,10 +12,12 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from kit import proc
+from kit.artefacts import Bundle, pack, runtime_libs
 from kit.config import EvalConfig
 from kit.mnn import build as mbuild
 from kit.mnn.source import Pristine
@@ -145,3 +147,36 @@ def ensure_native(cfg: EvalConfig, pristine: Pristine, ws: Workspace) -> Native:
 def native_meta(native: Native) -> dict:
     path = native.dir / "meta.json"
     return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def native_bundle(native: Native) -> Bundle:
+    """The native libraries and the runner as a :class:`~kit.artefacts.Bundle` (``lib/*``, ``bin/mkb_runner``),
+    for a timing node that has no MNN build of its own."""
+    return pack(runtime_libs(native.runner, native.lib_dir) | {"bin/mkb_runner": native.runner})
+
+
+def install_shipped(cfg: EvalConfig, key: str, bundle: Bundle) -> Path:
+    """Write a shipped native baseline to ``<cache>/shipped/<key>`` (once per node and key; atomic rename)
+    and return that directory (``lib/``, ``bin/mkb_runner``).
+
+    Kept apart from ``<cache>/native`` because it has no converter: a build on this node never takes it
+    for a full native build.
+
+    Raises:
+        kit.artefacts.ArtefactError: the bundle's machine code is not for this node's architecture.
+    """
+    bundle.check_runs_here(f"the native baseline {key}")
+    dest = cfg.mnn.cache_dir / "shipped" / key
+    if (dest / "done").is_file():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{key}.partial.", dir=dest.parent))
+    bundle.write(staging)
+    (staging / "done").write_text("ok\n")
+    try:
+        os.replace(staging, dest)
+    except OSError:  # another worker on this node installed it first
+        shutil.rmtree(staging, ignore_errors=True)
+        if not (dest / "done").is_file():
+            raise
+    return dest

@@ -25,9 +25,10 @@ from kit.tasks import Task
 
 @dataclass(frozen=True)
 class Side:
-    """One side of a comparison: a converter and the library directory it and the runner load."""
+    """One side of a comparison: a converter and the library directory it and the runner load
+    (``converter`` is None on a timing node, which receives converted models)."""
 
-    converter: Path
+    converter: Path | None
     lib_dir: Path
 
 
@@ -74,7 +75,10 @@ def convert(cfg: EvalConfig, task: Task, side: Side, out: Path) -> Path:
     Raises:
         StageFailure: RUNTIME_TIMEOUT / RUNTIME_CRASH (signal) of the converter, or VERIFY_MISMATCH with
             kind CONVERT when it reports failure ("Converted Failed!", unsupported op, no output file).
+        ValueError: ``side.converter`` is None.
     """
+    if side.converter is None:
+        raise ValueError("convert: this side has no converter (a timing node receives converted models)")
     out.parent.mkdir(parents=True, exist_ok=True)
     res = mrunner.convert(
         side.converter, task.onnx_path, out, env=mrunner.runner_env(side.lib_dir), timeout_s=cfg.verify.convert_timeout_s,

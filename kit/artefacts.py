@@ -1,0 +1,178 @@
+"""Built artefacts that travel between nodes (Ray's object store carries them as plain bytes).
+
+When build and timing run on different nodes (``dispatch.build_resource``), a build worker packs what the
+timing node needs — the candidate's shared libraries, the candidate's converted model and the native
+model — and a timing worker unpacks them into its scratch directory.  Timing workers receive the native
+baseline (its libraries and the runner) the same way once, at start, from a build worker, so timing nodes
+need neither a compiler nor the MNN source, and both sides are the same build of the same tree.
+
+The architecture of shipped machine code is read from the ELF header (``e_machine``), never assumed:
+a bundle runs only on a node whose ``platform.machine()`` matches it.  Only the libraries the runner
+loads are shipped (the ``DT_NEEDED`` closure of the runner within the library directory: for MNN
+``libMNN.so`` and ``libMNN_Express.so``, ~4.4 MB on x86_64, not the converter's 9.6 MB of dependencies).
+ELF files are read with pyelftools.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
+
+#: ELF ``e_machine`` names (pyelftools' spelling of the System V ABI values) → ``platform.machine()`` names
+ELF_MACHINES = {"EM_386": "i686", "EM_ARM": "armv7l", "EM_X86_64": "x86_64", "EM_AARCH64": "aarch64",
+                "EM_RISCV": "riscv64"}
+#: names ``platform.machine()`` gives for the same architecture on other systems
+MACHINE_ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
+
+
+class ArtefactError(Exception):
+    """A bundle cannot be used here: not ELF, another architecture, or an unsafe path (message names the file)."""
+
+
+def host_arch() -> str:
+    """This node's architecture in ELF_MACHINES' names (``x86_64``, ``aarch64``, …)."""
+    m = platform.machine().lower()
+    return MACHINE_ALIASES.get(m, m)
+
+
+def _elf(data: bytes, name: str) -> ELFFile:
+    if data[:4] != b"\x7fELF":
+        raise ArtefactError(f"{name}: not an ELF file")
+    try:
+        return ELFFile(io.BytesIO(data))
+    except ELFError as exc:
+        raise ArtefactError(f"{name}: unreadable ELF header: {exc}") from exc
+
+
+def elf_arch(data: bytes, name: str = "file") -> str:
+    """The architecture of an ELF image (its header's ``e_machine``) in ``platform.machine()`` names;
+    other machines as pyelftools names them (e.g. ``EM_PPC64``), or ``elf-machine-0x…``.
+
+    Raises:
+        ArtefactError: ``data`` is not an ELF image (``name`` is named in the message).
+    """
+    machine = _elf(data, name).header["e_machine"]
+    if isinstance(machine, int):  # a value pyelftools has no name for
+        return f"elf-machine-{machine:#x}"
+    return ELF_MACHINES.get(machine, machine)
+
+
+def elf_needed(path: Path) -> list[str]:
+    """The ``DT_NEEDED`` entries (library names) of an ELF file's dynamic section, in order.
+
+    Raises:
+        ArtefactError: ``path`` is not an ELF file.  OSError: it cannot be read.
+    """
+    elf = _elf(Path(path).read_bytes(), str(path))
+    out: list[str] = []
+    for section in elf.iter_sections():
+        if isinstance(section, DynamicSection):
+            out += [t.needed for t in section.iter_tags() if t.entry.d_tag == "DT_NEEDED"]
+    return out
+
+
+def runtime_libs(exe: Path, lib_dir: Path, prefix: str = "lib/") -> dict[str, Path]:
+    """``{prefix + name: path}`` for the libraries of ``lib_dir`` that ``exe`` loads, directly or through
+    each other (the ``DT_NEEDED`` closure restricted to ``lib_dir``; system libraries are not shipped).
+
+    Raises:
+        ArtefactError: ``exe`` or a library is not an ELF file.
+    """
+    found: dict[str, Path] = {}
+    todo = elf_needed(exe)
+    while todo:
+        name = todo.pop()
+        path = lib_dir / name
+        if name in found or not path.is_file():
+            continue
+        found[name] = path
+        todo += elf_needed(path)
+    return {prefix + n: p for n, p in sorted(found.items())}
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """Files by relative POSIX path → bytes, plus the architecture of the ELF files among them.
+
+    ``arch`` is "" when the bundle holds no ELF file (e.g. only models).
+    """
+
+    files: dict[str, bytes]
+    arch: str = ""
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(len(b) for b in self.files.values())
+
+    def write(self, dest: Path) -> Path:
+        """Write every file under ``dest`` (created; executables get mode 0755) and return ``dest``.
+
+        Raises:
+            ArtefactError: a path is absolute or leaves ``dest``.
+        """
+        dest.mkdir(parents=True, exist_ok=True)
+        root = dest.resolve()
+        for rel, data in self.files.items():
+            target = (dest / rel).resolve()
+            if Path(rel).is_absolute() or root not in target.parents:
+                raise ArtefactError(f"bundle path {rel!r} leaves the destination directory")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            os.chmod(target, 0o755 if data[:4] == b"\x7fELF" else 0o644)
+        return dest
+
+    def check_runs_here(self, what: str) -> None:
+        """Raise :class:`ArtefactError` unless the bundle's machine code is for this node's architecture."""
+        if self.arch and self.arch != host_arch():
+            raise ArtefactError(f"{what} was built for {self.arch}, this node ({platform.node()}) is {host_arch()}")
+
+
+def pack(sources: dict[str, Path]) -> Bundle:
+    """A :class:`Bundle` of files: ``{relative path in the bundle: file on disk}`` (symlinks followed).
+
+    Raises:
+        ArtefactError: the ELF files among them are of different architectures.
+        OSError: a file cannot be read.
+    """
+    files: dict[str, bytes] = {}
+    archs: set[str] = set()
+    for rel, path in sorted(sources.items()):
+        data = Path(path).read_bytes()
+        files[rel] = data
+        if data[:4] == b"\x7fELF":
+            archs.add(elf_arch(data, str(path)))
+    if len(archs) > 1:
+        raise ArtefactError(f"bundle mixes architectures {sorted(archs)}: {sorted(sources)}")
+    return Bundle(files, archs.pop() if archs else "")
+
+
+def pack_dir(directory: Path, prefix: str = "") -> dict[str, Path]:
+    """``{prefix + name: path}`` for every regular file (or symlink to one) directly in ``directory``."""
+    return {prefix + p.name: p for p in sorted(directory.iterdir()) if p.is_file()}
+
+
+@dataclass(frozen=True)
+class Built:
+    """What a build worker hands to a timing worker for one job.
+
+    ``fields``: the record fields gathered so far (build_s, diagnostics, trials, max errors);
+    ``libs``: the candidate's shared libraries (``lib/*.so*``); ``model``: the task converted by the
+    candidate's converter (.mnn bytes); ``native_model``: the task converted by the native converter, or
+    None when native cannot convert it (``native_error`` says why); ``native_key``: the native build the
+    candidate must be timed against; ``built_by``: the build worker's name.
+    """
+
+    fields: dict
+    libs: Bundle
+    model: bytes
+    native_model: bytes | None
+    native_key: str
+    built_by: str
+    native_error: str = ""

@@ -1,0 +1,149 @@
+"""kit.artefacts (bundles shipped between nodes) and the timing half of a split job (kit.pipeline.time_job)
+on bad bundles: another architecture or another native build is a harness_error, never a candidate's fault."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from kit.artefacts import (
+    ArtefactError,
+    Built,
+    Bundle,
+    elf_arch,
+    elf_needed,
+    host_arch,
+    pack,
+    pack_dir,
+    runtime_libs,
+)
+from kit.config import EvalConfig
+from kit.pipeline import Job, Timer, time_job
+from kit.records import ErrorKind, Status
+from kit.tasks import load_suite
+
+FIXTURE_TASKS = Path(__file__).resolve().parent / "fixture_engine" / "tasks"
+
+
+def _elf_header(machine: int, little: bool = True) -> bytes:
+    """A 64-byte ELF64 header with only the fields elf_arch reads set (magic, class, data, e_machine)."""
+    h = bytearray(64)
+    h[:4] = b"\x7fELF"
+    h[4] = 2  # ELFCLASS64
+    h[5] = 1 if little else 2
+    h[18:20] = machine.to_bytes(2, "little" if little else "big")
+    return bytes(h)
+
+
+def test_elf_arch_of_this_interpreter_is_the_host_arch():
+    exe = Path(sys.executable).resolve()
+    assert elf_arch(exe.read_bytes()[:64], str(exe)) == host_arch()
+
+
+@pytest.mark.parametrize(("machine", "little", "arch"), [
+    (0xB7, True, "aarch64"), (0x3E, True, "x86_64"), (0x28, True, "armv7l"), (0xF3, True, "riscv64"),
+    (0xB7, False, "aarch64"), (0x15, True, "EM_PPC64"), (0x1234, True, "elf-machine-0x1234"),
+])
+def test_elf_arch_reads_e_machine(machine, little, arch):
+    assert elf_arch(_elf_header(machine, little)) == arch
+
+
+def test_elf_arch_rejects_non_elf():
+    with pytest.raises(ArtefactError, match="model.mnn: not an ELF file"):
+        elf_arch(b"\x00" * 64, "model.mnn")
+
+
+def test_pack_write_round_trip_and_modes(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "libX.so").write_bytes(Path(sys.executable).resolve().read_bytes()[:4096])
+    (src / "notes.txt").write_text("hello")
+    (src / "link.so").symlink_to(src / "libX.so")
+    b = pack(pack_dir(src, "lib/"))
+    assert set(b.files) == {"lib/libX.so", "lib/notes.txt", "lib/link.so"} and b.arch == host_arch()
+    assert b.size_bytes == 4096 * 2 + 5
+    out = b.write(tmp_path / "out")
+    assert (out / "lib" / "notes.txt").read_text() == "hello"
+    assert (out / "lib" / "link.so").read_bytes() == (src / "libX.so").read_bytes()  # symlink followed
+    assert (out / "lib" / "libX.so").stat().st_mode & 0o777 == 0o755
+    assert (out / "lib" / "notes.txt").stat().st_mode & 0o777 == 0o644
+    b.check_runs_here("this bundle")  # same arch: no error
+
+
+def test_runtime_libs_is_the_needed_closure_within_the_lib_dir(tmp_path):
+    """A real link: an executable needing libA.so, which needs libB.so; libC.so in the same directory is
+    not needed and not shipped; libc etc. are outside the directory."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("gcc"):
+        pytest.skip("needs gcc")
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (tmp_path / "b.c").write_text("int b(void){return 2;}\n")
+    (tmp_path / "a.c").write_text("int b(void); int a(void){return b()+1;}\n")
+    (tmp_path / "c.c").write_text("int c(void){return 3;}\n")
+    (tmp_path / "m.c").write_text("int a(void); int main(void){return a()==3?0:1;}\n")
+    def cc(*args: str) -> None:
+        subprocess.run(["gcc", *args], cwd=tmp_path, check=True)
+    cc("-shared", "-fPIC", "b.c", "-o", "lib/libB.so")
+    cc("-shared", "-fPIC", "c.c", "-o", "lib/libC.so")
+    cc("-shared", "-fPIC", "a.c", "-Llib", "-lB", "-o", "lib/libA.so")
+    cc("m.c", "-Llib", "-lA", "-Wl,-rpath-link,lib", "-o", "m")
+    assert "libA.so" in elf_needed(tmp_path / "m")
+    assert runtime_libs(tmp_path / "m", lib) == {"lib/libA.so": lib / "libA.so", "lib/libB.so": lib / "libB.so"}
+    with pytest.raises(ArtefactError, match="a.c: not an ELF file"):
+        elf_needed(tmp_path / "a.c")
+
+
+def test_pack_refuses_mixed_architectures(tmp_path):
+    (tmp_path / "a.so").write_bytes(_elf_header(0x3E))
+    (tmp_path / "b.so").write_bytes(_elf_header(0xB7))
+    with pytest.raises(ArtefactError, match="mixes architectures"):
+        pack(pack_dir(tmp_path))
+
+
+def test_bundle_paths_cannot_leave_the_destination(tmp_path):
+    for bad in ("../escape.so", "/abs/escape.so", "lib/../../escape.so"):
+        with pytest.raises(ArtefactError, match="leaves the destination"):
+            Bundle({bad: b"x"}).write(tmp_path / "dest")
+    assert not (tmp_path / "escape.so").exists()
+
+
+def test_foreign_arch_bundle_does_not_run_here():
+    other = "aarch64" if host_arch() != "aarch64" else "x86_64"
+    with pytest.raises(ArtefactError, match=f"built for {other}.*is {host_arch()}"):
+        Bundle({"lib/libMNN.so": b""}, arch=other).check_runs_here("the candidate libraries")
+
+
+def _job() -> Job:
+    task = load_suite(FIXTURE_TASKS, "all", ["fx_argmax"])[0]
+    return Job(task, "m", "s0", "ab" * 32, "cfgdigest", files={})
+
+
+def _built(libs: Bundle, native_key: str = "k1") -> Built:
+    return Built(fields={"build_s": 1.5, "wall_s": 2.0, "worker": "nabc.w0"}, libs=libs, model=b"model",
+                 native_model=b"native", native_key=native_key, built_by="nabc.w0")
+
+
+def _timer(tmp_path: Path) -> Timer:
+    cfg = EvalConfig(mnn={"cache_dir": tmp_path / "cache", "engine": "fixture"})
+    return Timer(cfg, tmp_path / "shipped", "k1", name="ndef.t0")
+
+
+def test_time_job_with_another_native_build_is_a_harness_error(tmp_path):
+    rec = time_job(_job(), _built(Bundle({}), native_key="k2"), _timer(tmp_path))
+    assert rec.status is Status.HARNESS_ERROR and rec.error_kind is ErrorKind.INTERNAL
+    assert "built against native k2" in rec.error_message and "ndef.t0 has k1" in rec.error_message
+    # what the build node measured is kept, and the record names both workers
+    assert rec.build_s == 1.5 and rec.worker == "nabc.w0" and rec.timing_worker == "ndef.t0"
+    assert rec.wall_s is not None and rec.wall_s >= 2.0
+
+
+def test_time_job_with_foreign_arch_libraries_is_a_harness_error(tmp_path):
+    other = "aarch64" if host_arch() != "aarch64" else "x86_64"
+    rec = time_job(_job(), _built(Bundle({"lib/libMNN.so": b""}, arch=other)), _timer(tmp_path))
+    assert rec.status is Status.HARNESS_ERROR
+    assert f"built for {other}" in rec.error_message

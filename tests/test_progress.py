@@ -1,0 +1,33 @@
+"""The per-stage counts of the live progress display (kit.dispatch._Tally)."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+
+from kit.records import Record, Status
+
+ray = pytest.importorskip("ray")
+
+
+def _rec(status: Status, i: int, candidate_ms: float | None = None) -> Record:
+    return Record(job_id=f"j{i}", method="m", task_id="t", sample_id=f"s{i}", candidate_sha256="x",
+                  config_digest="d", status=status, candidate_ms=candidate_ms)
+
+
+def test_tally_counts_passed_and_failed_per_stage():
+    from kit.dispatch import _Tally
+
+    t = _Tally(total=9)
+    statuses = [Status.OK, Status.OK, Status.COMPILE_ERROR, Status.COMPILE_TIMEOUT, Status.VERIFY_MISMATCH,
+                Status.RUNTIME_CRASH, Status.TIMING_FAILED, Status.REJECTED_INPUT, Status.WORKER_LOST]
+    for i, s in enumerate(statuses):
+        t.add(_rec(s, i, candidate_ms=1.0 if i == 0 else None))  # the second ok ran without timing
+    assert (t.done, t.failed) == (9, 7)
+    # build passed: every compiled status (ok x2, verify_mismatch, runtime_crash, timing_failed)
+    assert dict(t.passed) == {"build": 5, "verify": 3, "time": 1}
+    assert dict(t.failed_at) == {"build": 2, "verify": 2, "time": 1, "rejected_input": 1, "worker_lost": 1}
+    line = t.line(collections.Counter({"build": 1, "time": 1}), waiting=2)
+    assert line == ("build 1 running 5 passed 2 failed | verify 0 running 3 passed 2 failed | "
+                    "time 1 running 1 passed 1 failed 2 waiting | other: 1 rejected_input, 1 worker_lost")
