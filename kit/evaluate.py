@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kit import candidates as kcand
+from kit import proc
 from kit.artefacts import Bundle
 from kit.config import EvalConfig
 from kit.gate import NodeGate
@@ -45,6 +46,10 @@ def setup_worker(cfg: EvalConfig, index: int | None = None, name: str | None = N
 
     pristine = ensure_pristine(cfg)
     ws = open_workspace(workspace_base(cfg, pristine), pristine, index)
+    # ours now: kill what a dead previous owner of this workspace left running (e.g. its compilers)
+    killed = proc.track_children(ws.root / "procs")
+    if killed:
+        log.warning("workspace %s: killed %d process group(s) left by a dead worker", ws.root, len(killed))
     gate = NodeGate(cfg.mnn.cache_dir / "node.lock")
     lock_path = cfg.mnn.cache_dir / "native.lock"
     with open(lock_path, "w") as lock, gate.shared():
@@ -62,6 +67,7 @@ def setup_timer(cfg: EvalConfig, index: int, name: str, native_key: str, native:
         kit.artefacts.ArtefactError: the shipped baseline is for another architecture than this node's.
     """
     shipped = install_shipped(cfg, native_key, native)
+    proc.track_children(cfg.mnn.cache_dir / "timers" / name / "procs")
     return Timer(cfg, shipped, native_key, name=name, gate=NodeGate(cfg.mnn.cache_dir / "node.lock"))
 
 

@@ -3,14 +3,23 @@
 Every external command (cmake, ninja, g++, MNNConvert, the runner, register.py) goes through :func:`run`:
 an argv list (never a shell string), an explicit environment, a new process group, a timeout that sends
 SIGTERM then SIGKILL to the whole group, optional rlimits, and captured, truncated logs.
+
+A worker process that dies (a Ray actor killed, the driver SIGKILLed) cannot enforce its children's
+timeouts any more.  Two safeguards: the direct child gets SIGKILL when the thread that started it dies
+(Linux ``PR_SET_PDEATHSIG``: the runner and MNNConvert are direct children), and, once a worker has called
+:func:`track_children`, every running child's process group is recorded as a file in the worker's
+directory, so the next owner of that directory (the worker that takes the same workspace) kills the
+groups left behind (ninja's compiler processes) before it builds there.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import resource
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -45,6 +54,44 @@ class ProcResult:
     @property
     def output(self) -> str:
         return self.stdout + ("\n" if self.stdout and self.stderr else "") + self.stderr
+
+
+#: where :func:`run` records the process group of each running child (None: not recorded)
+_track_dir: Path | None = None
+_PR_SET_PDEATHSIG = 1
+
+
+def track_children(directory: Path) -> list[int]:
+    """Record the process group of each child :func:`run` starts from now on in ``directory`` (an empty
+    file named by the group id, removed when the group is reaped), after SIGKILLing the groups recorded
+    there by a previous owner that died without reaping them.  Returns the group ids it killed.
+
+    Call once per worker process, right after taking the lock that makes ``directory`` its own (e.g. a
+    workspace lock), so that no live process still owns those groups.
+    """
+    global _track_dir
+    directory.mkdir(parents=True, exist_ok=True)
+    killed = []
+    for f in directory.iterdir():
+        if f.name.isdigit():
+            try:
+                os.killpg(int(f.name), signal.SIGKILL)
+                killed.append(int(f.name))
+            except (ProcessLookupError, PermissionError):
+                pass
+            f.unlink(missing_ok=True)
+    _track_dir = directory
+    return killed
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """In the child before exec: SIGKILL me when the thread that forked me dies (Linux only)."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(137)
 
 
 def base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -114,8 +161,10 @@ def run(
     """
     args = [os.fspath(a) for a in argv]
     environment = dict(env) if env is not None else base_env()
+    parent_pid = os.getpid()
 
     def _preexec() -> None:
+        _die_with_parent(parent_pid)
         if memory_limit_bytes is not None:
             resource.setrlimit(resource.RLIMIT_AS, (memory_limit_bytes, memory_limit_bytes))
         if cpu_limit_s is not None:
@@ -133,6 +182,9 @@ def run(
         start_new_session=True,
         preexec_fn=_preexec,
     )
+    marker = _track_dir / str(proc.pid) if _track_dir is not None else None
+    if marker is not None:
+        marker.touch()
     timed_out = False
     try:
         out, err = proc.communicate(input=stdin_bytes, timeout=timeout_s)
@@ -150,6 +202,9 @@ def run(
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+    finally:
+        if marker is not None:
+            marker.unlink(missing_ok=True)
     wall = time.monotonic() - start
     rc = proc.returncode
     sig = -rc if rc is not None and rc < 0 else None

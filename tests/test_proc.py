@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -66,3 +67,69 @@ def test_memory_limit():
 def test_missing_program():
     with pytest.raises(FileNotFoundError):
         proc.run(["/nonexistent/program"])
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _wait_until(cond, what: str, limit_s: float = 30.0) -> None:
+    import time
+
+    end = time.monotonic() + limit_s
+    while not cond():
+        if time.monotonic() > end:
+            raise AssertionError(f"not within {limit_s} s: {what}")
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def restore_tracking():
+    saved = proc._track_dir
+    yield
+    proc._track_dir = saved
+
+
+def test_running_children_are_recorded_and_unrecorded(tmp_path, restore_tracking):
+    track = tmp_path / "procs"
+    assert proc.track_children(track) == []
+    res = proc.run(["sh", "-c", f"echo $$; ls {track}"])
+    pid, listed = res.stdout.split("\n", 1)
+    assert listed.split() == [pid]  # the child's own group was on record while it ran
+    assert list(track.iterdir()) == []  # and is gone once reaped
+
+
+def test_track_children_kills_groups_a_dead_owner_left(tmp_path, restore_tracking):
+    import subprocess
+
+    track = tmp_path / "procs"
+    track.mkdir()
+    # a group whose owner "died": a shell (group leader) with a grandchild, recorded but never reaped by us
+    leftover = subprocess.Popen(["sh", "-c", "sleep 300 & wait"], start_new_session=True)
+    (track / str(leftover.pid)).touch()
+    (track / "not-a-pid").touch()
+    assert proc.track_children(track) == [leftover.pid]
+    assert leftover.wait(timeout=30) == -9
+    assert [f.name for f in track.iterdir()] == ["not-a-pid"]
+
+
+def test_child_dies_with_its_killed_parent(tmp_path):
+    """A worker killed by SIGKILL takes its runner/converter child with it (PR_SET_PDEATHSIG)."""
+    import signal
+    import subprocess
+
+    pid_file = tmp_path / "child.pid"
+    code = ("import sys; from kit import proc; "
+            f"proc.run(['sh', '-c', 'echo $$ > {pid_file}; exec sleep 300'])")
+    parent = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent)
+    _wait_until(lambda: pid_file.is_file() and pid_file.read_text().strip(), "the child wrote its pid")
+    child = int(pid_file.read_text())
+    assert _alive(child)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    _wait_until(lambda: not _alive(child), "the child died with its parent")
