@@ -66,7 +66,7 @@ from ray.exceptions import ObjectLostError, RayActorError, RayTaskError
 from kit.artefacts import Built, Bundle
 from kit.config import EvalConfig
 from kit.pipeline import Job, job_fields
-from kit.progress import job_progress
+from kit.progress import StageTally, job_progress
 from kit.records import ErrorKind, Record, Status
 from kit.tasks import Task
 
@@ -329,54 +329,6 @@ class _Slot:
     stage: str = ""  # last stage the worker reported for its running job
 
 
-#: pipeline stages in order, and the stage each failing status stopped at
-STAGES = ("build", "verify", "time")
-_FAILED_AT = {
-    Status.COMPILE_ERROR: "build",
-    Status.COMPILE_TIMEOUT: "build",
-    Status.VERIFY_MISMATCH: "verify",
-    Status.RUNTIME_CRASH: "verify",
-    Status.RUNTIME_TIMEOUT: "verify",
-    Status.TIMING_FAILED: "time",
-}
-
-
-@dataclass
-class _Tally:
-    """Counts for the progress display: records per stage passed / failed, and other outcomes."""
-
-    total: int
-    done: int = 0
-    failed: int = 0
-    passed: collections.Counter = field(default_factory=collections.Counter)
-    failed_at: collections.Counter = field(default_factory=collections.Counter)
-
-    def add(self, rec: Record) -> None:
-        self.done += 1
-        if rec.status is not Status.OK:
-            self.failed += 1
-            self.failed_at[_FAILED_AT.get(rec.status, rec.status.value)] += 1
-        if rec.compiled:
-            self.passed["build"] += 1
-        if rec.correct:
-            self.passed["verify"] += 1
-        if rec.status is Status.OK and rec.candidate_ms is not None:
-            self.passed["time"] += 1
-
-    def line(self, running: collections.Counter, waiting: int = 0) -> str:
-        """``build 1 running 20 passed 9 failed | verify … | time … [n waiting] | other: 3 rejected_input``."""
-        parts = []
-        for st in STAGES:
-            part = f"{st} {running.get(st, 0)} running {self.passed[st]} passed {self.failed_at[st]} failed"
-            if st == "time" and waiting:
-                part += f" {waiting} waiting"
-            parts.append(part)
-        other = [f"{n} {k}" for k, n in sorted(self.failed_at.items()) if k not in STAGES]
-        if other:
-            parts.append("other: " + ", ".join(other))
-        return " | ".join(parts)
-
-
 #: seconds between asking busy workers for their stage
 STAGE_POLL_S = 1.0
 
@@ -532,7 +484,7 @@ class _Driver:
                 f"died during setup ({left} jobs left; rerun to resume)"
             )
 
-    def run(self, jobs: Sequence[Job], progress: Any, bar: Any, tally: _Tally) -> None:
+    def run(self, jobs: Sequence[Job], progress: Any, bar: Any, tally: StageTally) -> None:
         queue = collections.deque(jobs)
         max_tries = 1 + self.cfg.dispatch.max_retries
         while queue or self.time_queue or self._jobs_inflight():
@@ -727,7 +679,7 @@ def run_distributed(
     if not pending:
         return {"jobs": unique, "skipped": unique, "ran": 0, "workers": 0, "work_s": 0.0}
     driver = _Driver(cfg, run_dir, setup_fn, job_fn, n, time_fn)
-    tally = _Tally(total=len(pending))
+    tally = StageTally(total=len(pending))
     with job_progress() as progress:
         bar = progress.add_task("eval", total=len(pending), status="starting workers")
         driver.start()

@@ -7,6 +7,7 @@ recorded in the run directory are skipped, so a killed run is resumed by running
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import platform
@@ -25,7 +26,7 @@ from kit.mnn.native import ensure_native, install_shipped, native_meta
 from kit.mnn.source import Pristine, ensure_pristine
 from kit.mnn.workspace import open_workspace
 from kit.pipeline import Job, Timer, Worker, make_job_id, rejected_record, run_job
-from kit.progress import job_progress
+from kit.progress import StageTally, job_progress
 from kit.records import Record, Status
 from kit.tasks import Task, load_suite
 
@@ -167,19 +168,19 @@ def run_jobs(jobs: list[Job], worker: Worker, run_dir: Path, label: str = "eval"
     from kit.shards import ShardWriter
 
     records: list[Record] = []
-    counts: dict[str, int] = {}
+    tally = StageTally(total=len(jobs))
     with (
         ShardWriter(run_dir, worker.name) as writer,
         job_progress() as progress,
     ):
         bar = progress.add_task(label, total=len(jobs), status="")
         for job in jobs:
-            progress.update(bar, status=f"{job.task.id}/{job.method}/{job.sample_id}")
+            progress.update(bar, status=f"{job.task.id}/{job.method}/{job.sample_id} | {tally.line(collections.Counter())}")
             rec = run_job(job, worker)
             writer.append(rec)
             records.append(rec)
-            counts[rec.status.value] = counts.get(rec.status.value, 0) + 1
-            progress.update(bar, advance=1, status=" ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+            tally.add(rec)
+            progress.update(bar, advance=1, status=tally.line(collections.Counter()))
             if not progress.disable:
                 continue
             log.info("%s %s/%s/%s: %s %s", label, job.task.id, job.method, job.sample_id, rec.status.value, rec.error_message[:120])

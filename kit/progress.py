@@ -1,12 +1,15 @@
-"""The live progress bar of a run (rich): label, bar, done/total, elapsed, ETA and a status text.
+"""The live progress bar of a run (rich): label, bar, done/total, elapsed, ETA and a status text with
+per-stage counts (:class:`StageTally`).
 
 Shown when stderr is a terminal (or ``MKB_PROGRESS=1``); silent in logs and CI.
 """
 
 from __future__ import annotations
 
+import collections
 import os
 import sys
+from dataclasses import dataclass, field
 
 from rich.progress import (
     BarColumn,
@@ -16,6 +19,8 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+
+from kit.records import Record, Status
 
 
 def job_progress() -> Progress:
@@ -30,3 +35,51 @@ def job_progress() -> Progress:
         TextColumn("{task.fields[status]}"),
         disable=not sys.stderr.isatty() and os.environ.get("MKB_PROGRESS") != "1",
     )
+
+
+#: pipeline stages in order, and the stage each failing status stopped at
+STAGES = ("build", "verify", "time")
+_FAILED_AT = {
+    Status.COMPILE_ERROR: "build",
+    Status.COMPILE_TIMEOUT: "build",
+    Status.VERIFY_MISMATCH: "verify",
+    Status.RUNTIME_CRASH: "verify",
+    Status.RUNTIME_TIMEOUT: "verify",
+    Status.TIMING_FAILED: "time",
+}
+
+
+@dataclass
+class StageTally:
+    """Counts for the progress display: records per stage passed / failed, and other outcomes."""
+
+    total: int
+    done: int = 0
+    failed: int = 0
+    passed: collections.Counter = field(default_factory=collections.Counter)
+    failed_at: collections.Counter = field(default_factory=collections.Counter)
+
+    def add(self, rec: Record) -> None:
+        self.done += 1
+        if rec.status is not Status.OK:
+            self.failed += 1
+            self.failed_at[_FAILED_AT.get(rec.status, rec.status.value)] += 1
+        if rec.compiled:
+            self.passed["build"] += 1
+        if rec.correct:
+            self.passed["verify"] += 1
+        if rec.status is Status.OK and rec.candidate_ms is not None:
+            self.passed["time"] += 1
+
+    def line(self, running: collections.Counter, waiting: int = 0) -> str:
+        """``build 1 running 20 passed 9 failed | verify … | time … [n waiting] | other: 3 rejected_input``."""
+        parts = []
+        for st in STAGES:
+            part = f"{st} {running.get(st, 0)} running {self.passed[st]} passed {self.failed_at[st]} failed"
+            if st == "time" and waiting:
+                part += f" {waiting} waiting"
+            parts.append(part)
+        other = [f"{n} {k}" for k, n in sorted(self.failed_at.items()) if k not in STAGES]
+        if other:
+            parts.append("other: " + ", ".join(other))
+        return " | ".join(parts)

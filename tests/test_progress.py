@@ -1,14 +1,11 @@
-"""The per-stage counts of the live progress display (kit.dispatch._Tally)."""
+"""The per-stage counts of the live progress display (kit.progress.StageTally)."""
 
 from __future__ import annotations
 
 import collections
 
-import pytest
-
+from kit.progress import StageTally
 from kit.records import Record, Status
-
-ray = pytest.importorskip("ray")
 
 
 def _rec(status: Status, i: int, candidate_ms: float | None = None) -> Record:
@@ -17,9 +14,7 @@ def _rec(status: Status, i: int, candidate_ms: float | None = None) -> Record:
 
 
 def test_tally_counts_passed_and_failed_per_stage():
-    from kit.dispatch import _Tally
-
-    t = _Tally(total=9)
+    t = StageTally(total=9)
     statuses = [Status.OK, Status.OK, Status.COMPILE_ERROR, Status.COMPILE_TIMEOUT, Status.VERIFY_MISMATCH,
                 Status.RUNTIME_CRASH, Status.TIMING_FAILED, Status.REJECTED_INPUT, Status.WORKER_LOST]
     for i, s in enumerate(statuses):
