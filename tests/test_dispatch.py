@@ -320,21 +320,9 @@ NEEDS_TOOLS = pytest.mark.skipif(not (shutil.which("cmake") and shutil.which("ni
 def test_end_to_end_fixture_engine(cluster, tmp_path, capsys):
     """The production path: default setup (kit.evaluate.setup_worker: pristine tree, workspace w<i>, native
     build) and kit.pipeline.run_job in two actors on the aarch64 node, on the fixture engine's samples."""
-    from conftest_fixture import copy_fixture_engine
-
     from kit.dispatch import evaluate_distributed
 
-    engine = copy_fixture_engine(tmp_path / "engine")
-    cfg = EvalConfig(
-        run={"dir": tmp_path / "run"},
-        tasks={"dir": FIXTURE_ROOT / "tasks", "split": "all", "ids": ["fx_argmax"]},
-        candidates={"sources": [{"method": "sample", "path": FIXTURE_ROOT / "candidates" / "sample"}]},
-        mnn={"cache_dir": tmp_path / "cache", "engine": "fixture", "source_dir": engine, "check_tree": False},
-        build={"jobs": 1},
-        verify={"trials": 2},
-        timing={"warmup": 1, "iterations": 5, "rounds": 1, "bootstrap": 100},
-        dispatch={"mode": "ray", "workers": 2, "timing_resource": "aarch64"},
-    )
+    cfg = _fixture_cfg(tmp_path, workers=2, timing_resource="aarch64")
     tasks = load_suite(cfg.tasks.dir, "all", ["fx_argmax"])
     all_ids = {t.id for t in load_suite(cfg.tasks.dir, "all")}
     assert evaluate_distributed(cfg, tasks, all_ids) == 0

@@ -191,3 +191,38 @@ def test_killed_job_leaves_workspace_repairable(evaluated):
         assert worker.workspace.check_and_repair() == []
     finally:
         worker.workspace.release()
+
+
+def test_next_owner_kills_what_a_killed_worker_left_running(evaluated, tmp_path):
+    """A worker SIGKILLed mid-build leaves ninja's compilers (grandchildren in the build's process group)
+    running; the next worker that takes the same workspace kills them before building there."""
+    import os
+    import time
+
+    cfg, cfg_path, _ = evaluated
+    gpid = tmp_path / "grandchild.pid"
+    code = (
+        "import os, signal, threading, time\n"
+        "from kit import proc\n"
+        "from kit.config import load_config\n"
+        "from kit.evaluate import setup_worker\n"
+        f"w = setup_worker(load_config({str(cfg_path)!r}), index=0)\n"
+        f"cmd = ['sh', '-c', 'sleep 300 & echo $! > {gpid}; wait']\n"
+        "threading.Thread(target=proc.run, args=(cmd,), daemon=True).start()\n"
+        f"while not os.path.exists({str(gpid)!r}) or not open({str(gpid)!r}).read().strip():\n"
+        "    time.sleep(0.05)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert res.returncode == -9, res.stderr
+    grandchild = int(gpid.read_text())
+    os.kill(grandchild, 0)  # still running: its shell died with the worker, it did not
+    worker = setup_worker(cfg, index=0)
+    try:
+        end = time.monotonic() + 30
+        while Path(f"/proc/{grandchild}").exists() and "Z" not in Path(f"/proc/{grandchild}/stat").read_text().split()[2]:
+            assert time.monotonic() < end, "the leftover compiler was not killed"
+            time.sleep(0.05)
+        assert list((worker.workspace.root / "procs").iterdir()) == []
+    finally:
+        worker.workspace.release()
