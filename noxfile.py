@@ -75,7 +75,8 @@ def report(session: nox.Session) -> None:
 
 @nox.session(reuse_venv=True, default=False)
 def bench(session: nox.Session) -> None:
-    """Benchmarks: kit overhead vs raw steps, resume setup time (real MNN tree when MKB_MNN__SOURCE_DIR is set)."""
+    """Benchmarks: kit overhead vs raw steps, resume setup time; `-- --scaling`: 1 vs 2 build workers (fixed start,
+    steady throughput, scaling efficiency, Ray overhead per job).  Real MNN tree when MKB_MNN__SOURCE_DIR is set."""
     _install(session)
     session.run("python", "-m", "kit.bench", *session.posargs, env={k: v for k, v in os.environ.items() if k.startswith("MKB_")})
 
