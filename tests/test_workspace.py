@@ -96,6 +96,29 @@ def test_missing_source_dir_is_named(tmp_path):
         ensure_pristine(cfg)
 
 
+def test_pristine_copy_is_made_by_one_process_at_a_time(tmp_path):
+    """Workers starting together on a fresh cache: a second ensure_pristine waits for the first (the cache's
+    tree lock) instead of copying the tree beside it and replacing the copy the first one links from."""
+    import fcntl
+    import threading
+
+    src = make_tree(tmp_path / "mnn")
+    cfg = EvalConfig(mnn={"source_dir": src, "cache_dir": tmp_path / "cache", "engine": "fixture"})
+    trees = tmp_path / "cache" / "trees"
+    trees.mkdir(parents=True)
+    result: list = []
+    with open(trees / "lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another worker is materializing the tree
+        t = threading.Thread(target=lambda: result.append(ensure_pristine(cfg)))
+        t.start()
+        t.join(timeout=2.0)
+        assert t.is_alive() and result == []  # waiting for the lock
+        assert not any(p.name.startswith("staging-") for p in trees.iterdir())  # and not copying meanwhile
+    t.join(timeout=60)
+    assert not t.is_alive() and tree_digest(result[0].root) == tree_digest(src)
+    assert ensure_pristine(cfg).root == result[0].root  # the next one finds it
+
+
 def test_workspace_files_are_hard_links_except_generated(setup):
     _, pristine, ws = setup
     a = ws.src / "source/backend/cpu/CPUArgMax.cpp"

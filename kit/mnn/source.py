@@ -8,6 +8,7 @@ A tree is identified by :func:`tree_digest`, a content hash that does not depend
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import json
@@ -140,9 +141,17 @@ def ensure_pristine(cfg: EvalConfig) -> Pristine:
         SourceError: source_dir missing or not an MNN tree, digest mismatch (``mnn.check_tree``), or no
             source_dir and the tarball cannot be downloaded.
     """
-    m = cfg.mnn
-    trees = m.cache_dir / "trees"
+    trees = cfg.mnn.cache_dir / "trees"
     trees.mkdir(parents=True, exist_ok=True)
+    # one process at a time per cache: two workers starting on a fresh cache would otherwise both copy the
+    # tree, and the second would replace the copy the first is already hard-linking its workspace from
+    with open(trees / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _ensure_pristine_locked(cfg, trees)
+
+
+def _ensure_pristine_locked(cfg: EvalConfig, trees: Path) -> Pristine:
+    m = cfg.mnn
     check = m.check_tree and m.engine == "mnn"
 
     if m.source_dir is not None:
