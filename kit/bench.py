@@ -399,8 +399,8 @@ def scaling(copies: int | None = None, one_worker_jobs: int | None = None) -> in
         cpu_after, own_after = _cpu_jiffies(), os.times()
         own_ticks = round((own_after.user + own_after.system - own.user - own.system) * os.sysconf("SC_CLK_TCK"))
         idle_busy = _busy((cpu[0] + own_ticks, cpu[1]), cpu_after)  # this process's own CPU time not counted
-        # the pristine tree first, here: two actors materializing it at once on a fresh cache can race (one
-        # replaces the tree while the other hard-links its workspace from it)
+        # the pristine tree first, in the driver (on a fresh cache this copies the tree once; the actors then
+        # find it, ensure_pristine is also safe when they start together)
         ensure_pristine(base)
         # warm-up: native baseline, workspaces w0 and w1, ccache and the native models, for every sample once
         run_ray(cfg_for("warm", "ray", 2, 1), [j for j in jobs if j.method == "bench0"], "warm-up")
