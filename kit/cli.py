@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -82,11 +83,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     takes_overrides = args.cmd in ("eval", "check", "calibrate", "prompts")
     if rest and not takes_overrides:
         ap.error(f"unrecognized arguments: {' '.join(rest)}")
+    _log_records_when_no_progress_bar()
     try:
         return _dispatch(args, rest)
     except ConfigError as exc:
         print(f"mkb: {exc}", file=sys.stderr)
         return 2
+
+
+def _log_records_when_no_progress_bar() -> None:
+    """Without a live progress bar (stderr not a terminal: nohup, CI, a cluster job), print the kit's
+    INFO log (one line per record, workers ready, retries) to stderr instead."""
+    from kit.progress import job_progress
+
+    log = logging.getLogger("kit")
+    if job_progress().disable and not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
 
 
 def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
@@ -148,7 +163,12 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from kit.prompts import PromptError
     from kit.tasks import TaskError
 
-    return (TaskError, CandidateSourceError, SourceError, NativeBuildError, PromptError, FileNotFoundError)
+    errors: tuple[type[BaseException], ...] = (
+        TaskError, CandidateSourceError, SourceError, NativeBuildError, PromptError, FileNotFoundError)
+    dispatch = sys.modules.get("kit.dispatch")  # only a run that imported it (and Ray) can raise its error
+    if dispatch is not None:
+        errors += (dispatch.DispatchError,)
+    return errors
 
 
 def _tasks(args: argparse.Namespace) -> int:

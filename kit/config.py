@@ -149,8 +149,9 @@ class DispatchSection(_Section):
         if self.build_resource is not None and self.timing_resource is None:
             raise ValueError("dispatch.build_resource is set but dispatch.timing_resource is not: "
                              "name the resource that marks the timing nodes")
-        if self.build_resource is not None and self.mode == "serial":
-            raise ValueError("dispatch.build_resource needs dispatch.mode = \"ray\" (serial runs have one node)")
+        if self.build_resource is not None and self.mode != "ray":
+            raise ValueError("dispatch.build_resource needs dispatch.mode = \"ray\" (serial and processes runs "
+                             "have one node without custom resources)")
         return self
 
 

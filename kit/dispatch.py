@@ -15,7 +15,8 @@ The only module that imports Ray.
 * **Build and timing nodes apart** (``dispatch.build_resource`` set): the actors above run on the nodes
   that carry ``build_resource`` and do only the build half of a job (:func:`kit.pipeline.build_job`:
   register, build, convert, verify — on the node that built it, i.e. where the build's architecture
-  runs).  Its artefacts (candidate libraries, candidate model, native model: ~14 MB for MNN on x86_64) go
+  runs).  Its artefacts (the candidate libraries the runner loads, candidate model, native model: ~4.4 MB
+  for MNN on x86_64) go
   back as a second return value that stays in Ray's object store; the driver hands that reference to
   one of the timing actors, one per node carrying ``timing_resource`` (pinned by node affinity, named
   ``n<node>.t<index>``), which times it (:func:`kit.pipeline.time_job`).  Timing actors receive the
@@ -61,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 import ray
-from ray.exceptions import ObjectLostError, RayActorError, RayTaskError
+from ray.exceptions import ActorUnschedulableError, ObjectLostError, RayActorError, RayTaskError
 
 from kit.artefacts import Built, Bundle
 from kit.config import EvalConfig
@@ -329,6 +330,8 @@ class _Slot:
     stage: str = ""  # last stage the worker reported for its running job
 
 
+#: seconds between checks that waiting workers still have a node to start on
+PLACE_CHECK_S = 5.0
 #: seconds between asking busy workers for their stage
 STAGE_POLL_S = 1.0
 
@@ -380,6 +383,7 @@ class _Driver:
         self.infos: list[dict[str, Any]] = []
         self.prov: dict[str, Any] | None = None
         self.last_poll = 0.0
+        self.last_place_check = 0.0
         #: monotonic time the first worker became ready and the last record arrived (Ray's fixed start excluded)
         self.first_ready: float | None = None
         self.last_record: float | None = None
@@ -473,8 +477,28 @@ class _Driver:
                 counts[slot.stage or ("time" if slot.role == "time" else "build")] += 1
         return counts
 
+    def _check_placeable(self, queue: collections.deque) -> None:
+        """Raise :class:`DispatchError` when workers wait to start but no alive node can take them (their
+        node died and none other carries the resource): Ray would wait for such a node forever."""
+        now = time.monotonic()
+        if now - self.last_place_check < PLACE_CHECK_S:
+            return
+        self.last_place_check = now
+        if not any(s.actor is not None and not s.ready and not s.dead for s in self.slots):
+            return
+        d = self.cfg.dispatch
+        nodes = _alive_nodes()
+        field_name, res = ("build_resource", d.build_resource) if self.split else ("timing_resource", d.timing_resource)
+        workers_ok = any(n["Resources"].get("CPU", 0) > 0 and (res is None or n["Resources"].get(res, 0) > 0)
+                         for n in nodes)
+        if not workers_ok and not any(s.ready for s in self.slots if s.role != "time"):
+            left = len(queue) + len(self.time_queue)
+            raise DispatchError(f"dispatch.{field_name}: no alive node with a CPU carries {res!r} any more and no "
+                                f"worker is left ({left} jobs left; rerun to resume when nodes are back)")
+
     def _check_alive(self, queue: collections.deque) -> None:
         """Raise :class:`DispatchError` when no worker is left for the jobs still to do."""
+        self._check_placeable(queue)
         left = len(queue) + len(self.time_queue)
         if all(s.dead for s in self.slots if s.role != "time"):
             raise DispatchError(f"dispatch: every worker died during setup ({left} jobs left; rerun to resume)")
@@ -522,6 +546,11 @@ class _Driver:
     def _on_ready(self, ref: Any, slot: _Slot) -> None:
         try:
             info = ray.get(ref)
+        except ActorUnschedulableError as exc:  # pinned to a node that is gone: this slot is over
+            log.warning("worker slot %s%d cannot be placed any more (its node is gone); dropped: %s",
+                        slot.role, slot.index, _first_lines(str(exc)))
+            slot.actor, slot.ready, slot.dead = None, False, True
+            return
         except RayActorError as exc:  # died while setting up: try a fresh actor a few times
             slot.setup_deaths += 1
             self._retire(slot)

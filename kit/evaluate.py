@@ -67,8 +67,9 @@ def setup_timer(cfg: EvalConfig, index: int, name: str, native_key: str, native:
     Raises:
         kit.artefacts.ArtefactError: the shipped baseline is for another architecture than this node's.
     """
+    # no child tracking here: a timer's children (the runner) are direct children and die with it
+    # (PR_SET_PDEATHSIG), and a timer owns no directory another run's timer could not be using too
     shipped = install_shipped(cfg, native_key, native)
-    proc.track_children(cfg.mnn.cache_dir / "timers" / name / "procs")
     return Timer(cfg, shipped, native_key, name=name, gate=NodeGate(cfg.mnn.cache_dir / "node.lock"))
 
 

@@ -4,12 +4,15 @@ Every external command (cmake, ninja, g++, MNNConvert, the runner, register.py) 
 an argv list (never a shell string), an explicit environment, a new process group, a timeout that sends
 SIGTERM then SIGKILL to the whole group, optional rlimits, and captured, truncated logs.
 
+Every child starts a new *session*; killing a command means killing every process of that session (its
+process group and any group inside it: ninja puts each compiler in a group of its own).
+
 A worker process that dies (a Ray actor killed, the driver SIGKILLed) cannot enforce its children's
 timeouts any more.  Two safeguards: the direct child gets SIGKILL when the thread that started it dies
 (Linux ``PR_SET_PDEATHSIG``: the runner and MNNConvert are direct children), and, once a worker has called
-:func:`track_children`, every running child's process group is recorded as a file in the worker's
-directory, so the next owner of that directory (the worker that takes the same workspace) kills the
-groups left behind (ninja's compiler processes) before it builds there.
+:func:`track_children`, every running child's session is recorded as a file in the worker's directory, so
+the next owner of that directory (the worker that takes the same workspace) kills the sessions left behind
+(ninja's compiler processes) before it builds there.
 """
 
 from __future__ import annotations
@@ -74,14 +77,49 @@ def track_children(directory: Path) -> list[int]:
     killed = []
     for f in directory.iterdir():
         if f.name.isdigit():
-            try:
-                os.killpg(int(f.name), signal.SIGKILL)
+            if kill_session(int(f.name)):
                 killed.append(int(f.name))
-            except (ProcessLookupError, PermissionError):
-                pass
             f.unlink(missing_ok=True)
     _track_dir = directory
     return killed
+
+
+def session_members(sid: int) -> list[int]:
+    """Pids of the live processes of session ``sid`` (from /proc; zombies left out)."""
+    pids = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[3]) == sid:
+            pids.append(int(entry.name))
+    return pids
+
+
+def kill_session(sid: int) -> bool:
+    """SIGKILL every process of session ``sid`` (its leader's group and every other group in it).
+    Returns True if any process was signalled."""
+    hit = False
+    try:
+        os.killpg(sid, signal.SIGKILL)
+        hit = True
+    except (ProcessLookupError, PermissionError):
+        pass
+    for _ in range(3):  # a process may fork while we scan: a few passes
+        members = session_members(sid)
+        if not members:
+            break
+        for pid in members:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                hit = True
+            except (ProcessLookupError, PermissionError):
+                pass
+    return hit
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -121,16 +159,13 @@ def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
-            return
+            break  # the leader's group is empty; other groups of its session may not be
         try:
             proc.wait(timeout=grace_s)
             # the leader is gone; members of the group may remain: kill them too
         except subprocess.TimeoutExpired:
             continue
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    kill_session(proc.pid)
 
 
 def run(
@@ -197,11 +232,8 @@ def run(
         proc.communicate()
         raise
     else:
-        # the leader exited; make sure nothing it forked lingers in its group
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        # the leader exited; make sure nothing it started lingers in its session
+        kill_session(proc.pid)
     finally:
         if marker is not None:
             marker.unlink(missing_ok=True)

@@ -72,14 +72,13 @@ class StageTally:
             self.passed["time"] += 1
 
     def line(self, running: collections.Counter, waiting: int = 0) -> str:
-        """``build 1 running 20 passed 9 failed | verify … | time … [n waiting] | other: 3 rejected_input``."""
+        """Compact, for 80 columns: ``build ▶1 ✓20 ✗9 | verify ▶0 ✓12 ✗8 | time ▶1 ✓8 ✗0 ⏸2 | rejected_input 3``
+        (▶ running, ✓ passed, ✗ failed at that stage, ⏸ built and waiting for a timing node)."""
         parts = []
         for st in STAGES:
-            part = f"{st} {running.get(st, 0)} running {self.passed[st]} passed {self.failed_at[st]} failed"
+            part = f"{st} ▶{running.get(st, 0)} ✓{self.passed[st]} ✗{self.failed_at[st]}"
             if st == "time" and waiting:
-                part += f" {waiting} waiting"
+                part += f" ⏸{waiting}"
             parts.append(part)
-        other = [f"{n} {k}" for k, n in sorted(self.failed_at.items()) if k not in STAGES]
-        if other:
-            parts.append("other: " + ", ".join(other))
+        parts += [f"{k} {n}" for k, n in sorted(self.failed_at.items()) if k not in STAGES]
         return " | ".join(parts)

@@ -108,7 +108,8 @@ def test_unknown_section_in_environment(tmp_path, monkeypatch):
 def test_build_resource_needs_timing_resource_and_ray(tmp_path):
     with pytest.raises(ConfigError, match="dispatch.build_resource is set but dispatch.timing_resource is not"):
         load_config(write(tmp_path, "[dispatch]\nbuild_resource = 'x86'\n"))
-    with pytest.raises(ConfigError, match='needs dispatch.mode = "ray"'):
-        load_config(write(tmp_path, "[dispatch]\nmode = 'serial'\nbuild_resource = 'x86'\ntiming_resource = 'arm'\n"))
+    for mode in ("serial", "processes"):
+        with pytest.raises(ConfigError, match='needs dispatch.mode = "ray"'):
+            load_config(write(tmp_path, f"[dispatch]\nmode = '{mode}'\nbuild_resource = 'x86'\ntiming_resource = 'arm'\n"))
     cfg = load_config(write(tmp_path, "[dispatch]\nbuild_resource = 'x86'\ntiming_resource = 'aarch64'\n"))
     assert (cfg.dispatch.build_resource, cfg.dispatch.timing_resource) == ("x86", "aarch64")

@@ -161,7 +161,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
                 raise TimeoutError(f"cluster nodes did not join; logs in {logs}")
             time.sleep(0.5)
         nodes = [n for n in ray.nodes() if n["Alive"]]
+
+        def add_node(resources: str, tag: str) -> subprocess.Popen:
+            """One more raylet (1 CPU) with these custom resources; the test kills it (teardown too)."""
+            start([f"--address={address}", "--num-cpus=1", f"--resources={resources}"], tag)
+            _wait_log(logs / f"{tag}.log", "Ray runtime started", procs[-1], STARTUP_S)
+            return procs[-1]
+
         yield {
+            "add_node": add_node,
             "address": address,
             "arm_nodes": {n["NodeID"] for n in nodes if n["Resources"].get("aarch64")},
             "x86_nodes": {n["NodeID"] for n in nodes if n["Resources"].get("x86")},
@@ -421,3 +429,55 @@ def test_missing_build_resource_is_a_clear_error(cluster, tmp_path):
     cfg = _cfg(tmp_path, build_resource="riscv64", timing_resource="aarch64")
     with pytest.raises(DispatchError, match="dispatch.build_resource.*riscv64"):
         run_distributed(cfg, _jobs(cfg, ["ok-1"]), cfg.run.dir, setup_fn=setup_state, job_fn=work)
+
+
+def test_cli_reports_dispatch_errors_as_user_errors(cluster, tmp_path, capsys):
+    """`mkb eval` with a resource no node carries: the message naming the field, exit code 2, no traceback."""
+    from kit.cli import main
+
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(f"""
+[run]
+dir = "{tmp_path / 'run'}"
+[tasks]
+dir = "{FIXTURE_ROOT / 'tasks'}"
+split = "all"
+[[candidates.sources]]
+method = "sample"
+path = "{FIXTURE_ROOT / 'candidates' / 'sample'}"
+[mnn]
+engine = "fixture"
+source_dir = "{FIXTURE_ROOT}"
+cache_dir = "{tmp_path / 'cache'}"
+[dispatch]
+mode = "ray"
+""")
+    assert main(["eval", "--config", str(cfg), "--dispatch.timing_resource", "riscv64"]) == 2
+    err = capsys.readouterr().err
+    assert "dispatch.timing_resource" in err and "riscv64" in err and "Traceback" not in err
+
+
+def test_losing_the_only_worker_node_is_a_clear_error_not_a_hang(cluster, tmp_path):
+    """The one node carrying dispatch.timing_resource dies mid-run: its worker cannot be replaced anywhere,
+    and the driver says so (naming the field) instead of waiting for a node forever; what finished is kept."""
+    import threading
+
+    from kit.dispatch import DispatchError, run_distributed
+
+    node = cluster["add_node"]('{"lone": 1}', "lone")
+    cfg = _cfg(tmp_path, workers=1, timing_resource="lone", max_retries=5)
+    jobs = _jobs(cfg, [f"ok-{i}" for i in range(40)])
+
+    def kill_after_first_record() -> None:
+        end = time.monotonic() + STARTUP_S
+        while not list((cfg.run.dir / "shards").glob("*.parquet")) and time.monotonic() < end:
+            time.sleep(0.1)
+        os.killpg(node.pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_after_first_record, daemon=True)
+    killer.start()
+    with pytest.raises(DispatchError, match="dispatch.timing_resource: no alive node .* 'lone' any more"):
+        run_distributed(cfg, jobs, cfg.run.dir, setup_fn=setup_state, job_fn=work)
+    killer.join()
+    rows = _records(cfg.run.dir)
+    assert 1 <= len(rows) < 40 and len({r["job_id"] for r in rows}) == len(rows)

@@ -207,7 +207,8 @@ def test_next_owner_kills_what_a_killed_worker_left_running(evaluated, tmp_path)
         "from kit.config import load_config\n"
         "from kit.evaluate import setup_worker\n"
         f"w = setup_worker(load_config({str(cfg_path)!r}), index=0)\n"
-        f"cmd = ['sh', '-c', 'sleep 300 & echo $! > {gpid}; wait']\n"
+        # like ninja: the "compiler" runs in a process group of its own inside the build's session
+        f"cmd = ['sh', '-c', '{sys.executable} -c \\'import os, time; os.setpgid(0, 0); time.sleep(300)\\' & echo $! > {gpid}; wait']\n"
         "threading.Thread(target=proc.run, args=(cmd,), daemon=True).start()\n"
         f"while not os.path.exists({str(gpid)!r}) or not open({str(gpid)!r}).read().strip():\n"
         "    time.sleep(0.05)\n"
@@ -217,6 +218,7 @@ def test_next_owner_kills_what_a_killed_worker_left_running(evaluated, tmp_path)
     assert res.returncode == -9, res.stderr
     grandchild = int(gpid.read_text())
     os.kill(grandchild, 0)  # still running: its shell died with the worker, it did not
+    assert os.getpgid(grandchild) == grandchild  # and in a group of its own (not the recorded one)
     worker = setup_worker(cfg, index=0)
     try:
         end = time.monotonic() + 30

@@ -133,3 +133,13 @@ def test_child_dies_with_its_killed_parent(tmp_path):
     parent.send_signal(signal.SIGKILL)
     parent.wait()
     _wait_until(lambda: not _alive(child), "the child died with its parent")
+
+
+def test_timeout_kills_other_process_groups_of_the_session(tmp_path):
+    """ninja puts every compiler in a process group of its own: a timeout must kill those too."""
+    pid_file = tmp_path / "gc.pid"
+    inner = f"{sys.executable} -c 'import os, time; os.setpgid(0, 0); time.sleep(300)'"
+    res = proc.run(["sh", "-c", f"{inner} & echo $! > {pid_file}; wait"], timeout_s=2, grace_s=0.5)
+    assert res.timed_out
+    gc = int(pid_file.read_text())
+    _wait_until(lambda: not _alive(gc), "the grandchild in its own group was killed")

@@ -24,5 +24,4 @@ def test_tally_counts_passed_and_failed_per_stage():
     assert dict(t.passed) == {"build": 5, "verify": 3, "time": 1}
     assert dict(t.failed_at) == {"build": 2, "verify": 2, "time": 1, "rejected_input": 1, "worker_lost": 1}
     line = t.line(collections.Counter({"build": 1, "time": 1}), waiting=2)
-    assert line == ("build 1 running 5 passed 2 failed | verify 0 running 3 passed 2 failed | "
-                    "time 1 running 1 passed 1 failed 2 waiting | other: 1 rejected_input, 1 worker_lost")
+    assert line == ("build ▶1 ✓5 ✗2 | verify ▶0 ✓3 ✗2 | time ▶1 ✓1 ✗1 ⏸2 | rejected_input 1 | worker_lost 1")
