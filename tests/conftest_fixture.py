@@ -26,6 +26,26 @@ FIXTURE_ROOT = Path(__file__).resolve().parent / "fixture_engine"
 _NOT_ENGINE = {"tasks", "candidates", "make_tasks.py", "README.md", "__pycache__"}
 
 
+def fixture_config_text(run_dir: str | Path = "run", **mnn: str | Path) -> str:
+    """The TOML head every fixture-engine config shares: ``[run] dir``, the fixture's task suite (all splits),
+    its sample candidates as method ``sample``, and ``[mnn]`` with ``engine = "fixture"`` plus the ``mnn`` keys
+    given (``source_dir``, ``cache_dir``; relative paths resolve against the config file).  Append further
+    sections to it."""
+    mnn_lines = "".join(f'{k} = "{v}"\n' for k, v in mnn.items())
+    return f"""
+[run]
+dir = "{run_dir}"
+[tasks]
+dir = "{FIXTURE_ROOT / 'tasks'}"
+split = "all"
+[[candidates.sources]]
+method = "sample"
+path = "{FIXTURE_ROOT / 'candidates' / 'sample'}"
+[mnn]
+engine = "fixture"
+{mnn_lines}"""
+
+
 def copy_fixture_engine(dest: Path) -> Path:
     """Copy the engine tree to ``dest`` (which must not exist) and return ``dest``.
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 import ray
+from conftest_fixture import fixture_config_text
 
 from kit.config import EvalConfig
 from kit.gate import NodeGate
@@ -436,19 +437,7 @@ def test_cli_reports_dispatch_errors_as_user_errors(cluster, tmp_path, capsys):
     from kit.cli import main
 
     cfg = tmp_path / "cfg.toml"
-    cfg.write_text(f"""
-[run]
-dir = "{tmp_path / 'run'}"
-[tasks]
-dir = "{FIXTURE_ROOT / 'tasks'}"
-split = "all"
-[[candidates.sources]]
-method = "sample"
-path = "{FIXTURE_ROOT / 'candidates' / 'sample'}"
-[mnn]
-engine = "fixture"
-source_dir = "{FIXTURE_ROOT}"
-cache_dir = "{tmp_path / 'cache'}"
+    cfg.write_text(fixture_config_text(tmp_path / "run", source_dir=FIXTURE_ROOT, cache_dir=tmp_path / "cache") + """
 [dispatch]
 mode = "ray"
 """)

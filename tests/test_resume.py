@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from conftest_fixture import fixture_config_text
 
 from kit import proc
 from kit.config import EvalConfig, load_config
@@ -81,18 +82,8 @@ def drive(cfg_path: str, pid_file: str) -> int:
 def _config(tmp: Path) -> Path:
     path = tmp / "cfg.toml"
     path.write_text(
-        f"""
-[run]
-dir = "run"
-[tasks]
-dir = "{FIXTURE_ROOT / 'tasks'}"
-split = "all"
-[mnn]
-cache_dir = "cache"
-engine = "fixture"
-[[candidates.sources]]
-method = "sample"
-path = "{FIXTURE_ROOT / 'candidates' / 'sample'}"
+        fixture_config_text("run", cache_dir="cache")
+        + """
 [dispatch]
 mode = "ray"
 workers = 2

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest_fixture import fixture_config_text
 
 from kit import proc
 from kit.config import load_config
@@ -58,19 +59,8 @@ GONE_S = 90
 def _config(tmp: Path, engine: Path) -> Path:
     path = tmp / "cfg.toml"
     path.write_text(
-        f"""
-[run]
-dir = "run"
-[tasks]
-dir = "{FIXTURE_ROOT / 'tasks'}"
-split = "all"
-[[candidates.sources]]
-method = "sample"
-path = "{FIXTURE_ROOT / 'candidates' / 'sample'}"
-[mnn]
-engine = "fixture"
-source_dir = "{engine}"
-cache_dir = "cache"
+        fixture_config_text("run", source_dir=engine, cache_dir="cache")
+        + """
 [build]
 jobs = 2
 [verify]
