@@ -153,11 +153,6 @@ def pack(sources: dict[str, Path]) -> Bundle:
     return Bundle(files, archs.pop() if archs else "")
 
 
-def pack_dir(directory: Path, prefix: str = "") -> dict[str, Path]:
-    """``{prefix + name: path}`` for every regular file (or symlink to one) directly in ``directory``."""
-    return {prefix + p.name: p for p in sorted(directory.iterdir()) if p.is_file()}
-
-
 @dataclass(frozen=True)
 class Built:
     """What a build worker hands to a timing worker for one job.

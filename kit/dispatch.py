@@ -158,8 +158,7 @@ class _Actor:
             "pid": os.getpid(),
             "arch": platform.machine(),
             "kit_digest": self.kit_digest,
-            "native_key": getattr(getattr(self.state, "native", None), "key", None)
-            or getattr(self.state, "native_key", None),
+            "native_key": getattr(self.state, "native_key", None),  # Worker and Timer both have one
         }
 
     def stage(self) -> str:

@@ -85,6 +85,10 @@ class Worker:
     _native_errors: dict[str, str] = field(default_factory=dict)
 
     @property
+    def native_key(self) -> str:
+        return self.native.key
+
+    @property
     def native_side(self) -> sverify.Side:
         return sverify.Side(self.native.converter, self.native.lib_dir)
 
@@ -320,7 +324,7 @@ def _build_for_shipping(job: Job, worker: Worker, scratch: Path, out: dict[str, 
         libs=artefacts.pack(artefacts.runtime_libs(worker.native.runner, side.lib_dir)),
         model=model.read_bytes(),
         native_model=native_model.read_bytes() if native_model is not None else None,
-        native_key=worker.native.key,
+        native_key=worker.native_key,
         built_by=worker.name,
         native_error=worker._native_errors.get(job.task.id, ""),
     )

@@ -16,7 +16,6 @@ from kit.artefacts import (
     elf_needed,
     host_arch,
     pack,
-    pack_dir,
     runtime_libs,
 )
 from kit.config import EvalConfig
@@ -61,7 +60,7 @@ def test_pack_write_round_trip_and_modes(tmp_path):
     (src / "libX.so").write_bytes(Path(sys.executable).resolve().read_bytes()[:4096])
     (src / "notes.txt").write_text("hello")
     (src / "link.so").symlink_to(src / "libX.so")
-    b = pack(pack_dir(src, "lib/"))
+    b = pack({f"lib/{p.name}": p for p in src.iterdir()})
     assert set(b.files) == {"lib/libX.so", "lib/notes.txt", "lib/link.so"} and b.arch == host_arch()
     assert b.size_bytes == 4096 * 2 + 5
     out = b.write(tmp_path / "out")
@@ -102,7 +101,7 @@ def test_pack_refuses_mixed_architectures(tmp_path):
     (tmp_path / "a.so").write_bytes(_elf_header(0x3E))
     (tmp_path / "b.so").write_bytes(_elf_header(0xB7))
     with pytest.raises(ArtefactError, match="mixes architectures"):
-        pack(pack_dir(tmp_path))
+        pack({p.name: p for p in tmp_path.iterdir()})
 
 
 def test_bundle_paths_cannot_leave_the_destination(tmp_path):
