@@ -218,7 +218,10 @@ def test_next_owner_kills_what_a_killed_worker_left_running(evaluated, tmp_path)
     assert res.returncode == -9, res.stderr
     grandchild = int(gpid.read_text())
     os.kill(grandchild, 0)  # still running: its shell died with the worker, it did not
-    assert os.getpgid(grandchild) == grandchild  # and in a group of its own (not the recorded one)
+    end = time.monotonic() + 30  # and in a group of its own (not the recorded one) once it has run setpgid
+    while os.getpgid(grandchild) != grandchild:
+        assert time.monotonic() < end, "the grandchild never moved to a group of its own"
+        time.sleep(0.05)
     worker = setup_worker(cfg, index=0)
     try:
         end = time.monotonic() + 30
