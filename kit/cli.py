@@ -161,10 +161,12 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from kit.mnn.native import NativeBuildError
     from kit.mnn.source import SourceError
     from kit.prompts import PromptError
+    from kit.provenance import ProvenanceError
     from kit.tasks import TaskError
 
     errors: tuple[type[BaseException], ...] = (
-        TaskError, CandidateSourceError, SourceError, NativeBuildError, PromptError, FileNotFoundError)
+        TaskError, CandidateSourceError, SourceError, NativeBuildError, PromptError, ProvenanceError,
+        FileNotFoundError)
     dispatch = sys.modules.get("kit.dispatch")  # only a run that imported it (and Ray) can raise its error
     if dispatch is not None:
         errors += (dispatch.DispatchError,)

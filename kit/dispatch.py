@@ -24,7 +24,9 @@ The only module that imports Ray.
   compiler and no MNN source; its architecture is checked against the ELF headers of what it receives
   (:mod:`kit.artefacts`), and every build actor must have built the same native baseline.  A build
   actor stops taking jobs while ``2 x timing actors`` artefacts wait.  A timing actor that dies, or
-  artefacts lost with their node, send the job back to be built again (counted as a try).
+  artefacts lost with their node, send the job back to be built again (counted as a try); after the
+  last try the job's record keeps the build's results (:func:`timing_lost_record`).  With
+  ``timing.enabled = false`` no timing actor starts and build actors write the final records.
 * **Progress.** The live display counts jobs running / passed / failed per stage (build, verify, time);
   busy actors report their stage through a second actor thread (:meth:`_Actor.stage`).
 * **Timing exclusivity** is not scheduled here: :class:`kit.gate.NodeGate` (a file lock in the node's cache
@@ -49,7 +51,6 @@ from __future__ import annotations
 
 import collections
 import hashlib
-import json
 import logging
 import os
 import platform
@@ -64,6 +65,7 @@ from typing import Any
 import ray
 from ray.exceptions import ActorUnschedulableError, ObjectLostError, RayActorError, RayTaskError
 
+from kit import provenance
 from kit.artefacts import Built, Bundle
 from kit.config import EvalConfig
 from kit.pipeline import Job, job_fields
@@ -190,15 +192,16 @@ class _JobActor(_Actor):
             raise self.setup_error
         return self.job_fn(job, self.state)
 
-    def build(self, job: Job) -> tuple[Record | None, Built | None]:
-        """(record, None) when the job ended here, else (None, the artefacts for a timing worker); the
-        driver reads the first and hands the second to a timing worker by reference."""
+    def build(self, job: Job) -> tuple[Record | dict[str, Any], Built | None]:
+        """(record, None) when the job ended here, else (the record fields so far, the artefacts for a
+        timing worker); the driver reads the first (small: it keeps the build's outcome should every
+        timing try be lost) and hands the second to a timing worker by reference."""
         from kit.pipeline import build_job
 
         if self.setup_error is not None:
             raise self.setup_error
         out = build_job(job, self.state)
-        return (out, None) if isinstance(out, Record) else (None, out)
+        return (out, None) if isinstance(out, Record) else (out.fields, out)
 
     def native_bundle(self) -> Bundle:
         """This worker's native baseline (libraries + runner) for timing workers."""
@@ -209,10 +212,10 @@ class _JobActor(_Actor):
         return native_bundle(self.state.native)
 
     def provenance(self) -> dict[str, Any]:
-        from kit.evaluate import provenance
         from kit.pipeline import Worker
+        from kit.provenance import collect
 
-        return provenance(self.cfg, self.state if isinstance(self.state, Worker) else None)
+        return collect(self.cfg, self.state if isinstance(self.state, Worker) else None)
 
 
 class _TimeActor(_Actor):
@@ -235,7 +238,7 @@ class _TimeActor(_Actor):
         return self.time_fn(job, built, self.state)
 
     def provenance(self) -> dict[str, Any]:
-        from kit.evaluate import cpu_model
+        from kit.provenance import cpu_model
 
         return {"name": self.name, "host": socket.gethostname(), "arch": platform.machine(), "cpu_model": cpu_model()}
 
@@ -246,7 +249,9 @@ def connect(cfg: EvalConfig) -> bool:
         return False
     d = cfg.dispatch
     if d.mode == "processes" or d.address is None:
-        ray.init(address="local", include_dashboard=False)
+        # no dashboard; no idle task workers prestarted (the kit runs actors only; each idle worker costs
+        # ~1.5 % of a core, measured on 2 cores, that a timed job would otherwise share)
+        ray.init(address="local", include_dashboard=False, _system_config={"prestart_worker_first_driver": False})
     else:
         ray.init(address=d.address)
     return True
@@ -283,7 +288,8 @@ def worker_count(cfg: EvalConfig) -> int:
     d = cfg.dispatch
     nodes = _alive_nodes()
     if d.build_resource is not None:
-        timing_nodes(cfg)
+        if cfg.timing.enabled:
+            timing_nodes(cfg)
         nodes = _labelled(nodes, d.build_resource, "build_resource")
     else:
         nodes = _labelled(nodes, d.timing_resource, "timing_resource")
@@ -313,6 +319,19 @@ def lost_record(job: Job, attempts: int, status: Status, message: str, worker: s
         attempts=attempts,
         started_at=started_at,
     )
+
+
+def timing_lost_record(built: dict[str, Any], attempts: int, message: str, timing_worker: str) -> Record:
+    """The record of a job that built and verified (``built``: the build half's record fields) but whose
+    timing worker, or the node holding its artefacts, died on every try: ``timing_failed`` with error
+    kind ``worker_lost`` — it counts as compiled and correct (what was measured stands), never as fast."""
+    return Record(**built | {
+        "status": Status.TIMING_FAILED,
+        "error_kind": ErrorKind.WORKER_LOST,
+        "error_message": message[:4000],
+        "timing_worker": timing_worker,
+        "attempts": attempts,
+    })
 
 
 @dataclass
@@ -364,7 +383,7 @@ class _Driver:
             opts["resources"] = {placement: RESOURCE_FRACTION}
         self.actor_cls = ray.remote(**opts)(_JobActor)
         self.slots = [_Slot(i, "build" if self.split else "job") for i in range(n_workers)]
-        if self.split:
+        if self.split and cfg.timing.enabled:  # timing off: build workers write the final records
             # no CPU reserved: exclusivity on the node comes from the node gate, and a node that carries
             # both labels must still place its build workers
             self.timer_cls = ray.remote(
@@ -375,12 +394,14 @@ class _Driver:
         self.native_key: str | None = None
         self.time_queue: collections.deque[tuple[Job, Any]] = collections.deque()
         self.payloads: dict[Any, Any] = {}  # build's record ref -> its artefacts ref
+        self.built_fields: dict[str, dict[str, Any]] = {}  # job id -> record fields of its last finished build
         self.writers: dict[str, Any] = {}
         self.inflight: dict[Any, tuple[str, _Slot, Job | None]] = {}
         self.tries: dict[str, int] = collections.Counter()
         self.first_start: dict[str, str] = {}
         self.infos: list[dict[str, Any]] = []
-        self.prov: dict[str, Any] | None = None
+        self.prov: dict[str, Any] | None = None  # this session's provenance (kit.provenance.collect + dispatch)
+        self.prov_before = provenance.load(run_dir)  # the file as this session found it (a resumed run)
         self.last_poll = 0.0
         self.last_place_check = 0.0
         #: monotonic time the first worker became ready and the last record arrived (Ray's fixed start excluded)
@@ -446,7 +467,7 @@ class _Driver:
                     job, payload = self.time_queue.popleft()
                     self.inflight[slot.actor.time.remote(job, payload)] = ("time", slot, job)
                 continue
-            if not queue or (slot.role == "build" and len(self.time_queue) >= 2 * self.n_timers):
+            if not queue or (slot.role == "build" and self.n_timers and len(self.time_queue) >= 2 * self.n_timers):
                 continue
             job = queue.popleft()
             self.tries[job.job_id] += 1
@@ -501,10 +522,11 @@ class _Driver:
         left = len(queue) + len(self.time_queue)
         if all(s.dead for s in self.slots if s.role != "time"):
             raise DispatchError(f"dispatch: every worker died during setup ({left} jobs left; rerun to resume)")
-        if self.split and all(s.dead for s in self.slots if s.role == "time"):
+        if self.n_timers and all(s.dead for s in self.slots if s.role == "time"):
             raise DispatchError(
-                f"dispatch: every timing worker (dispatch.timing_resource = {self.cfg.dispatch.timing_resource!r}) "
-                f"died during setup ({left} jobs left; rerun to resume)"
+                f"dispatch.timing_resource: no timing worker is left on the nodes carrying "
+                f"{self.cfg.dispatch.timing_resource!r} (they died during setup or their node is gone; "
+                f"{left} jobs left; rerun to resume)"
             )
 
     def run(self, jobs: Sequence[Job], progress: Any, bar: Any, tally: StageTally) -> None:
@@ -597,7 +619,7 @@ class _Driver:
         tries = self.tries[job.job_id]
         payload = self.payloads.pop(ref, None)
         try:
-            rec: Record | None = ray.get(ref)
+            rec: Record | dict[str, Any] = ray.get(ref)
         except (RayActorError, ObjectLostError) as exc:  # the worker (or the node holding the artefacts) died
             name = slot.name
             if isinstance(exc, RayActorError):
@@ -608,14 +630,19 @@ class _Driver:
                 queue.appendleft(job)
                 return None
             msg = f"worker died on each of {tries} tries; last: {name}: {_first_lines(str(exc))}"
+            built = self.built_fields.pop(job.job_id, None)
+            if kind == "time" and built is not None:
+                return timing_lost_record(built, tries, msg, name)
             return lost_record(job, tries, Status.WORKER_LOST, msg, name, self.first_start[job.job_id])
         except RayTaskError as exc:  # the job function itself raised (run_job never does for a candidate's fault)
             msg = f"job function raised on {slot.name}: {exc}"
             return lost_record(job, tries, Status.HARNESS_ERROR, msg, slot.name, self.first_start[job.job_id])
-        if rec is None:  # built and verified: its artefacts wait for a timing worker
+        if isinstance(rec, dict):  # built and verified: its artefacts wait for a timing worker
             assert kind == "build" and payload is not None
+            self.built_fields[job.job_id] = rec
             self.time_queue.append((job, payload))
             return None
+        self.built_fields.pop(job.job_id, None)
         return rec.model_copy(update={"attempts": tries})
 
     def _writer(self, name: str) -> Any:
@@ -656,7 +683,7 @@ class _Driver:
 
     def _save_provenance(self) -> None:
         assert self.prov is not None
-        (self.run_dir / "provenance.json").write_text(json.dumps(self.prov, indent=1, default=str))
+        provenance.save(self.run_dir, self.prov_before, self.prov)
 
 
 def _shard_name(name: str) -> str:
@@ -701,7 +728,8 @@ def run_distributed(
     n = worker_count(cfg)
     where = f"{n} Ray worker(s)"
     if cfg.dispatch.build_resource is not None:
-        where = f"{n} Ray build worker(s) and {len(timing_nodes(cfg))} timing worker(s)"
+        timers = len(timing_nodes(cfg)) if cfg.timing.enabled else 0
+        where = f"{n} Ray build worker(s) and {timers} timing worker(s)"
     print(f"mkb eval: {unique} jobs, {unique - len(pending)} already recorded in {run_dir}; "
           f"{len(pending)} to run on {where}")
     if not pending:

@@ -7,26 +7,24 @@ recorded in the run directory are skipped, so a killed run is resumed by running
 
 from __future__ import annotations
 
-import collections
 import json
 import logging
-import platform
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from kit import candidates as kcand
 from kit import proc
+from kit import provenance as prov
 from kit.artefacts import Bundle
 from kit.config import EvalConfig
 from kit.gate import NodeGate
 from kit.mnn import build as mbuild
-from kit.mnn.native import ensure_native, install_shipped, native_meta
+from kit.mnn.native import ensure_native, install_shipped
 from kit.mnn.source import Pristine, ensure_pristine
 from kit.mnn.workspace import open_workspace
 from kit.pipeline import Job, Timer, Worker, make_job_id, rejected_record, run_job
-from kit.progress import StageTally, job_progress
+from kit.progress import LiveStatus, StageTally, job_progress
 from kit.records import Record, Status
 from kit.tasks import Task, load_suite
 
@@ -133,36 +131,6 @@ def write_orphans(orphans: list[Record], run_dir: Path, done: set[str]) -> None:
                 w.append(r)
 
 
-def cpu_model() -> str:
-    """This node's CPU model name from /proc/cpuinfo ("unknown" if absent, e.g. on many aarch64 kernels)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
-
-
-def provenance(cfg: EvalConfig, worker: Worker | None) -> dict[str, Any]:
-    cpu = cpu_model()
-    meta = native_meta(worker.native) if worker else {}
-    return {
-        "config_digest": cfg.digest(),
-        "mnn_version": cfg.mnn.version,
-        "mnn_tree_digest": meta.get("tree_digest", "unknown"),
-        "engine": cfg.mnn.engine,
-        "compiler": meta.get("compiler", "unknown"),
-        "cpu_model": cpu,
-        "arch": platform.machine(),
-        "threads": cfg.timing.threads,
-        "precision": cfg.timing.precision,
-        "python": sys.version.split()[0],
-        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "config": cfg.model_dump(mode="json"),
-    }
-
-
 def run_jobs(jobs: list[Job], worker: Worker, run_dir: Path, label: str = "eval") -> list[Record]:
     """Run ``jobs`` one by one in ``worker``, appending each record to the worker's shard as it comes."""
 
@@ -174,14 +142,16 @@ def run_jobs(jobs: list[Job], worker: Worker, run_dir: Path, label: str = "eval"
         ShardWriter(run_dir, worker.name) as writer,
         job_progress() as progress,
     ):
-        bar = progress.add_task(label, total=len(jobs), status="")
+        status = LiveStatus(tally, worker)  # shows the stage worker.stage names while run_job runs
+        bar = progress.add_task(label, total=len(jobs), status=status)
         for job in jobs:
-            progress.update(bar, status=f"{job.task.id}/{job.method}/{job.sample_id} | {tally.line(collections.Counter())}")
+            status.label = f"{job.task.id}/{job.method}/{job.sample_id}"
             rec = run_job(job, worker)
             writer.append(rec)
             records.append(rec)
             tally.add(rec)
-            progress.update(bar, advance=1, status=tally.line(collections.Counter()))
+            status.label = ""
+            progress.update(bar, advance=1)
             if not progress.disable:
                 continue
             log.info("%s %s/%s/%s: %s %s", label, job.task.id, job.method, job.sample_id, rec.status.value, rec.error_message[:120])
@@ -212,7 +182,7 @@ def evaluate(cfg: EvalConfig) -> int:
         write_orphans(orphans, run_dir, done)
         pending = [j for j in jobs if j.job_id not in done]
         print(f"mkb eval: {len(jobs)} jobs over {len(tasks)} tasks, {len(jobs) - len(pending)} already recorded in {run_dir}")
-        (run_dir / "provenance.json").write_text(json.dumps(provenance(cfg, worker), indent=1))
+        prov.save(run_dir, prov.load(run_dir), prov.collect(cfg, worker))
         run_jobs(pending, worker, run_dir)
     finally:
         worker.workspace.release()

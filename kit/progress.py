@@ -82,3 +82,24 @@ class StageTally:
             parts.append(part)
         parts += [f"{k} {n}" for k, n in sorted(self.failed_at.items()) if k not in STAGES]
         return " | ".join(parts)
+
+
+class LiveStatus:
+    """The status text of a synchronous (serial) run, computed each time rich draws the bar (its refresh
+    thread, ~10 times a second): ``label | tally line`` with the stage ``source.stage`` is in now counted
+    as running, so the display follows a job through build / verify / time while it runs.
+
+    Pass the object itself as the ``status`` field; rich formats it with ``str``."""
+
+    def __init__(self, tally: StageTally, source: object) -> None:
+        self.tally = tally
+        self.source = source
+        self.label = ""
+
+    def __str__(self) -> str:
+        stage = str(getattr(self.source, "stage", "") or "")
+        line = self.tally.line(collections.Counter({stage: 1} if stage else {}))
+        return f"{self.label} | {line}" if self.label else line
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)

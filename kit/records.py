@@ -57,6 +57,7 @@ class ErrorKind(enum.StrEnum):
     EXIT_CODE = "exit_code"
     TIMEOUT = "timeout"
     NO_NATIVE = "no_native"  # native baseline unavailable for timing
+    WORKER_LOST = "worker_lost"  # built and verified, but the timing worker (or its node) died on every try
     INTERNAL = "internal"
 
 

@@ -49,7 +49,7 @@ import matplotlib.ticker
 import numpy as np
 import polars as pl
 
-from kit import metrics, shards
+from kit import metrics, provenance, shards
 from kit.records import Status
 
 REPORT_SCHEMA_VERSION = 1
@@ -119,21 +119,23 @@ def load_records(run_dir: Path) -> pl.DataFrame:
 
 
 def load_provenance(run_dir: Path) -> dict[str, str]:
-    """``run_dir/provenance.json`` as strings for :data:`PROVENANCE_KEYS` (``unknown`` when missing).
+    """``run_dir/provenance.json`` as strings for :data:`PROVENANCE_KEYS` (``unknown`` when missing; a key
+    that differed between the run's sessions shows every session's value, ``a | b (differs between
+    sessions)``, see :mod:`kit.provenance`).
 
     Raises:
         ReportError: the file is not a JSON object.
     """
-    path = run_dir / "provenance.json"
-    data: dict[str, Any] = {}
-    if path.is_file():
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ReportError(f"{path}: invalid JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise ReportError(f"{path}: expected a JSON object")
-    return {k: "unknown" if data.get(k) in (None, "") else str(data[k]) for k in PROVENANCE_KEYS}
+    try:
+        data = provenance.load(run_dir) or {}
+    except provenance.ProvenanceError as exc:
+        raise ReportError(str(exc)) from exc
+    out = {k: "unknown" if data.get(k) in (None, "") else str(data[k]) for k in PROVENANCE_KEYS}
+    differs = data.get("differs")
+    for k, values in (differs.items() if isinstance(differs, dict) else ()):
+        if k in out and isinstance(values, list):
+            out[k] = " | ".join(dict.fromkeys(str(v) for v in values)) + " (differs between sessions)"
+    return out
 
 
 def load_calibration(run_dir: Path, records: pl.DataFrame) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -214,6 +215,21 @@ def _jobs(cfg: EvalConfig, samples: list[str]) -> list[Job]:
 
 def _records(run_dir: Path) -> list[dict]:
     return scan(run_dir, dedupe=False).collect().to_dicts()
+
+
+def _kill_node_after_first_record(node: subprocess.Popen, run_dir: Path) -> threading.Thread:
+    """A started thread that SIGKILLs the raylet ``node`` (its whole process group) once the first shard
+    is in ``run_dir``; join it after the run."""
+
+    def kill() -> None:
+        end = time.monotonic() + STARTUP_S
+        while not list((run_dir / "shards").glob("*.parquet")) and time.monotonic() < end:
+            time.sleep(0.1)
+        os.killpg(node.pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill, daemon=True)
+    killer.start()
+    return killer
 
 
 def _node_of(worker: str, nodes: set[str]) -> str:
@@ -449,24 +465,91 @@ mode = "ray"
 def test_losing_the_only_worker_node_is_a_clear_error_not_a_hang(cluster, tmp_path):
     """The one node carrying dispatch.timing_resource dies mid-run: its worker cannot be replaced anywhere,
     and the driver says so (naming the field) instead of waiting for a node forever; what finished is kept."""
-    import threading
-
     from kit.dispatch import DispatchError, run_distributed
 
     node = cluster["add_node"]('{"lone": 1}', "lone")
     cfg = _cfg(tmp_path, workers=1, timing_resource="lone", max_retries=5)
     jobs = _jobs(cfg, [f"ok-{i}" for i in range(40)])
 
-    def kill_after_first_record() -> None:
-        end = time.monotonic() + STARTUP_S
-        while not list((cfg.run.dir / "shards").glob("*.parquet")) and time.monotonic() < end:
-            time.sleep(0.1)
-        os.killpg(node.pid, signal.SIGKILL)
-
-    killer = threading.Thread(target=kill_after_first_record, daemon=True)
-    killer.start()
+    killer = _kill_node_after_first_record(node, cfg.run.dir)
     with pytest.raises(DispatchError, match="dispatch.timing_resource: no alive node .* 'lone' any more"):
         run_distributed(cfg, jobs, cfg.run.dir, setup_fn=setup_state, job_fn=work)
     killer.join()
     rows = _records(cfg.run.dir)
     assert 1 <= len(rows) < 40 and len({r["job_id"] for r in rows}) == len(rows)
+
+
+def die_always_then_never_time(job: Job, built, timer) -> Record:
+    """Timing half that kills its own timing actor every time."""
+    os._exit(21)
+
+
+@NEEDS_TOOLS
+def test_split_timing_lost_on_every_try_keeps_the_build_outcome(cluster, tmp_path):
+    """The timing worker dies on each try: the record says so (timing_failed / worker_lost), and keeps what
+    the build node measured — it compiled and verified, so it counts for CSR and FCR, never as fast."""
+    from kit import metrics
+    from kit.dispatch import run_distributed
+    from kit.evaluate import make_jobs
+
+    cfg = _fixture_cfg(tmp_path, workers=1, build_resource="x86", timing_resource="aarch64", max_retries=1)
+    tasks = load_suite(cfg.tasks.dir, "all", ["fx_argmax"])
+    jobs = [j for j in make_jobs(cfg, tasks, {t.id for t in tasks}, None)[0] if j.sample_id == "correct"]
+    assert run_distributed(cfg, jobs, cfg.run.dir, time_fn=die_always_then_never_time)["ran"] == 1
+    (row,) = _records(cfg.run.dir)
+    assert (row["status"], row["error_kind"], row["attempts"]) == ("timing_failed", "worker_lost", 2), row
+    assert "died on each of 2 tries" in row["error_message"] and row["timing_worker"].endswith(".t0")
+    assert row["worker"].endswith(".w0") and row["build_s"] > 0 and row["trials"]  # the build node's fields
+    assert row["candidate_ms"] is None and row["speedup"] is None
+    s = metrics.summary(scan(cfg.run.dir).collect(), tasks)
+    assert s.select("csr", "fcr", "fast_0").row(0) == (1.0, 1.0, 0.0)
+
+
+@NEEDS_TOOLS
+def test_split_with_timing_disabled_starts_no_timing_worker(cluster, tmp_path):
+    """timing.enabled = false: build workers write the final records; no node needs the timing label."""
+    from kit.dispatch import run_distributed
+    from kit.evaluate import make_jobs
+
+    cfg = _fixture_cfg(tmp_path, workers=1, build_resource="x86", timing_resource="riscv64")
+    cfg = cfg.model_copy(update={"timing": cfg.timing.model_copy(update={"enabled": False})})
+    tasks = load_suite(cfg.tasks.dir, "all", ["fx_argmax"])
+    jobs = [j for j in make_jobs(cfg, tasks, {t.id for t in tasks}, None)[0] if j.sample_id in ("correct", "crash")]
+    assert run_distributed(cfg, jobs, cfg.run.dir)["ran"] == 2
+    by = {r["sample_id"]: r for r in _records(cfg.run.dir)}
+    assert (by["correct"]["status"], by["crash"]["status"]) == ("ok", "runtime_crash")
+    assert by["correct"]["timing_worker"] == "" and by["correct"]["candidate_ms"] is None
+    prov = json.loads((cfg.run.dir / "provenance.json").read_text())
+    assert prov["dispatch"]["timing_workers"] == [] and "build_cpu_model" not in prov
+    assert not (cfg.mnn.cache_dir / "shipped").exists()
+
+
+def slow_time(job: Job, built, timer) -> Record:
+    """Timing half that takes 2 s before timing for real (so the timing node can be killed mid-job)."""
+    from kit.pipeline import time_job
+
+    time.sleep(2)
+    return time_job(job, built, timer)
+
+
+@NEEDS_TOOLS
+def test_losing_the_only_timing_node_is_a_clear_error_not_a_hang(cluster, tmp_path):
+    """Build on the x86 head, time on a node of its own that dies mid-run: the timing slot cannot be placed
+    again, and the driver says so (naming dispatch.timing_resource); what finished is kept, once each."""
+    from kit.dispatch import DispatchError, run_distributed
+    from kit.evaluate import make_jobs
+
+    node = cluster["add_node"]('{"tlone": 1}', "tlone")
+    cfg = _fixture_cfg(tmp_path, workers=1, build_resource="x86", timing_resource="tlone", max_retries=3)
+    cfg = cfg.model_copy(update={"tasks": cfg.tasks.model_copy(update={"ids": []})})
+    tasks = load_suite(cfg.tasks.dir, "all")
+    jobs = [j for j in make_jobs(cfg, tasks, {t.id for t in tasks}, None)[0] if j.sample_id == "correct"]
+    assert len(jobs) >= 3
+
+    killer = _kill_node_after_first_record(node, cfg.run.dir)
+    with pytest.raises(DispatchError, match="dispatch.timing_resource: no timing worker is left .*'tlone'"):
+        run_distributed(cfg, jobs, cfg.run.dir, time_fn=slow_time)
+    killer.join()
+    rows = _records(cfg.run.dir)
+    assert 1 <= len(rows) < len(jobs) and len({r["job_id"] for r in rows}) == len(rows)
+    assert all(r["status"] == "ok" and r["timing_worker"].endswith(".t0") for r in rows)

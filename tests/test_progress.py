@@ -25,3 +25,29 @@ def test_tally_counts_passed_and_failed_per_stage():
     assert dict(t.failed_at) == {"build": 2, "verify": 2, "time": 1, "rejected_input": 1, "worker_lost": 1}
     line = t.line(collections.Counter({"build": 1, "time": 1}), waiting=2)
     assert line == ("build ▶1 ✓5 ✗2 | verify ▶0 ✓3 ✗2 | time ▶1 ✓1 ✗1 ⏸2 | rejected_input 1 | worker_lost 1")
+
+
+def test_live_status_follows_the_running_stage_when_the_bar_is_drawn():
+    """The serial run sets the status once; rich's status column renders the stage the worker is in now."""
+    from types import SimpleNamespace
+
+    from kit.progress import LiveStatus, job_progress
+
+    worker = SimpleNamespace(stage="")
+    tally = StageTally(total=2)
+    live = LiveStatus(tally, worker)
+    progress = job_progress()
+    progress.add_task("eval", total=2, status=live)
+    column = progress.columns[-1]  # the status column, rendered as rich does on each refresh
+
+    def shown() -> str:
+        return column.render(progress.tasks[0]).plain
+
+    live.label = "t1/m/s0"
+    assert shown() == "t1/m/s0 | build ▶0 ✓0 ✗0 | verify ▶0 ✓0 ✗0 | time ▶0 ✓0 ✗0"
+    worker.stage = "verify"
+    assert shown() == "t1/m/s0 | build ▶0 ✓0 ✗0 | verify ▶1 ✓0 ✗0 | time ▶0 ✓0 ✗0"
+    worker.stage = ""
+    tally.add(_rec(Status.OK, 0, candidate_ms=2.0))
+    live.label = ""
+    assert shown() == "build ▶0 ✓1 ✗0 | verify ▶0 ✓1 ✗0 | time ▶0 ✓1 ✗0"

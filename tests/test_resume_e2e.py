@@ -18,6 +18,7 @@ Run inside a private network namespace::
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -189,6 +190,10 @@ def test_real_eval_driver_sigkill_then_rerun_matches_uninterrupted_run(tmp_path,
     kept = rows.join(partial.select("job_id", "started_at", "worker"), on="job_id", how="semi")
     assert kept.select("job_id", "started_at", "worker").sort("job_id").equals(
         partial.select("job_id", "started_at", "worker").sort("job_id"))
+    # provenance: the killed session's values stay on top, both sessions listed, nothing differs between them
+    prov = json.loads((run_dir / "provenance.json").read_text())
+    assert len(prov["sessions"]) == 2 and prov["started_at"] == prov["sessions"][0]["started_at"]
+    assert "differs" not in prov, prov.get("differs")
     ref_rows = scan(ref_dir, dedupe=False).collect()
     assert sorted(ref_rows["job_id"].to_list()) == job_ids
 

@@ -1,0 +1,124 @@
+"""A run's ``provenance.json``: what produced its records (config digest, MNN tree, compiler, CPU, threads).
+
+A run directory can be filled by several sessions (a killed run resumed, nodes that changed between them).
+The file keeps the first session's values at the top level (what the report shows), lists every session
+under ``sessions`` (its :data:`SESSION_KEYS`, start time and dispatch), and names under ``differs`` each key
+whose value changed between sessions, with the value of each session — timings taken on two CPU models
+are then not silently reported as one.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import platform
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kit.config import EvalConfig
+    from kit.pipeline import Worker
+
+FILE = "provenance.json"
+#: keys that must agree between the sessions of one run for its numbers to be comparable
+SESSION_KEYS: tuple[str, ...] = (
+    "config_digest", "mnn_version", "mnn_tree_digest", "engine", "compiler", "cpu_model", "arch", "threads",
+    "precision", "python",
+)
+
+
+class ProvenanceError(Exception):
+    """``provenance.json`` exists but is not a JSON object (the message names the file)."""
+
+
+def cpu_model() -> str:
+    """This node's CPU model name from /proc/cpuinfo ("unknown" if absent, e.g. on many aarch64 kernels)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def collect(cfg: EvalConfig, worker: Worker | None) -> dict[str, Any]:
+    """This session's provenance on this node: :data:`SESSION_KEYS`, ``started_at`` (ISO-8601 UTC) and the
+    whole config; ``mnn_tree_digest`` and ``compiler`` come from ``worker``'s native build ("unknown"
+    without a worker)."""
+    from kit.mnn.native import native_meta
+
+    meta = native_meta(worker.native) if worker else {}
+    return {
+        "config_digest": cfg.digest(),
+        "mnn_version": cfg.mnn.version,
+        "mnn_tree_digest": meta.get("tree_digest", "unknown"),
+        "engine": cfg.mnn.engine,
+        "compiler": meta.get("compiler", "unknown"),
+        "cpu_model": cpu_model(),
+        "arch": platform.machine(),
+        "threads": cfg.timing.threads,
+        "precision": cfg.timing.precision,
+        "python": sys.version.split()[0],
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "config": cfg.model_dump(mode="json"),
+    }
+
+
+def load(run_dir: Path) -> dict[str, Any] | None:
+    """``run_dir/provenance.json``, or None when absent.
+
+    Raises:
+        ProvenanceError: the file is not valid JSON or not an object.
+    """
+    path = run_dir / FILE
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ProvenanceError(f"{path}: invalid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ProvenanceError(f"{path}: expected a JSON object")
+    return data
+
+
+def _session(prov: dict[str, Any]) -> dict[str, Any]:
+    keys = (*SESSION_KEYS, "started_at", "build_cpu_model", "build_arch", "dispatch")
+    return {k: copy.deepcopy(prov[k]) for k in keys if k in prov}
+
+
+def merge(previous: dict[str, Any] | None, current: dict[str, Any]) -> dict[str, Any]:
+    """The run's provenance with session ``current`` added to ``previous`` (the file as the session found
+    it; None for a new run).  The first session's values stay at the top level; ``sessions`` gets
+    ``current``'s entry; ``differs`` maps each :data:`SESSION_KEYS` key whose value is not the same in
+    every session to the list of values, one per session."""
+    if previous is None:
+        return copy.deepcopy(current) | {"sessions": [_session(current)]}
+    out = copy.deepcopy(previous)
+    sessions = out.get("sessions") or [_session(previous)]  # a file from before sessions were kept
+    sessions.append(_session(current))
+    out["sessions"] = sessions
+    differs = {
+        k: [s.get(k) for s in sessions]
+        for k in SESSION_KEYS
+        if len({json.dumps(s.get(k), sort_keys=True) for s in sessions}) > 1
+    }
+    if differs:
+        out["differs"] = differs
+    else:
+        out.pop("differs", None)
+    return out
+
+
+def save(run_dir: Path, previous: dict[str, Any] | None, current: dict[str, Any]) -> dict[str, Any]:
+    """Write :func:`merge` ``(previous, current)`` to ``run_dir/provenance.json`` (temp file, then rename)
+    and return it.  Call it again with the same ``previous`` as ``current`` grows during a session."""
+    merged = merge(previous, current)
+    path = run_dir / FILE
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(merged, indent=1, default=str))
+    tmp.replace(path)
+    return merged
