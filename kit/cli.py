@@ -158,15 +158,18 @@ def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
 def _user_errors() -> tuple[type[BaseException], ...]:
     """Errors that mean "fix your input or setup": printed without a traceback, exit code 2."""
     from kit.candidates import CandidateSourceError
+    from kit.metrics import MetricsError
     from kit.mnn.native import NativeBuildError
     from kit.mnn.source import SourceError
     from kit.prompts import PromptError
     from kit.provenance import ProvenanceError
+    from kit.report import ReportError
+    from kit.shards import ShardError
     from kit.tasks import TaskError
 
     errors: tuple[type[BaseException], ...] = (
         TaskError, CandidateSourceError, SourceError, NativeBuildError, PromptError, ProvenanceError,
-        FileNotFoundError)
+        ReportError, MetricsError, ShardError, FileNotFoundError)
     dispatch = sys.modules.get("kit.dispatch")  # only a run that imported it (and Ray) can raise its error
     if dispatch is not None:
         errors += (dispatch.DispatchError,)

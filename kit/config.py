@@ -15,11 +15,11 @@ import hashlib
 import json
 import os
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, CliSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError
 
@@ -129,6 +129,10 @@ class TimingSection(_Section):
     timeout_s: float = Field(default=300.0, gt=0)
 
 
+#: resource names Ray defines itself (never a node label)
+RAY_PREDEFINED_RESOURCES = frozenset({"CPU", "GPU", "memory", "object_store_memory"})
+
+
 class DispatchSection(_Section):
     #: ``ray``: Ray actors (an embedded local Ray unless ``address`` is set); ``processes``: the same on this
     #: host only; ``serial``: one worker in this process, no Ray
@@ -143,6 +147,25 @@ class DispatchSection(_Section):
     #: one timing worker per ``timing_resource`` node times what they ship through Ray's object store
     build_resource: str | None = None
     max_retries: int = Field(default=2, ge=0)
+
+    @field_validator("timing_resource", "build_resource")
+    @classmethod
+    def _custom_resource(cls, v: str | None) -> str | None:
+        if v is not None and (not v or v in RAY_PREDEFINED_RESOURCES or v.startswith(("node:", "accelerator_type:"))):
+            raise ValueError(f"{v!r} is not a custom resource name: Ray predefines CPU, GPU, memory, "
+                             "object_store_memory, node:* and accelerator_type:*; start the nodes with e.g. "
+                             "--resources='{\"aarch64\": 1}' and name that")
+        return v
+
+    @field_validator("address")
+    @classmethod
+    def _address_form(cls, v: str | None) -> str | None:
+        if v is None or v == "auto" or v.startswith("ray://"):
+            return v
+        host, sep, port = v.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"{v!r}: give 'auto', 'ray://HOST:PORT' or 'HOST:PORT' (the head's GCS port)")
+        return v
 
     @model_validator(mode="after")
     def _split_needs_timing_nodes(self) -> DispatchSection:
@@ -208,6 +231,15 @@ class EvalConfig(BaseSettings):
         sources += [env_settings, init_settings]
         return tuple(sources)
 
+    def digest_payload(self) -> dict[str, Any]:
+        """The settings :meth:`digest` covers, as ``{section: {key: value}}`` (JSON types)."""
+        return {
+            "mnn": self.mnn.model_dump(mode="json", include={"version", "tree_sha256", "engine", "cmake_args"}),
+            "build": {"timeout_s": self.build.timeout_s},
+            "verify": self.verify.model_dump(mode="json"),
+            "timing": self.timing.model_dump(mode="json"),
+        }
+
     def digest(self) -> str:
         """sha256 (hex, 16 chars) of everything that changes a job's result.
 
@@ -215,13 +247,7 @@ class EvalConfig(BaseSettings):
         settings.  Paths, worker counts and report settings are excluded, so a run can be resumed
         with another number of workers or from another directory.
         """
-        payload = {
-            "mnn": self.mnn.model_dump(mode="json", include={"version", "tree_sha256", "engine", "cmake_args"}),
-            "build": {"timeout_s": self.build.timeout_s},
-            "verify": self.verify.model_dump(mode="json"),
-            "timing": self.timing.model_dump(mode="json"),
-        }
-        blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+        blob = json.dumps(self.digest_payload(), sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
 
@@ -261,24 +287,15 @@ def _resolve(base: Path, value: str) -> Path:
     return Path(os.path.normpath(p if p.is_absolute() else (base / p)))
 
 
-def _origin(loc: tuple[Any, ...], toml_data: Mapping[str, Any], path: Path | None, cli: Sequence[str]) -> str:
-    node: Any = toml_data
-    for part in loc:
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
-            node = node[part]
-        else:
-            node = None
-            break
-    if node is not None and path is not None:
-        return f"in {path}"
-    env_name = "MKB_" + "__".join(str(p).upper() for p in loc)
-    if env_name in os.environ:
-        return f"from environment variable {env_name}"
+def _origin(loc: tuple[Any, ...], path: Path | None, cli: Sequence[str]) -> str:
+    """Where the value at ``loc`` came from, in the order the sources take precedence: command line,
+    environment, file."""
     dotted = ".".join(str(p) for p in loc)
     if any(a.lstrip("-").split("=")[0] == dotted for a in cli):
         return "from the command line"
+    env_name = "MKB_" + "__".join(str(p).upper() for p in loc)
+    if env_name in os.environ:
+        return f"from environment variable {env_name}"
     return f"in {path}" if path is not None else "(defaults/environment)"
 
 
@@ -310,7 +327,7 @@ def load_config(path: Path | str | None = None, overrides: Sequence[str] = ()) -
         for err in exc.errors():
             loc = tuple(err["loc"])
             dotted = ".".join(str(x) for x in loc) or "(top level)"
-            where = _origin(loc, data, p, overrides)
+            where = _origin(loc, p, overrides)
             if err["type"] == "extra_forbidden":
                 lines.append(f"unknown key '{dotted}' {where}")
             else:

@@ -253,8 +253,29 @@ def connect(cfg: EvalConfig) -> bool:
         # ~1.5 % of a core, measured on 2 cores, that a timed job would otherwise share)
         ray.init(address="local", include_dashboard=False, _system_config={"prestart_worker_first_driver": False})
     else:
-        ray.init(address=d.address)
+        _check_reachable(d.address)
+        try:
+            ray.init(address=d.address)
+        except (ConnectionError, ValueError) as exc:
+            raise DispatchError(f"dispatch.address: cannot join the cluster at {d.address!r}: {exc}") from exc
     return True
+
+
+#: seconds to wait for a TCP connection to the head named by dispatch.address
+CONNECT_CHECK_S = 10.0
+
+
+def _check_reachable(address: str) -> None:
+    """Raise :class:`DispatchError` when ``HOST:PORT`` takes no TCP connection within
+    :data:`CONNECT_CHECK_S` (``ray.init`` would retry for minutes).  ``auto`` and ``ray://`` are left to Ray."""
+    if address == "auto" or address.startswith("ray://"):
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_CHECK_S).close()
+    except OSError as exc:
+        raise DispatchError(f"dispatch.address: nothing answers at {address} ({exc}); is the Ray head running "
+                            f"there (`ray start --head --port {port}`)?") from exc
 
 
 def _labelled(nodes: list[dict], resource: str | None, field_name: str) -> list[dict]:
@@ -626,7 +647,8 @@ class _Driver:
                 self._retire(slot)
                 self._spawn(slot)
             if tries < max_tries:
-                log.warning("worker %s died during %s (try %d of %d); retrying", name, job.job_id, tries, max_tries)
+                log.warning("worker %s died during %s/%s/%s (try %d of %d); retrying", name, job.task.id, job.method,
+                            job.sample_id, tries, max_tries)
                 queue.appendleft(job)
                 return None
             msg = f"worker died on each of {tries} tries; last: {name}: {_first_lines(str(exc))}"

@@ -26,6 +26,7 @@ from kit.mnn.workspace import open_workspace
 from kit.pipeline import Job, Timer, Worker, make_job_id, rejected_record, run_job
 from kit.progress import LiveStatus, StageTally, job_progress
 from kit.records import Record, Status
+from kit.rundir import prepare as prepare_run_dir
 from kit.tasks import Task, load_suite
 
 log = logging.getLogger("kit")
@@ -168,8 +169,7 @@ def evaluate(cfg: EvalConfig) -> int:
         from kit.config import ConfigError
 
         raise ConfigError("candidates.sources is empty and candidates.native is false: nothing to evaluate")
-    run_dir = cfg.run.dir
-    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = prepare_run_dir(cfg)
     if cfg.dispatch.mode != "serial":
         from kit.dispatch import evaluate_distributed
 
@@ -182,7 +182,8 @@ def evaluate(cfg: EvalConfig) -> int:
         write_orphans(orphans, run_dir, done)
         pending = [j for j in jobs if j.job_id not in done]
         print(f"mkb eval: {len(jobs)} jobs over {len(tasks)} tasks, {len(jobs) - len(pending)} already recorded in {run_dir}")
-        prov.save(run_dir, prov.load(run_dir), prov.collect(cfg, worker))
+        if pending:  # a session that runs nothing leaves no trace in the provenance
+            prov.save(run_dir, prov.load(run_dir), prov.collect(cfg, worker))
         run_jobs(pending, worker, run_dir)
     finally:
         worker.workspace.release()

@@ -252,12 +252,12 @@ def _build_verify(job: Job, worker: Worker, scratch: Path, out: dict[str, Any]) 
     cfg, ws, task = worker.cfg, worker.workspace, job.task
     if job.files is None:
         raise StageFailure(Status.REJECTED_INPUT, job.reject_kind, job.reject_reason)
-    ws.check_and_repair()
     swap = register.Swap()
     try:
+        worker.stage = "build"  # checking the workspace and registering the files are part of the build
+        ws.check_and_repair()
         swap = register.apply(ws, task, job.files)
         # 1. build
-        worker.stage = "build"
         with _held(worker.gate, exclusive=False):
             b = mbuild.build(ws, cfg)
         out |= {
@@ -304,10 +304,10 @@ def _stages(job: Job, worker: Worker, scratch: Path, out: dict[str, Any]) -> dic
     model, side = _build_verify(job, worker, scratch, out)
     if not cfg.timing.enabled:
         return out
-    native_model = _native_for(worker, task)
-    native = (native_model, worker.native_side) if native_model is not None else None
     worker.stage = "time"
     try:
+        native_model = _native_for(worker, task)
+        native = (native_model, worker.native_side) if native_model is not None else None
         return _time(cfg, task, worker.native.runner, (model, side), native,
                      worker._native_errors.get(task.id, ""), worker.gate, scratch / "timing", out)
     finally:

@@ -11,6 +11,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
+from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -24,7 +25,10 @@ from kit.records import Record, Status
 
 
 def job_progress() -> Progress:
-    """A :class:`rich.progress.Progress`; add a task with a ``status`` field: ``add_task(label, total=n, status="")``."""
+    """A :class:`rich.progress.Progress` drawn on stderr; add a task with a ``status`` field:
+    ``add_task(label, total=n, status="")``.  ``MKB_PROGRESS=1`` draws it even when stderr is not a
+    terminal (as terminal output: redraws with escape codes), e.g. under ``script`` or a CI log viewer."""
+    forced = os.environ.get("MKB_PROGRESS") == "1"
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -33,7 +37,8 @@ def job_progress() -> Progress:
         TextColumn("ETA"),
         TimeRemainingColumn(),
         TextColumn("{task.fields[status]}"),
-        disable=not sys.stderr.isatty() and os.environ.get("MKB_PROGRESS") != "1",
+        console=Console(stderr=True, force_terminal=True if forced else None),
+        disable=not sys.stderr.isatty() and not forced,
     )
 
 

@@ -29,6 +29,10 @@ SESSION_KEYS: tuple[str, ...] = (
 )
 
 
+#: how to get past a damaged file (said in every ProvenanceError)
+_FIX = " (move the file away to go on: the next session writes a new one from its own provenance)"
+
+
 class ProvenanceError(Exception):
     """``provenance.json`` exists but is not a JSON object (the message names the file)."""
 
@@ -79,9 +83,14 @@ def load(run_dir: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise ProvenanceError(f"{path}: invalid JSON: {exc}") from exc
+        raise ProvenanceError(f"{path}: invalid JSON: {exc}{_FIX}") from exc
     if not isinstance(data, dict):
-        raise ProvenanceError(f"{path}: expected a JSON object")
+        raise ProvenanceError(f"{path}: expected a JSON object{_FIX}")
+    sessions = data.get("sessions")
+    if sessions is not None and not (isinstance(sessions, list) and all(isinstance(x, dict) for x in sessions)):
+        raise ProvenanceError(f"{path}: 'sessions' must be a list of objects, got {json.dumps(sessions)[:80]}{_FIX}")
+    if not isinstance(data.get("differs", {}), dict):
+        raise ProvenanceError(f"{path}: 'differs' must be an object{_FIX}")
     return data
 
 
@@ -94,17 +103,18 @@ def merge(previous: dict[str, Any] | None, current: dict[str, Any]) -> dict[str,
     """The run's provenance with session ``current`` added to ``previous`` (the file as the session found
     it; None for a new run).  The first session's values stay at the top level; ``sessions`` gets
     ``current``'s entry; ``differs`` maps each :data:`SESSION_KEYS` key whose value is not the same in
-    every session to the list of values, one per session."""
+    every session that recorded it to the list of values, one per session (None: not recorded)."""
     if previous is None:
         return copy.deepcopy(current) | {"sessions": [_session(current)]}
     out = copy.deepcopy(previous)
     sessions = out.get("sessions") or [_session(previous)]  # a file from before sessions were kept
     sessions.append(_session(current))
     out["sessions"] = sessions
+    # a key a session did not record (an older kit) is not a difference
     differs = {
         k: [s.get(k) for s in sessions]
         for k in SESSION_KEYS
-        if len({json.dumps(s.get(k), sort_keys=True) for s in sessions}) > 1
+        if len({json.dumps(s[k], sort_keys=True) for s in sessions if s.get(k) is not None}) > 1
     }
     if differs:
         out["differs"] = differs

@@ -35,6 +35,7 @@ import html
 import io
 import json
 import math
+import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -134,7 +135,7 @@ def load_provenance(run_dir: Path) -> dict[str, str]:
     differs = data.get("differs")
     for k, values in (differs.items() if isinstance(differs, dict) else ()):
         if k in out and isinstance(values, list):
-            out[k] = " | ".join(dict.fromkeys(str(v) for v in values)) + " (differs between sessions)"
+            out[k] = " | ".join(dict.fromkeys(str(v) for v in values if v is not None)) + " (differs between sessions)"
     return out
 
 
@@ -522,6 +523,17 @@ img{max-width:100%;border:1px solid #eee;margin:0.5em 0}
 """
 
 
+def _check_writable(out_dir: Path) -> None:
+    """Raises ReportError when the report cannot be written into ``out_dir`` (before any work is done)."""
+    try:
+        (out_dir / "plots").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ReportError(f"cannot write the report into {out_dir}: {exc.strerror}; pass --out DIR") from exc
+    for d in (out_dir, out_dir / "plots"):
+        if not os.access(d, os.W_OK | os.X_OK):
+            raise ReportError(f"cannot write the report into {d}: not writable; pass --out DIR")
+
+
 def build_report(
     run_dirs: list[Path],
     out_dir: Path,
@@ -548,6 +560,7 @@ def build_report(
         raise ReportError("run_dirs: give at least one run directory")
     run_dirs = [Path(d) for d in run_dirs]
     out_dir = Path(out_dir)
+    _check_writable(out_dir)
     task_table = metrics.as_task_table(tasks)
     labels = _labels(run_dirs)
     multi = len(run_dirs) > 1

@@ -180,15 +180,41 @@ def shard_paths(run_dir: Path) -> list[Path]:
     return sorted(p for p in d.iterdir() if _SHARD_RE.match(p.name) and p.is_file())
 
 
+def check_shards(paths: Iterable[Path]) -> None:
+    """Check that every shard file of ``paths`` is a whole Parquet file (magic bytes at both ends; two
+    4-byte reads per file).
+
+    Raises:
+        ShardError: one is not (names the file).
+    """
+    for path in paths:
+        try:
+            with path.open("rb") as f:
+                head = f.read(4)
+                f.seek(0, os.SEEK_END)
+                size = f.tell()
+                f.seek(max(0, size - 4))
+                tail = f.read(4)
+        except OSError as exc:
+            raise ShardError(f"{path}: cannot read the shard: {exc.strerror}") from exc
+        if size < 12 or head != b"PAR1" or tail != b"PAR1":
+            raise ShardError(f"{path}: not a Parquet record shard (truncated or another file); move it out of "
+                             f"{path.parent} to go on")
+
+
 def scan(run_dir: Path, dedupe: bool = True) -> pl.LazyFrame:
     """All records of ``run_dir``'s shards as a LazyFrame with :data:`SHARD_SCHEMA`.
 
     With ``dedupe`` (default) one row per ``job_id`` by the module's dedupe rule; otherwise every row.
     No shards (or no run directory) gives an empty frame.
+
+    Raises:
+        ShardError: a shard file is not a whole Parquet file (:func:`check_shards`).
     """
     paths = shard_paths(run_dir)
     if not paths:
         return empty_frame().lazy()
+    check_shards(paths)
     # shards written before a Record field was added read it as null; a field since removed is dropped
     lf = pl.scan_parquet(paths, schema=SHARD_SCHEMA, missing_columns="insert", extra_columns="ignore")
     if not dedupe:

@@ -113,3 +113,31 @@ def test_build_resource_needs_timing_resource_and_ray(tmp_path):
             load_config(write(tmp_path, f"[dispatch]\nmode = '{mode}'\nbuild_resource = 'x86'\ntiming_resource = 'arm'\n"))
     cfg = load_config(write(tmp_path, "[dispatch]\nbuild_resource = 'x86'\ntiming_resource = 'aarch64'\n"))
     assert (cfg.dispatch.build_resource, cfg.dispatch.timing_resource) == ("x86", "aarch64")
+
+
+@pytest.mark.parametrize("name", ["CPU", "GPU", "memory", "object_store_memory", "node:127.0.0.1", ""])
+def test_dispatch_resources_must_be_custom(tmp_path, name):
+    with pytest.raises(ConfigError, match="dispatch.timing_resource.*not a custom resource name"):
+        load_config(write(tmp_path, ""), ["--dispatch.timing_resource", name])
+
+
+def test_dispatch_address_forms(tmp_path):
+    p = write(tmp_path, "")
+    for ok in ("auto", "ray://head:10001", "10.0.0.5:6379", "head.example:6379"):
+        assert load_config(p, ["--dispatch.address", ok]).dispatch.address == ok
+    for bad in ("garbage", "host:", ":6379", "host:99999", "host:port"):
+        with pytest.raises(ConfigError, match="dispatch.address.*give 'auto'"):
+            load_config(p, ["--dispatch.address", bad])
+
+
+def test_error_names_the_command_line_or_environment_over_the_file(tmp_path, monkeypatch):
+    """A key the file sets but an override replaced: the message names where the bad value came from."""
+    p = write(tmp_path, "[dispatch]\nworkers = 2\n")
+    with pytest.raises(ConfigError, match="'dispatch.workers' from the command line"):
+        load_config(p, ["--dispatch.workers", "0"])
+    monkeypatch.setenv("MKB_DISPATCH__WORKERS", "0")
+    with pytest.raises(ConfigError, match="'dispatch.workers' from environment variable MKB_DISPATCH__WORKERS"):
+        load_config(p)
+    monkeypatch.delenv("MKB_DISPATCH__WORKERS")
+    with pytest.raises(ConfigError, match=f"'dispatch.workers' in {p}"):
+        load_config(write(tmp_path, "[dispatch]\nworkers = 0\n"))

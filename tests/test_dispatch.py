@@ -553,3 +553,19 @@ def test_losing_the_only_timing_node_is_a_clear_error_not_a_hang(cluster, tmp_pa
     rows = _records(cfg.run.dir)
     assert 1 <= len(rows) < len(jobs) and len({r["job_id"] for r in rows}) == len(rows)
     assert all(r["status"] == "ok" and r["timing_worker"].endswith(".t0") for r in rows)
+
+
+def test_an_address_where_nothing_answers_is_a_clear_error_at_once():
+    """`ray.init` would retry for minutes; the kit tries one TCP connection and names dispatch.address."""
+    from kit.dispatch import DispatchError, _check_reachable
+
+    with socket.socket() as s:  # a port that was just free and has no listener
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(DispatchError, match=f"dispatch.address: nothing answers at 127.0.0.1:{port}"):
+        _check_reachable(f"127.0.0.1:{port}")
+    with socket.socket() as srv:  # a listener: reachable, no error
+        srv.bind(("127.0.0.1", 0))
+        srv.listen()
+        _check_reachable(f"127.0.0.1:{srv.getsockname()[1]}")
+    _check_reachable("auto")  # left to Ray

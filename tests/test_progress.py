@@ -51,3 +51,13 @@ def test_live_status_follows_the_running_stage_when_the_bar_is_drawn():
     tally.add(_rec(Status.OK, 0, candidate_ms=2.0))
     live.label = ""
     assert shown() == "build ▶0 ✓1 ✗0 | verify ▶0 ✓1 ✗0 | time ▶0 ✓1 ✗0"
+
+
+def test_mkb_progress_forces_a_terminal_bar_on_stderr(monkeypatch):
+    from kit.progress import job_progress
+
+    monkeypatch.setenv("MKB_PROGRESS", "1")
+    p = job_progress()
+    assert not p.disable and p.console.is_terminal and p.console.stderr
+    monkeypatch.delenv("MKB_PROGRESS")
+    assert job_progress().console.stderr

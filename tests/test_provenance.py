@@ -67,3 +67,14 @@ def test_collect_names_this_session(tmp_path):
     got = provenance.collect(cfg, None)
     assert set(provenance.SESSION_KEYS) <= set(got) and got["config_digest"] == cfg.digest()
     assert got["compiler"] == "unknown" and got["cpu_model"] == provenance.cpu_model()
+
+
+def test_a_key_a_session_did_not_record_is_not_a_difference(tmp_path):
+    old = _session("A", "t0")
+    del old["mnn_version"]
+    (tmp_path / provenance.FILE).write_text(json.dumps(old))
+    out = provenance.save(tmp_path, provenance.load(tmp_path), _session("A", "t1"))
+    assert "differs" not in out and [s.get("mnn_version") for s in out["sessions"]] == [None, "mnn_version-v"]
+    third = provenance.save(tmp_path, out, _session("A", "t2", mnn_version="9.9"))
+    assert third["differs"] == {"mnn_version": [None, "mnn_version-v", "9.9"]}
+    assert report.load_provenance(tmp_path)["mnn_version"] == "mnn_version-v | 9.9 (differs between sessions)"

@@ -1,0 +1,70 @@
+"""The run directory of ``mkb eval`` (``run.dir``), checked before any slow setup.
+
+A run directory holds the records of one configuration: every record carries the config digest
+(:meth:`kit.config.EvalConfig.digest`, over the settings that change a job's result), and a resumed run
+skips the jobs already recorded.  Records of two digests side by side would score one sample twice, so
+a config whose digest differs from the records already there is refused, naming the settings that
+changed (read from the ``config`` that ``provenance.json`` keeps).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from kit import provenance, shards
+from kit.config import ConfigError, EvalConfig
+
+
+def prepare(cfg: EvalConfig) -> Path:
+    """Create ``run.dir`` if needed and check it can take this run's records; returns it.
+
+    Raises:
+        ConfigError: ``run.dir`` is not a writable directory, or it holds records of another config digest
+            (the message names the changed settings and both digests).
+        kit.provenance.ProvenanceError: ``provenance.json`` there is not valid.
+        kit.shards.ShardError: a shard there is not a Parquet file.
+    """
+    run_dir = cfg.run.dir
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"run.dir: cannot create {run_dir}: {exc.strerror}") from exc
+    if not run_dir.is_dir() or not os.access(run_dir, os.W_OK | os.X_OK):
+        raise ConfigError(f"run.dir: {run_dir} is not a writable directory")
+    before = provenance.load(run_dir)
+    digests = recorded_digests(run_dir)
+    other = sorted(digests - {cfg.digest()})
+    if other:
+        changed = changed_settings((before or {}).get("config"), cfg)
+        what = f"settings changed: {', '.join(changed)}" if changed else "the changed settings are not known"
+        raise ConfigError(
+            f"run.dir: {run_dir} holds records of another configuration (config digest {', '.join(other)}; "
+            f"this config: {cfg.digest()}; {what}). Evaluate into another run.dir, or restore those settings "
+            f"to resume this run"
+        )
+    return run_dir
+
+
+def recorded_digests(run_dir: Path) -> set[str]:
+    """The config digests of the records in ``run_dir``'s shards (empty without shards)."""
+    col = shards.scan(run_dir, dedupe=False).select(pl.col("config_digest").unique()).collect()
+    return {d for d in col["config_digest"].to_list() if d}
+
+
+def changed_settings(recorded: Any, cfg: EvalConfig) -> list[str]:
+    """Dotted names of the digest's settings (:meth:`EvalConfig.digest_payload`) whose value in the recorded
+    config (``provenance.json``'s ``config``) differs from ``cfg``, as ``timing.threads (1 -> 2)``."""
+    if not isinstance(recorded, dict):
+        return []
+    out = []
+    for section, values in cfg.digest_payload().items():
+        old_sec = recorded.get(section) if isinstance(recorded.get(section), dict) else {}
+        for key, new in values.items():
+            old = old_sec.get(key)
+            if old != new:
+                out.append(f"{section}.{key} ({old!r} -> {new!r})")
+    return out
