@@ -9,6 +9,7 @@ changed (read from the ``config`` that ``provenance.json`` keeps).
 
 from __future__ import annotations
 
+import fcntl
 import os
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ def prepare(cfg: EvalConfig) -> Path:
         raise ConfigError(f"run.dir: cannot create {run_dir}: {exc.strerror}") from exc
     if not run_dir.is_dir() or not os.access(run_dir, os.W_OK | os.X_OK):
         raise ConfigError(f"run.dir: {run_dir} is not a writable directory")
+    _lock(run_dir)
     before = provenance.load(run_dir)
     digests = recorded_digests(run_dir)
     other = sorted(digests - {cfg.digest()})
@@ -47,6 +49,41 @@ def prepare(cfg: EvalConfig) -> Path:
             f"to resume this run"
         )
     return run_dir
+
+
+LOCK_FILE = ".lock"
+#: run directories this process holds (resolved path -> open lock file descriptor), for the process's life
+_HELD: dict[Path, int] = {}
+
+
+def _lock(run_dir: Path) -> None:
+    """Hold ``run_dir/.lock`` (flock, exclusive) until this process ends, so two ``mkb eval`` never write
+    into one run directory at once (the second would redo the first's pending jobs: doubled records).
+
+    Raises:
+        ConfigError: another process holds it (the message gives its pid).
+    """
+    key = run_dir.resolve()
+    if key in _HELD:
+        return
+    fd = os.open(run_dir / LOCK_FILE, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise ConfigError(f"run.dir: {run_dir} is in use by another mkb eval (pid {holder}); wait for it to end, "
+                          f"or evaluate into another run.dir") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
+    _HELD[key] = fd
+
+
+def release(run_dir: Path) -> None:
+    """Let go of ``run_dir``'s lock before this process ends (tests; a long-lived caller)."""
+    fd = _HELD.pop(Path(run_dir).resolve(), None)
+    if fd is not None:
+        os.close(fd)
 
 
 def recorded_digests(run_dir: Path) -> set[str]:

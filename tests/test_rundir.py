@@ -98,3 +98,26 @@ def test_report_errors_are_user_errors(tmp_path, capsys):
     (run / "report").write_text("a file where the report folder goes")
     assert main(["report", str(run)]) == 2
     assert "cannot write the report" in capsys.readouterr().err
+
+
+def test_a_run_dir_in_use_by_another_eval_is_refused(tmp_path):
+    """Two `mkb eval` on one run.dir would both run the pending jobs: the second is refused, naming the
+    first's pid; once the first ends (here: killed), the directory is free again."""
+    import subprocess
+    import sys
+
+    path = _cfg_file(tmp_path)
+    cfg = load_config(path)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from kit import rundir; from kit.config import load_config; "
+         "rundir.prepare(load_config(sys.argv[1])); print('held', flush=True); time.sleep(600)", path],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(ConfigError, match=f"in use by another mkb eval \\(pid {holder.pid}\\)"):
+            rundir.prepare(cfg)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert rundir.prepare(cfg) == cfg.run.dir
+    rundir.release(cfg.run.dir)
