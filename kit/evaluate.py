@@ -27,6 +27,7 @@ from kit.pipeline import Job, Timer, Worker, make_job_id, rejected_record, run_j
 from kit.progress import LiveStatus, StageTally, job_progress
 from kit.records import Record, Status
 from kit.rundir import prepare as prepare_run_dir
+from kit.rundir import release as release_run_dir
 from kit.tasks import Task, load_suite
 
 log = logging.getLogger("kit")
@@ -160,20 +161,30 @@ def run_jobs(jobs: list[Job], worker: Worker, run_dir: Path, label: str = "eval"
 
 
 def evaluate(cfg: EvalConfig) -> int:
-    """``mkb eval``: evaluate every candidate of ``cfg``; print CSR, FCR and fast_p per method. Returns 0."""
-    from kit.shards import done_job_ids, scan
+    """``mkb eval``: evaluate every candidate of ``cfg``; print CSR, FCR and fast_p per method. Returns 0.
 
+    Raises what :func:`kit.rundir.prepare` raises (another config's records, the run directory in use by
+    another evaluation), before any setup."""
     tasks = load_suite(cfg.tasks.dir, cfg.tasks.split, cfg.tasks.ids or None)
     all_ids = {t.id for t in load_suite(cfg.tasks.dir, "all")}
     if not cfg.candidates.sources and not cfg.candidates.native:
         from kit.config import ConfigError
 
         raise ConfigError("candidates.sources is empty and candidates.native is false: nothing to evaluate")
-    run_dir = prepare_run_dir(cfg)
-    if cfg.dispatch.mode != "serial":
-        from kit.dispatch import evaluate_distributed
+    run_dir = prepare_run_dir(cfg)  # held until this evaluation ends
+    try:
+        if cfg.dispatch.mode != "serial":
+            from kit.dispatch import evaluate_distributed
 
-        return evaluate_distributed(cfg, tasks, all_ids)
+            return evaluate_distributed(cfg, tasks, all_ids)
+        return _evaluate_serial(cfg, tasks, all_ids, run_dir)
+    finally:
+        release_run_dir(run_dir)
+
+
+def _evaluate_serial(cfg: EvalConfig, tasks: list[Task], all_ids: set[str], run_dir: Path) -> int:
+    from kit.shards import done_job_ids, scan
+
     # candidates are read (and a malformed source refused) before the slow setup of MNN
     jobs, orphans = make_jobs(cfg, tasks, all_ids, ensure_pristine(cfg).root if cfg.candidates.native else None)
     worker = setup_worker(cfg)

@@ -21,11 +21,12 @@ from kit.config import ConfigError, EvalConfig
 
 
 def prepare(cfg: EvalConfig) -> Path:
-    """Create ``run.dir`` if needed and check it can take this run's records; returns it.
+    """Create ``run.dir`` if needed, check it can take this run's records, and take its lock (held until
+    :func:`release` or the end of the process); returns it.
 
     Raises:
-        ConfigError: ``run.dir`` is not a writable directory, or it holds records of another config digest
-            (the message names the changed settings and both digests).
+        ConfigError: ``run.dir`` is not a writable directory, it holds records of another config digest
+            (the message names the changed settings and both digests), or another process evaluates into it.
         kit.provenance.ProvenanceError: ``provenance.json`` there is not valid.
         kit.shards.ShardError: a shard there is not a Parquet file.
     """
@@ -36,7 +37,6 @@ def prepare(cfg: EvalConfig) -> Path:
         raise ConfigError(f"run.dir: cannot create {run_dir}: {exc.strerror}") from exc
     if not run_dir.is_dir() or not os.access(run_dir, os.W_OK | os.X_OK):
         raise ConfigError(f"run.dir: {run_dir} is not a writable directory")
-    _lock(run_dir)
     before = provenance.load(run_dir)
     digests = recorded_digests(run_dir)
     other = sorted(digests - {cfg.digest()})
@@ -48,17 +48,18 @@ def prepare(cfg: EvalConfig) -> Path:
             f"this config: {cfg.digest()}; {what}). Evaluate into another run.dir, or restore those settings "
             f"to resume this run"
         )
+    _lock(run_dir)  # last: a refused run holds nothing
     return run_dir
 
 
 LOCK_FILE = ".lock"
-#: run directories this process holds (resolved path -> open lock file descriptor), for the process's life
+#: run directories this process holds (resolved path -> open lock file descriptor)
 _HELD: dict[Path, int] = {}
 
 
 def _lock(run_dir: Path) -> None:
-    """Hold ``run_dir/.lock`` (flock, exclusive) until this process ends, so two ``mkb eval`` never write
-    into one run directory at once (the second would redo the first's pending jobs: doubled records).
+    """Hold ``run_dir/.lock`` (flock, exclusive) until :func:`release` or the end of this process, so two
+    ``mkb eval`` never write into one run directory at once (the second would redo the first's pending jobs: doubled records).
 
     Raises:
         ConfigError: another process holds it (the message gives its pid).
@@ -80,7 +81,7 @@ def _lock(run_dir: Path) -> None:
 
 
 def release(run_dir: Path) -> None:
-    """Let go of ``run_dir``'s lock before this process ends (tests; a long-lived caller)."""
+    """Let go of ``run_dir``'s lock (:func:`kit.evaluate.evaluate` does when it ends)."""
     fd = _HELD.pop(Path(run_dir).resolve(), None)
     if fd is not None:
         os.close(fd)
