@@ -94,10 +94,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _log_records_when_no_progress_bar() -> None:
     """Without a live progress bar (stderr not a terminal: nohup, CI, a cluster job), print the kit's
     INFO log (one line per record, workers ready, retries) to stderr instead."""
-    from kit.progress import job_progress
+    from kit.progress import progress_shown
 
     log = logging.getLogger("kit")
-    if job_progress().disable and not log.handlers:
+    if not progress_shown() and not log.handlers:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
         log.addHandler(handler)

@@ -309,8 +309,7 @@ def worker_count(cfg: EvalConfig) -> int:
     d = cfg.dispatch
     nodes = _alive_nodes()
     if d.build_resource is not None:
-        if cfg.timing.enabled:
-            timing_nodes(cfg)
+        timer_nodes(cfg)  # raises when timing needs a label no node carries
         nodes = _labelled(nodes, d.build_resource, "build_resource")
     else:
         nodes = _labelled(nodes, d.timing_resource, "timing_resource")
@@ -318,6 +317,12 @@ def worker_count(cfg: EvalConfig) -> int:
     if cpus < 1:
         raise DispatchError("dispatch: the cluster's nodes report no CPU")
     return max(1, min(d.workers, cpus))
+
+
+def timer_nodes(cfg: EvalConfig) -> list[str]:
+    """The nodes that get a timing worker: :func:`timing_nodes` when build and timing nodes are apart and
+    timing is on, else none."""
+    return timing_nodes(cfg) if cfg.dispatch.build_resource is not None and cfg.timing.enabled else []
 
 
 def timing_nodes(cfg: EvalConfig) -> list[str]:
@@ -404,13 +409,14 @@ class _Driver:
             opts["resources"] = {placement: RESOURCE_FRACTION}
         self.actor_cls = ray.remote(**opts)(_JobActor)
         self.slots = [_Slot(i, "build" if self.split else "job") for i in range(n_workers)]
-        if self.split and cfg.timing.enabled:  # timing off: build workers write the final records
+        timers = timer_nodes(cfg)  # none with timing off: build workers write the final records
+        if timers:
             # no CPU reserved: exclusivity on the node comes from the node gate, and a node that carries
             # both labels must still place its build workers
             self.timer_cls = ray.remote(
                 num_cpus=0, max_restarts=0, max_concurrency=2, resources={d.timing_resource: RESOURCE_FRACTION}
             )(_TimeActor)
-            self.slots += [_Slot(i, "time", node_id=nid) for i, nid in enumerate(timing_nodes(cfg))]
+            self.slots += [_Slot(i, "time", node_id=nid) for i, nid in enumerate(timers)]
         self.n_timers = sum(1 for s in self.slots if s.role == "time")
         self.native_key: str | None = None
         self.time_queue: collections.deque[tuple[Job, Any]] = collections.deque()
@@ -750,8 +756,7 @@ def run_distributed(
     n = worker_count(cfg)
     where = f"{n} Ray worker(s)"
     if cfg.dispatch.build_resource is not None:
-        timers = len(timing_nodes(cfg)) if cfg.timing.enabled else 0
-        where = f"{n} Ray build worker(s) and {timers} timing worker(s)"
+        where = f"{n} Ray build worker(s) and {len(timer_nodes(cfg))} timing worker(s)"
     print(f"mkb eval: {unique} jobs, {unique - len(pending)} already recorded in {run_dir}; "
           f"{len(pending)} to run on {where}")
     if not pending:

@@ -38,8 +38,13 @@ def job_progress() -> Progress:
         TimeRemainingColumn(),
         TextColumn("{task.fields[status]}"),
         console=Console(stderr=True, force_terminal=True if forced else None),
-        disable=not sys.stderr.isatty() and not forced,
+        disable=not progress_shown(),
     )
+
+
+def progress_shown() -> bool:
+    """Whether :func:`job_progress` draws: stderr is a terminal, or ``MKB_PROGRESS=1``."""
+    return sys.stderr.isatty() or os.environ.get("MKB_PROGRESS") == "1"
 
 
 #: pipeline stages in order, and the stage each failing status stopped at

@@ -132,8 +132,7 @@ def load_provenance(run_dir: Path) -> dict[str, str]:
     except provenance.ProvenanceError as exc:
         raise ReportError(str(exc)) from exc
     out = {k: "unknown" if data.get(k) in (None, "") else str(data[k]) for k in PROVENANCE_KEYS}
-    differs = data.get("differs")
-    for k, values in (differs.items() if isinstance(differs, dict) else ()):
+    for k, values in data.get("differs", {}).items():  # an object: checked by provenance.load
         if k in out and isinstance(values, list):
             out[k] = " | ".join(dict.fromkeys(str(v) for v in values if v is not None)) + " (differs between sessions)"
     return out
