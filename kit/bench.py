@@ -8,21 +8,25 @@
 3. **scaling** (``--scaling``): the sample set, repeated under ``--copies`` method names, evaluated serially (no
    Ray, the loop of ``mkb eval`` with ``dispatch.mode = "serial"``), over Ray with 1 worker and over Ray with 2
    workers, each into a fresh run directory after a warm-up run (native baseline, both workspaces, ccache).
+   The three modes run in ``--rounds`` interleaved rounds, the order rotated each round (S 1 2, 1 2 S, 2 S 1) so
+   a drift of the host's speed hits every mode alike; each ratio is computed within a round (adjacent runs)
+   and the median over rounds is quoted with its range, the table shows each figure's median over rounds.
    Each mode is timed in parts: the fixed start (serial: ``setup_worker``; Ray: ``ray.init`` + the first worker
    ready), the steady work (serial: the job loop ``run_jobs``; Ray: ``work_s`` of ``run_distributed``, first
    worker ready to last record) and the stop.  Prints, side by side: the fixed starts, steady throughput,
    scaling efficiency = throughput(2) / (2 * throughput(1)), Ray's overhead per job = (Ray 1 worker work_s -
    serial work_s) / jobs (also in % of the serial time per job), the bound the node-exclusive timing lock puts
    on the efficiency, the time per job spent waiting for that lock (every worker's gate is a :class:`TimedGate`),
-   the host's CPU load, and the end-to-end figures.  The serial and 1-worker runs build with ``build.jobs`` (all
-   CPUs), the 2 workers with 1 each (``--one-worker-jobs`` changes the former).  Each mode runs once: run it on
-   a quiet host (it warns when the host is busy before it starts).
+   the seconds builds were paused for the other worker's timing, the host's CPU load, and the end-to-end
+   figures.  Every worker builds with ``ninja -j1`` (``--one-worker-jobs J`` gives the serial and 1-worker runs
+   J jobs instead, e.g. all CPUs: the best one worker does alone, a stricter baseline than per-worker scaling).
+   Run it on a quiet host (it warns when the host is busy before it starts).
 
 Engine: the real MNN tree when ``MKB_MNN__SOURCE_DIR`` is set (task ``--task``, sample from
 ``candidates/sample``), else the fixture engine shipped with the tests.
 
     python -m kit.bench [--task ID] [--sample correct] [--repeats 3]
-    python -m kit.bench --scaling [--copies N] [--one-worker-jobs J]   (Ray needs loopback networking)
+    python -m kit.bench --scaling [--rounds R] [--copies N] [--one-worker-jobs J]   (Ray needs loopback networking)
 """
 
 from __future__ import annotations
@@ -135,11 +139,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scaling", action="store_true", help="run the 1-vs-2-worker scaling benchmark instead")
     ap.add_argument("--copies", type=int, default=None, help="scaling: evaluate the sample set under this many "
                     "method names (default: 8 on the fixture engine, 1 on real MNN)")
-    ap.add_argument("--one-worker-jobs", type=int, default=None, help="scaling: build.jobs of the serial and "
-                    "1-worker runs (default: build.jobs, i.e. all CPUs; 2 workers always build with 1 each)")
+    ap.add_argument("--one-worker-jobs", type=int, default=1, help="scaling: ninja -j of the serial and "
+                    "1-worker runs (default 1, as each of the 2 workers: per-worker scaling)")
+    ap.add_argument("--rounds", type=int, default=None, help="scaling: interleaved rounds of the three modes "
+                    "(default: 3 on the fixture engine, 2 on real MNN)")
     args = ap.parse_args(argv)
     if args.scaling:
-        return scaling(args.copies, args.one_worker_jobs)
+        return scaling(args.copies, args.one_worker_jobs, args.rounds)
     real = bool(os.environ.get("MKB_MNN__SOURCE_DIR"))
     cand_root = (ROOT / "candidates" / "sample") if real else (ROOT / "tests" / "fixture_engine" / "candidates" / "sample")
     task_id = args.task or ("fx_argmax" if not real else sorted(p.name for p in cand_root.iterdir() if "argmax" in p.name)[0])
@@ -205,8 +211,9 @@ def stamped_setup(cfg: EvalConfig, index: int, name: str) -> Any:
 class TimedGate(NodeGate):
     """A :class:`kit.gate.NodeGate` (same lock file, same locking) that sums, per mode (``shared``: builds and
     verification; ``exclusive``: timing phases), the seconds spent waiting for the lock (``wait_s``) and holding
-    it (``held_s``).  With ``report`` set, the four sums are rewritten there (JSON) after each hold, so a Ray
-    actor's figures can be read by the driver; the serial run writes them too, so both carry the same cost."""
+    it (``held_s``; a shared hold includes the seconds its commands were paused for a timing phase, summed in
+    ``paused_s``).  With ``report`` set, the sums are rewritten there (JSON) after each hold, so a Ray actor's
+    figures can be read by the driver; the serial run writes them too, so both carry the same cost."""
 
     def __init__(self, path: Path, report: Path | None = None) -> None:
         super().__init__(path)
@@ -226,7 +233,7 @@ class TimedGate(NodeGate):
         self.wait_s[kind] += t1 - t0
         self.held_s[kind] += t2 - t1
         if self.report is not None:
-            self.report.write_text(json.dumps({"wait_s": self.wait_s, "held_s": self.held_s}))
+            self.report.write_text(json.dumps({"wait_s": self.wait_s, "held_s": self.held_s, "paused_s": self.paused_s}))
 
     def shared(self):
         return self._timed("shared", super().shared())
@@ -262,6 +269,8 @@ class ModeRun:
     #: summed over the workers' :class:`TimedGate`: seconds waiting for / holding the node lock, per mode
     wait_s: dict[str, float] = field(default_factory=lambda: {"shared": 0.0, "exclusive": 0.0})
     held_s: dict[str, float] = field(default_factory=lambda: {"shared": 0.0, "exclusive": 0.0})
+    #: summed over the workers: seconds their builds/verifications were paused for a timing phase
+    paused_s: float = 0.0
     #: fraction of the host's CPU time busy during the work (Ray: first worker ready to run_distributed's return)
     cpu_busy: float = float("nan")
     n: int = 0
@@ -300,6 +309,7 @@ def _tally(m: ModeRun, run_dir: Path) -> ModeRun:
         for kind in ("shared", "exclusive"):
             m.wait_s[kind] += d["wait_s"][kind]
             m.held_s[kind] += d["held_s"][kind]
+        m.paused_s += d["paused_s"]
     return m
 
 
@@ -369,11 +379,32 @@ def _busy(a: tuple[int, int], b: tuple[int, int]) -> float:
     return (b[0] - a[0]) / (b[1] - a[1]) if b[1] > a[1] else float("nan")
 
 
-def scaling(copies: int | None = None, one_worker_jobs: int | None = None) -> int:
+def _median_run(runs: list[ModeRun]) -> ModeRun:
+    """A :class:`ModeRun` whose every figure is the median of ``runs``' (the same mode in each round)."""
+    med = ModeRun(runs[0].label, runs[0].workers, runs[0].build_jobs, statuses=runs[0].statuses)
+    for name in ("init_s", "ready_s", "stagger_s", "work_s", "stop_s", "paused_s", "cpu_busy", "job_wall_s",
+                 "build_s"):
+        setattr(med, name, statistics.median(getattr(r, name) for r in runs))
+    for name in ("wait_s", "held_s"):
+        setattr(med, name, {k: statistics.median(getattr(r, name)[k] for r in runs) for k in ("shared", "exclusive")})
+    med.n = runs[0].n
+    return med
+
+
+def _spread(values: list[float], fmt: str = "{:.2f}") -> str:
+    """``median (min-max over N rounds)``."""
+    text = fmt.format(statistics.median(values))
+    if len(values) > 1:
+        text += f" ({fmt.format(min(values))}-{fmt.format(max(values))} over {len(values)} rounds)"
+    return text
+
+
+def scaling(copies: int | None = None, one_worker_jobs: int | None = 1, rounds: int | None = None) -> int:
     """Benchmark 3 (see module docstring)."""
     real = bool(os.environ.get("MKB_MNN__SOURCE_DIR"))
     cand_root = (ROOT / "candidates" / "sample") if real else (ROOT / "tests" / "fixture_engine" / "candidates" / "sample")
     copies = copies or (1 if real else 8)
+    rounds = rounds or (2 if real else 3)
     with tempfile.TemporaryDirectory(prefix="mkb-scaling-") as tmp_s:
         tmp = Path(tmp_s)
         cfg_path = _config(tmp, real, "unused", cand_root)
@@ -404,21 +435,31 @@ def scaling(copies: int | None = None, one_worker_jobs: int | None = None) -> in
         ensure_pristine(base)
         # warm-up: native baseline, workspaces w0 and w1, ccache and the native models, for every sample once
         run_ray(cfg_for("warm", "ray", 2, 1), [j for j in jobs if j.method == "bench0"], "warm-up")
-        serial = run_serial(cfg_for("serial", "serial", 1, one), jobs, "serial")
-        ray1 = run_ray(cfg_for("ray1", "ray", 1, one), jobs, "ray 1 worker")
-        ray2 = run_ray(cfg_for("ray2", "ray", 2, 1), jobs, "ray 2 workers")
+        modes = {
+            "serial": lambda r: run_serial(cfg_for(f"serial-{r}", "serial", 1, one), jobs, "serial"),
+            "ray1": lambda r: run_ray(cfg_for(f"ray1-{r}", "ray", 1, one), jobs, "ray 1 worker"),
+            "ray2": lambda r: run_ray(cfg_for(f"ray2-{r}", "ray", 2, 1), jobs, "ray 2 workers"),
+        }
+        names = list(modes)
+        per: dict[str, list[ModeRun]] = {k: [] for k in names}
+        for r in range(rounds):
+            for k in names[r % 3:] + names[: r % 3]:  # rotated: each mode runs first, middle and last
+                per[k].append(modes[k](r))
+        serial, ray1, ray2 = (_median_run(per[k]) for k in names)
         runs = (serial, ray1, ray2)
+        every = [m for k in names for m in per[k]]
 
         n = serial.n
         print()
         print(f"engine: {'MNN ' + base.mnn.version if real else 'fixture'}; {n} jobs = {n // copies} samples of "
               f"{cand_root.relative_to(ROOT)} x {copies} method names; timing {base.timing.rounds} rounds x "
-              f"{base.timing.iterations} iterations; host: {os.cpu_count()} CPUs")
+              f"{base.timing.iterations} iterations; host: {os.cpu_count()} CPUs; {rounds} interleaved round(s) of "
+              f"the three modes, figures below are medians over rounds")
         print(f"host CPU busy before the benchmark (2 s sample): {100 * idle_busy:.0f} %"
               + ("  WARNING: other load on the host distorts every figure below" if idle_busy > 0.1 else ""))
-        print(f"build.jobs: {one} for serial and Ray 1 worker, 1 per worker for Ray 2 workers: every mode has the "
-              f"same cores, so the 1-worker baseline is the best one worker does here"
-              + (" (efficiency is conservative: vs -j1 it would read higher)" if one > 1 else " (-j1: pure per-worker scaling)"))
+        print(f"ninja -j: {one} for serial and Ray 1 worker, 1 per worker for Ray 2 workers"
+              + (" (-j1 everywhere: per-worker scaling)" if one == 1 else
+                 f" (the 1-worker baseline has all {one} jobs: stricter than per-worker scaling)"))
         print(f"fixed start [s]: serial setup_worker {serial.init_s:.2f} | Ray 1 worker: ray.init {ray1.init_s:.2f}"
               f" + worker ready {ray1.ready_s:.2f} = {ray1.start_s:.2f} | Ray 2 workers: ray.init {ray2.init_s:.2f}"
               f" + first worker ready {ray2.ready_s:.2f} = {ray2.start_s:.2f} (second worker ready "
@@ -434,6 +475,7 @@ def scaling(copies: int | None = None, one_worker_jobs: int | None = None) -> in
             ("  timing, lock held [ms]", lambda m: f"{1000 * m.held_s['exclusive'] / m.n:.0f}"),
             ("  waiting for the lock to time [ms]", lambda m: f"{1000 * m.wait_s['exclusive'] / m.n:.0f}"),
             ("  waiting for the lock to build/verify [ms]", lambda m: f"{1000 * m.wait_s['shared'] / m.n:.0f}"),
+            ("  build/verify paused for timing [ms]", lambda m: f"{1000 * m.paused_s / m.n:.0f}"),
             ("host CPU busy during the work [%]", lambda m: f"{100 * m.cpu_busy:.0f}"),
             ("end to end: start + work + stop [s]", lambda m: f"{m.total_s:.1f}"),
             ("end-to-end throughput [jobs/s]", lambda m: f"{m.n / m.total_s:.3f}"),
@@ -441,35 +483,39 @@ def scaling(copies: int | None = None, one_worker_jobs: int | None = None) -> in
         print(f"{'':44}" + "".join(f"{m.label:>15}" for m in runs))
         for name, fmt in rows:
             print(f"{name:44}" + "".join(f"{fmt(m):>15}" for m in runs))
-        if len({tuple(m.statuses.items()) for m in runs}) > 1 or len({m.n for m in runs}) > 1:
-            print("WARNING: the modes' records differ: " + "; ".join(f"{m.label} {m.statuses}" for m in runs))
+        if len({tuple(m.statuses.items()) for m in every}) > 1 or len({m.n for m in every}) > 1:
+            print("WARNING: the runs' records differ: " + "; ".join(f"{m.label} {m.statuses}" for m in every))
         else:
-            print(f"records (same in every mode): {serial.statuses}")
+            print(f"records (same in every run): {serial.statuses}")
 
-        eff = ray2.jobs_per_s / (2 * ray1.jobs_per_s)
-        eff_e2e = (n / ray2.total_s) / (2 * n / ray1.total_s)
+        effs = [b.jobs_per_s / (2 * a.jobs_per_s) for a, b in zip(per["ray1"], per["ray2"])]
+        effs_e2e = [a.total_s / (2 * b.total_s) for a, b in zip(per["ray1"], per["ray2"])]
         x = serial.held_s["exclusive"] / n  # seconds per job inside the node-exclusive timing lock
         p = serial.work_s / n - x
-        print(f"scaling efficiency 1 -> 2 workers, steady: {eff:.2f} (target >= 0.9); end to end: {eff_e2e:.2f}")
+        print(f"scaling efficiency 1 -> 2 workers, steady: {_spread(effs)} (target >= 0.9); end to end: "
+              f"{_spread(effs_e2e)}")
         print(f"  bound from the node-exclusive timing lock alone: timing phases take {1000 * x:.0f} of "
               f"{1000 * (x + p):.0f} ms of a serial job ({100 * x / (x + p):.0f} %), nothing else runs meanwhile, "
               f"so efficiency <= (X+P)/(2X+P) = {(x + p) / (2 * x + p):.2f}")
         w1, w2 = ray1.job_wall_s / n, ray2.job_wall_s / n
         waits = (sum(ray2.wait_s.values()) - sum(ray1.wait_s.values())) / n
+        paused = (ray2.paused_s - ray1.paused_s) / n
         print(f"  2 workers: a job takes {1000 * w2:.0f} ms in its worker vs {1000 * w1:.0f} ms alone: "
-              f"{1000 * waits:+.0f} ms waiting for the node lock (timing waits until the other worker's build or "
-              f"verification ends, then blocks it), {1000 * (w2 - w1 - waits):+.0f} ms slower steps (two jobs and "
-              f"Ray on {os.cpu_count()} CPUs, {100 * ray2.cpu_busy:.0f} % busy"
+              f"{1000 * waits:+.0f} ms waiting for the node lock (timing waits for the other worker's Python steps "
+              f"between commands; builds wait while the other times), {1000 * paused:+.0f} ms with its build or "
+              f"verification paused for the other's timing, {1000 * (w2 - w1 - waits - paused):+.0f} ms slower "
+              f"steps (two jobs and Ray on {os.cpu_count()} CPUs, {100 * ray2.cpu_busy:.0f} % busy"
               + (f"; ninja -j1 instead of -j{one}: build_s {1000 * (ray2.build_s - ray1.build_s) / n:+.0f} ms)"
                  if one > 1 else ")"))
-        over = (ray1.work_s - serial.work_s) / n
-        over_e2e = (ray1.total_s - serial.total_s) / n
-        inside = (ray1.job_wall_s - serial.job_wall_s) / n
-        print(f"Ray overhead per job vs serial, steady: {1000 * over:.1f} ms ({100 * over / (serial.work_s / n):.1f} % "
-              f"of {serial.per_job_ms:.0f} ms; target <= 5 %); end to end: {1000 * over_e2e:.0f} ms "
-              f"({100 * over_e2e / (serial.total_s / n):.1f} %, fixed start included)")
-        print(f"  of which the job itself ran longer in the actor: {1000 * inside:.1f} ms (CPU shared with Ray's "
-              f"processes); dispatch and record handling: {1000 * (over - inside):.1f} ms")
+        over = [(b.work_s - a.work_s) / n for a, b in zip(per["serial"], per["ray1"])]
+        over_pct = [100 * o / (a.work_s / n) for o, a in zip(over, per["serial"])]
+        over_e2e = [(b.total_s - a.total_s) / n for a, b in zip(per["serial"], per["ray1"])]
+        inside = statistics.median((b.job_wall_s - a.job_wall_s) / n for a, b in zip(per["serial"], per["ray1"]))
+        print(f"Ray overhead per job vs serial, steady: {_spread([1000 * o for o in over], '{:.1f}')} ms = "
+              f"{_spread(over_pct, '{:.1f}')} % of the serial time per job (target <= 5 %); end to end: "
+              f"{_spread([1000 * o for o in over_e2e], '{:.0f}')} ms (fixed start included)")
+        print(f"  of which the job itself ran longer in the actor: {1000 * inside:.1f} ms; dispatch and record "
+              f"handling: {1000 * (statistics.median(over) - inside):.1f} ms")
     return 0
 
 

@@ -30,7 +30,8 @@ The only module that imports Ray.
 * **Progress.** The live display counts jobs running / passed / failed per stage (build, verify, time);
   busy actors report their stage through a second actor thread (:meth:`_Actor.stage`).
 * **Timing exclusivity** is not scheduled here: :class:`kit.gate.NodeGate` (a file lock in the node's cache
-  directory) lets one timing phase run per node with nothing building beside it, whichever actor holds it.
+  directory) lets one timing phase run per node with nothing building beside it, whichever actor holds it
+  (running builds are paused for the phase, not waited for).
 * **Records.** The driver receives each :class:`~kit.records.Record` as it completes (``ray.wait``) and
   appends it to the shard of the actor that produced it (:class:`kit.shards.ShardWriter`, one file per
   record), so only the driver writes files and a killed driver loses only the jobs in flight.  Rerunning

@@ -53,10 +53,12 @@ def setup_worker(cfg: EvalConfig, index: int | None = None, name: str | None = N
         log.warning("workspace %s: killed %d process group(s) left by a dead worker", ws.root, len(killed))
     gate = NodeGate(cfg.mnn.cache_dir / "node.lock")
     lock_path = cfg.mnn.cache_dir / "native.lock"
-    with open(lock_path, "w") as lock, gate.shared():
+    # the native lock first: never wait for another lock while holding the gate (see kit.gate)
+    with open(lock_path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        native = ensure_native(cfg, pristine, ws)
-        mbuild.configure(ws, cfg)
+        with gate.shared():
+            native = ensure_native(cfg, pristine, ws)
+            mbuild.configure(ws, cfg)
     return Worker(cfg, ws, native, name=name or ws.root.name, mnn_version=cfg.mnn.version, gate=gate)
 
 

@@ -17,6 +17,7 @@ the next owner of that directory (the worker that takes the same workspace) kill
 
 from __future__ import annotations
 
+import contextvars
 import ctypes
 import os
 import resource
@@ -24,9 +25,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 #: environment variables passed through by default (everything else must be given explicitly)
 BASE_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "CCACHE_DIR", "CCACHE_BASEDIR", "CCACHE_NOHASHDIR")
@@ -38,7 +41,8 @@ class ProcResult:
 
     ``returncode`` is the exit status, or ``-N`` when killed by signal N (then ``signal == N``).
     ``stdout``/``stderr`` are decoded (UTF-8, replacement) and truncated to ``log_limit`` bytes each,
-    keeping the head and the tail.  ``wall_s`` is wall-clock seconds.
+    keeping the head and the tail.  ``wall_s`` is wall-clock seconds the command ran, not counting
+    ``paused_s``, the seconds it was stopped while a timing phase had the node (see :func:`pausable`).
     """
 
     argv: tuple[str, ...]
@@ -49,6 +53,7 @@ class ProcResult:
     timed_out: bool = False
     signal: int | None = None
     truncated: bool = False
+    paused_s: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -62,6 +67,37 @@ class ProcResult:
 #: where :func:`run` records the process group of each running child (None: not recorded)
 _track_dir: Path | None = None
 _PR_SET_PDEATHSIG = 1
+
+
+class Pausable(Protocol):
+    """What :func:`run` polls while a command runs inside :func:`pausable` (:class:`kit.gate.NodeGate`'s
+    shared hold implements it)."""
+
+    def requested(self) -> bool:
+        """True when the command should pause now."""
+        ...
+
+    def yield_turn(self) -> float:
+        """Block while the command is paused; return the seconds waited."""
+        ...
+
+
+_pausable: contextvars.ContextVar[Pausable | None] = contextvars.ContextVar("mkb_pausable", default=None)
+#: seconds between two polls of the pause hook while a command runs
+PAUSE_POLL_S = 0.02
+
+
+@contextmanager
+def pausable(hook: Pausable) -> Iterator[None]:
+    """Commands :func:`run` starts in this thread inside the block poll ``hook`` every :data:`PAUSE_POLL_S`
+    seconds; when ``hook.requested()``, every process of the command's session is stopped (SIGSTOP),
+    ``hook.yield_turn()`` is called, then they are continued (SIGCONT).  The paused seconds extend the
+    command's timeout and are reported as ``ProcResult.paused_s``."""
+    token = _pausable.set(hook)
+    try:
+        yield
+    finally:
+        _pausable.reset(token)
 
 
 def track_children(directory: Path) -> list[int]:
@@ -100,26 +136,32 @@ def session_members(sid: int) -> list[int]:
     return pids
 
 
-def kill_session(sid: int) -> bool:
-    """SIGKILL every process of session ``sid`` (its leader's group and every other group in it).
-    Returns True if any process was signalled."""
+def signal_session(sid: int, sig: int, passes: int = 2) -> bool:
+    """Send ``sig`` to every process of session ``sid`` (its leader's group, then each member found in
+    /proc, ``passes`` times: a process may fork while we scan).  Returns True if any process was signalled."""
     hit = False
     try:
-        os.killpg(sid, signal.SIGKILL)
+        os.killpg(sid, sig)
         hit = True
     except (ProcessLookupError, PermissionError):
         pass
-    for _ in range(3):  # a process may fork while we scan: a few passes
+    for _ in range(passes):
         members = session_members(sid)
         if not members:
             break
         for pid in members:
             try:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, sig)
                 hit = True
             except (ProcessLookupError, PermissionError):
                 pass
     return hit
+
+
+def kill_session(sid: int) -> bool:
+    """SIGKILL every process of session ``sid`` (its leader's group and every other group in it).
+    Returns True if any process was signalled."""
+    return signal_session(sid, signal.SIGKILL, passes=3)
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -221,8 +263,13 @@ def run(
     if marker is not None:
         marker.touch()
     timed_out = False
+    paused = [0.0]
+    hook = _pausable.get()
     try:
-        out, err = proc.communicate(input=stdin_bytes, timeout=timeout_s)
+        if hook is None:
+            out, err = proc.communicate(input=stdin_bytes, timeout=timeout_s)
+        else:
+            out, err = _communicate_pausable(proc, stdin_bytes, timeout_s, hook, paused)
     except subprocess.TimeoutExpired:
         timed_out = True
         _kill_group(proc, grace_s)
@@ -237,7 +284,8 @@ def run(
     finally:
         if marker is not None:
             marker.unlink(missing_ok=True)
-    wall = time.monotonic() - start
+    paused_s = paused[0]
+    wall = time.monotonic() - start - paused_s
     rc = proc.returncode
     sig = -rc if rc is not None and rc < 0 else None
     so, t1 = _truncate(out or b"", log_limit)
@@ -251,7 +299,36 @@ def run(
         timed_out=timed_out,
         signal=sig,
         truncated=t1 or t2,
+        paused_s=paused_s,
     )
+
+
+def _communicate_pausable(
+    proc: subprocess.Popen[bytes], stdin_bytes: bytes | None, timeout_s: float | None, hook: Pausable,
+    paused: list[float],
+) -> tuple[bytes, bytes]:
+    """``proc.communicate`` in slices of :data:`PAUSE_POLL_S`, pausing the session when ``hook`` asks; the
+    paused seconds are added to ``paused[0]``.  Raises subprocess.TimeoutExpired when the running (not
+    paused) time exceeds ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s if timeout_s is not None else None
+    first = True
+    while True:
+        slice_s = PAUSE_POLL_S if deadline is None else max(0.0, min(PAUSE_POLL_S, deadline - time.monotonic()))
+        try:
+            return proc.communicate(input=stdin_bytes if first else None, timeout=slice_s)
+        except subprocess.TimeoutExpired:
+            first = False
+            if deadline is not None and time.monotonic() >= deadline:
+                raise
+        if hook.requested():
+            signal_session(proc.pid, signal.SIGSTOP)
+            try:
+                waited = hook.yield_turn()
+            finally:
+                signal_session(proc.pid, signal.SIGCONT, passes=1)
+            paused[0] += waited
+            if deadline is not None:
+                deadline += waited
 
 
 def which(program: str, env: Mapping[str, str] | None = None) -> Path | None:
