@@ -17,13 +17,13 @@ the next owner of that directory (the worker that takes the same workspace) kill
 
 from __future__ import annotations
 
-import contextvars
 import ctypes
 import os
 import resource
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -77,12 +77,15 @@ class Pausable(Protocol):
         """True when the command should pause now."""
         ...
 
-    def yield_turn(self) -> float:
-        """Block while the command is paused; return the seconds waited."""
+    def pause(self, sid: int) -> float:
+        """Stop every process of session ``sid``, block until it may go on, continue it; return the seconds
+        it was stopped.  If this raises, the session must be left killed, not running."""
         ...
 
 
-_pausable: contextvars.ContextVar[Pausable | None] = contextvars.ContextVar("mkb_pausable", default=None)
+#: per thread: the pause hook of the innermost :func:`pausable` block (thread-local, never copied into
+#: another thread's context)
+_hooks = threading.local()
 #: seconds between two polls of the pause hook while a command runs
 PAUSE_POLL_S = 0.02
 
@@ -90,14 +93,14 @@ PAUSE_POLL_S = 0.02
 @contextmanager
 def pausable(hook: Pausable) -> Iterator[None]:
     """Commands :func:`run` starts in this thread inside the block poll ``hook`` every :data:`PAUSE_POLL_S`
-    seconds; when ``hook.requested()``, every process of the command's session is stopped (SIGSTOP),
-    ``hook.yield_turn()`` is called, then they are continued (SIGCONT).  The paused seconds extend the
+    seconds and call ``hook.pause(session id)`` when ``hook.requested()``.  The paused seconds extend the
     command's timeout and are reported as ``ProcResult.paused_s``."""
-    token = _pausable.set(hook)
+    previous = getattr(_hooks, "hook", None)
+    _hooks.hook = hook
     try:
         yield
     finally:
-        _pausable.reset(token)
+        _hooks.hook = previous
 
 
 def track_children(directory: Path) -> list[int]:
@@ -120,18 +123,33 @@ def track_children(directory: Path) -> list[int]:
     return killed
 
 
-def session_members(sid: int) -> list[int]:
-    """Pids of the live processes of session ``sid`` (from /proc; zombies left out)."""
+def _stat(pid: int | str) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (state first), or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def process_start(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot; with the pid, it names a process even after
+    the pid is reused), or None if it is gone or a zombie."""
+    fields = _stat(pid)
+    return int(fields[19]) if fields is not None and fields[0] != "Z" else None
+
+
+def session_members(sid: int, state: str | None = None) -> list[int]:
+    """Pids of the live processes of session ``sid`` (from /proc; zombies left out), only those in
+    ``state`` (e.g. ``"T"``, stopped) when given."""
     pids = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry.name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
+        fields = _stat(entry.name)
+        if fields is None or fields[0] == "Z" or int(fields[3]) != sid:
             continue
-        if fields[0] != "Z" and int(fields[3]) == sid:
+        if state is None or fields[0] == state:
             pids.append(int(entry.name))
     return pids
 
@@ -264,19 +282,21 @@ def run(
         marker.touch()
     timed_out = False
     paused = [0.0]
-    hook = _pausable.get()
+    hook = getattr(_hooks, "hook", None)
     try:
         if hook is None:
-            out, err = proc.communicate(input=stdin_bytes, timeout=timeout_s)
+            try:
+                out, err = proc.communicate(input=stdin_bytes, timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(proc, grace_s)
+                out, err = proc.communicate()
         else:
-            out, err = _communicate_pausable(proc, stdin_bytes, timeout_s, hook, paused)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(proc, grace_s)
-        out, err = proc.communicate()
+            out, err, timed_out = _communicate_pausable(proc, stdin_bytes, timeout_s, grace_s, hook, paused)
     except BaseException:
         _kill_group(proc, grace_s)
-        proc.communicate()
+        if hook is None:
+            proc.communicate()
         raise
     else:
         # the leader exited; make sure nothing it started lingers in its session
@@ -304,31 +324,47 @@ def run(
 
 
 def _communicate_pausable(
-    proc: subprocess.Popen[bytes], stdin_bytes: bytes | None, timeout_s: float | None, hook: Pausable,
-    paused: list[float],
-) -> tuple[bytes, bytes]:
-    """``proc.communicate`` in slices of :data:`PAUSE_POLL_S`, pausing the session when ``hook`` asks; the
-    paused seconds are added to ``paused[0]``.  Raises subprocess.TimeoutExpired when the running (not
-    paused) time exceeds ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s if timeout_s is not None else None
-    first = True
-    while True:
-        slice_s = PAUSE_POLL_S if deadline is None else max(0.0, min(PAUSE_POLL_S, deadline - time.monotonic()))
+    proc: subprocess.Popen[bytes], stdin_bytes: bytes | None, timeout_s: float | None, grace_s: float,
+    hook: Pausable, paused: list[float],
+) -> tuple[bytes, bytes, bool]:
+    """``proc.communicate`` in a pump thread (stdin written and output read as the child goes, once), while
+    this thread polls ``hook`` every :data:`PAUSE_POLL_S` seconds and enforces ``timeout_s`` on the running
+    (not paused) time.  The paused seconds are added to ``paused[0]``.  Returns (stdout, stderr, timed_out);
+    on any exception the command is killed and the pump joined before it propagates."""
+    box: dict[str, object] = {}
+
+    def pump() -> None:
         try:
-            return proc.communicate(input=stdin_bytes if first else None, timeout=slice_s)
-        except subprocess.TimeoutExpired:
-            first = False
-            if deadline is not None and time.monotonic() >= deadline:
-                raise
-        if hook.requested():
-            signal_session(proc.pid, signal.SIGSTOP)
-            try:
-                waited = hook.yield_turn()
-            finally:
-                signal_session(proc.pid, signal.SIGCONT, passes=1)
-            paused[0] += waited
-            if deadline is not None:
-                deadline += waited
+            box["out"] = proc.communicate(input=stdin_bytes)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["exc"] = exc
+
+    pumper = threading.Thread(target=pump, name=f"mkb-pump-{proc.pid}", daemon=True)
+    pumper.start()
+    deadline = time.monotonic() + timeout_s if timeout_s is not None else None
+    timed_out = False
+    try:
+        while pumper.is_alive():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                timed_out = True
+                _kill_group(proc, grace_s)
+                break
+            pumper.join(PAUSE_POLL_S if left is None else min(PAUSE_POLL_S, left))
+            if pumper.is_alive() and hook.requested():
+                waited = hook.pause(proc.pid)
+                paused[0] += waited
+                if deadline is not None:
+                    deadline += waited
+    except BaseException:
+        kill_session(proc.pid)
+        pumper.join()
+        raise
+    pumper.join()
+    if "exc" in box:
+        raise box["exc"]  # type: ignore[misc]
+    out, err = box["out"]  # type: ignore[misc]
+    return out, err, timed_out
 
 
 def which(program: str, env: Mapping[str, str] | None = None) -> Path | None:

@@ -23,16 +23,21 @@ from kit.gate import NodeGate
 # a gate that never lets the timer in would hang: fail instead
 pytestmark = pytest.mark.timeout(120)
 
-# parent and a forked child in a process group of its own (as ninja runs compilers) each append a
-# monotonic_ns line every 5 ms until the stop file exists, then one last line
+# the parent, a forked child in a process group of its own (as ninja runs compilers) and a forked sibling in the
+# parent's group (as a shell's or cmake's children) each append a monotonic_ns line every 5 ms until the stop
+# file exists, then one last line
+SIDES = ("parent", "child", "sibling")
 TICKER = textwrap.dedent(
     """
     import os, sys, time
     prefix, stop = sys.argv[1], sys.argv[2]
-    pid = os.fork()
-    if pid == 0:
+    role = "parent"
+    if os.fork() == 0:
         os.setpgid(0, 0)
-    side = prefix + (".child" if pid == 0 else ".parent")
+        role = "child"
+    elif os.fork() == 0:
+        role = "sibling"
+    side = prefix + "." + role
     with open(side + ".pid", "w") as f:
         f.write(str(os.getpid()))
     with open(side, "a") as f:
@@ -40,8 +45,8 @@ TICKER = textwrap.dedent(
             f.write(f"{time.monotonic_ns()}\\n"); f.flush()
             time.sleep(0.005)
         f.write(f"{time.monotonic_ns()}\\n"); f.flush()
-    if pid:
-        os.waitpid(pid, 0)
+    if role == "parent":
+        os.wait(); os.wait()
     """
 )
 
@@ -78,7 +83,7 @@ class Build:
 
         self.thread = threading.Thread(target=body)
         self.thread.start()
-        for side in ("parent", "child"):
+        for side in SIDES:
             _wait_until(lambda s=side: len(_ticks(Path(f"{self.prefix}.{s}"))) >= 5, f"the ticker's {side} to run")
 
     def finish(self) -> proc.ProcResult:
@@ -90,7 +95,7 @@ class Build:
         return self.result
 
     def ticks(self) -> dict[str, list[int]]:
-        return {side: _ticks(Path(f"{self.prefix}.{side}")) for side in ("parent", "child")}
+        return {side: _ticks(Path(f"{self.prefix}.{side}")) for side in SIDES}
 
 
 def test_timing_phase_pauses_a_running_build_and_resumes_it(tmp_path):
@@ -154,7 +159,7 @@ def test_a_killed_timer_lets_the_paused_build_resume(tmp_path):
         if timer.poll() is None:
             timer.kill()
     # the kernel released the dead timer's locks: the build resumes on its own
-    _wait_until(lambda: max(build.ticks()["parent"]) > t1 and max(build.ticks()["child"]) > t1, "the build to resume")
+    _wait_until(lambda: all(max(t) > t1 for t in build.ticks().values()), "the build to resume")
     res = build.finish()
     assert res.ok, res.output
     for side, ticks in build.ticks().items():
@@ -170,40 +175,104 @@ def _state(pid: int) -> str:
         return "-"
 
 
+BUILDER = """
+import sys
+from pathlib import Path
+from kit import proc
+from kit.gate import NodeGate
+gate, argv = Path(sys.argv[1]), sys.argv[2:]
+with NodeGate(gate).shared():
+    proc.run(argv, timeout_s=600)
+"""
+
+
+def _start_builder(tmp: Path, argv: list[str]) -> subprocess.Popen:
+    """A builder process: holds the gate ``tmp/node.lock`` shared and runs ``argv`` through proc.run."""
+    return subprocess.Popen([sys.executable, "-c", BUILDER, str(tmp / "node.lock"), *argv],
+                            cwd=Path(__file__).resolve().parent.parent)
+
+
 def test_a_builder_killed_while_paused_leaves_no_stopped_process(tmp_path):
-    """The build's direct child dies with its worker (PR_SET_PDEATHSIG) and a process in another group of
-    its session (a compiler under ninja) gets SIGHUP + SIGCONT from the kernel as its group is orphaned with a
-    stopped member: nothing stays stopped on the node, even while the timing phase goes on."""
+    """The build's direct child dies with its worker (PR_SET_PDEATHSIG); a process in another group of its
+    session (a compiler under ninja) gets SIGHUP + SIGCONT from the kernel; a process in the leader's own
+    group (a shell's child) would stay stopped for ever: the timer reaps it when it leaves the gate."""
     (tmp_path / "ticker.py").write_text(TICKER)
     prefix, stop = tmp_path / "ticks", tmp_path / "stop"
-    builder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(
-            f"""
-            import sys
-            from pathlib import Path
-            from kit import proc
-            from kit.gate import NodeGate
-            with NodeGate(Path({str(tmp_path / 'node.lock')!r})).shared():
-                proc.run([sys.executable, {str(tmp_path / 'ticker.py')!r}, {str(prefix)!r}, {str(stop)!r}], timeout_s=600)
-            """
-        )],
-        cwd=Path(__file__).resolve().parent.parent,
-    )
+    builder = _start_builder(tmp_path, [sys.executable, str(tmp_path / "ticker.py"), str(prefix), str(stop)])
     try:
-        pid_files = [Path(f"{prefix}.{side}.pid") for side in ("parent", "child")]
+        pid_files = [Path(f"{prefix}.{side}.pid") for side in SIDES]
         _wait_until(lambda: all(f.exists() and f.read_text() for f in pid_files), "the ticker to start")
         pids = [int(f.read_text()) for f in pid_files]
-        with NodeGate(tmp_path / "node.lock").exclusive():
+        timer = NodeGate(tmp_path / "node.lock")
+        with timer.exclusive():
             # SIGSTOP was sent before the gate was let go; the state shows once each process is scheduled
-            _wait_until(lambda: [_state(pid) for pid in pids] == ["T", "T"], "the build to be paused", 10)
+            _wait_until(lambda: [_state(pid) for pid in pids] == ["T"] * 3, "the build to be paused", 10)
+            assert list(timer.paused_dir.iterdir()), "the pause was not recorded"
             builder.send_signal(signal.SIGKILL)
             builder.wait(30)
-            _wait_until(lambda: all(_state(pid) in ("-", "Z") for pid in pids), "the paused processes to end")
+            _wait_until(lambda: _state(pids[0]) in ("-", "Z"), "the direct child to die with the builder")
+            assert _state(pids[2]) == "T"  # nothing the kernel does reaches the leader's own group
+        # leaving the gate, the timer killed the stopped processes of the dead builder's session
+        _wait_until(lambda: all(_state(pid) in ("-", "Z") for pid in pids), "the paused processes to end")
+        assert not list(timer.paused_dir.iterdir())
         assert not stop.exists()  # they ended on their own, not because the ticker was told to stop
     finally:
         if builder.poll() is None:
             builder.kill()
         stop.touch()
+
+
+def test_an_interrupted_pause_kills_the_command_instead_of_resuming_it(tmp_path):
+    """SIGINT to a paused builder (KeyboardInterrupt while it waits for the timing phase): the command,
+    which ignores SIGTERM, must not run again inside the timing phase."""
+    (tmp_path / "ticker.py").write_text(TICKER)
+    prefix, stop = tmp_path / "ticks", tmp_path / "stop"
+    stubborn = "import signal, runpy, sys; signal.signal(signal.SIGTERM, signal.SIG_IGN); sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0])"
+    builder = _start_builder(tmp_path, [sys.executable, "-c", stubborn, str(tmp_path / "ticker.py"), str(prefix),
+                                        str(stop)])
+    try:
+        pid_files = [Path(f"{prefix}.{side}.pid") for side in SIDES]
+        _wait_until(lambda: all(f.exists() and f.read_text() for f in pid_files), "the ticker to start")
+        pids = [int(f.read_text()) for f in pid_files]
+        with NodeGate(tmp_path / "node.lock").exclusive():
+            _wait_until(lambda: [_state(pid) for pid in pids] == ["T"] * 3, "the build to be paused", 10)
+            t0 = time.monotonic_ns()
+            builder.send_signal(signal.SIGINT)
+            assert builder.wait(30) != 0
+            _wait_until(lambda: all(_state(pid) in ("-", "Z") for pid in pids), "the command to be killed")
+            time.sleep(0.1)
+            t1 = time.monotonic_ns()
+        for side, ticks in _ticks_of(prefix).items():
+            assert not [t for t in ticks if t0 <= t <= t1], f"{side} ran again inside the timing phase"
+    finally:
+        if builder.poll() is None:
+            builder.kill()
+        stop.touch()
+
+
+def test_large_stdin_reaches_a_slow_reader_inside_the_gate(tmp_path):
+    """The paused path writes stdin as the child reads it (once), and reads megabytes of output whole."""
+    import hashlib
+
+    data = os.urandom(1 << 20)  # 1 MiB: far more than a pipe holds, so it is written as the child reads
+    reader = ("import hashlib, sys, time; time.sleep(0.2); b = sys.stdin.buffer.read(); "
+              "print(len(b), hashlib.sha256(b).hexdigest()); sys.stderr.write('e' * (3 << 20))")
+    with NodeGate(tmp_path / "node.lock").shared():
+        res = proc.run([sys.executable, "-c", reader], stdin_bytes=data, timeout_s=60, log_limit=8 << 20)
+    assert res.ok and not res.timed_out, res.stderr[:200]
+    assert res.stdout.split() == [str(len(data)), hashlib.sha256(data).hexdigest()]
+    assert res.stderr == "e" * (3 << 20) and not res.truncated
+    assert res.paused_s == 0.0
+
+
+def test_a_command_that_never_ends_still_times_out_inside_the_gate(tmp_path):
+    with NodeGate(tmp_path / "node.lock").shared():
+        res = proc.run(["sleep", "600"], timeout_s=0.5, grace_s=0.5)
+    assert res.timed_out and not res.ok and res.signal in (signal.SIGTERM, signal.SIGKILL)
+
+
+def _ticks_of(prefix: Path) -> dict[str, list[int]]:
+    return {side: _ticks(Path(f"{prefix}.{side}")) for side in SIDES}
 
 
 def _announced(path: Path) -> bool:
@@ -231,13 +300,26 @@ def test_nested_shared_does_not_wait_for_an_announced_timing_phase(tmp_path):
         _wait_until(lambda: _announced(gate.intent_path), "the timing phase to be announced")
         with gate.shared():  # re-entrant: takes nothing, so it cannot wait for the timer that waits for us
             order.append("nested")
-        with pytest.raises(RuntimeError, match="exclusive\\(\\) inside shared\\(\\)"):
+        with pytest.raises(RuntimeError, match="same thread"):
             with gate.exclusive():
                 pass
         order.append("left")
     timer.join(30)
     assert not timer.is_alive()
     assert order == ["nested", "left", "timed"]
+
+
+def test_shared_inside_exclusive_raises_instead_of_hanging(tmp_path):
+    gate = NodeGate(tmp_path / "node.lock")
+    with gate.exclusive():
+        with pytest.raises(RuntimeError, match="same thread"):
+            with gate.shared():
+                pass
+        with pytest.raises(RuntimeError, match="same thread"):
+            with gate.exclusive():
+                pass
+    with gate.shared():  # usable again afterwards
+        pass
 
 
 def test_without_a_timing_phase_nothing_pauses(tmp_path):
