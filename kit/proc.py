@@ -13,13 +13,20 @@ timeouts any more.  Two safeguards: the direct child gets SIGKILL when the threa
 :func:`track_children`, every running child's session is recorded as a file in the worker's directory, so
 the next owner of that directory (the worker that takes the same workspace) kills the sessions left behind
 (ninja's compiler processes) before it builds there.
+
+The parent-death signal and the rlimits are set by util-linux ``prlimit`` and ``setpriv --pdeathsig``
+exec'ing the command in turn (same pid, same session), so Popen needs no preexec_fn and can vfork: ~3 ms per
+command instead of ~17 ms to fork a worker process that has Ray, Polars and ONNX Runtime loaded (measured
+on 2 cores).  Where the two tools are missing, a preexec_fn sets the same.
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -192,6 +199,35 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(137)
 
 
+_PRLIMIT, _SETPRIV = shutil.which("prlimit"), shutil.which("setpriv")
+
+
+def _wrapper(memory_limit_bytes: int | None, cpu_limit_s: int | None) -> list[str] | None:
+    """``prlimit`` (core dumps off, RLIMIT_AS, RLIMIT_CPU) then ``setpriv --pdeathsig KILL`` (util-linux), each
+    exec'ing the next, so the command runs as the same direct child with the same limits and parent-death
+    signal a preexec_fn would set; None where they are missing (then :func:`run` uses a preexec_fn)."""
+    if not sys.platform.startswith("linux") or _PRLIMIT is None or _SETPRIV is None:
+        return None
+    limits = ["--core=0"]
+    if memory_limit_bytes is not None:
+        limits.append(f"--as={memory_limit_bytes}")
+    if cpu_limit_s is not None:
+        limits.append(f"--cpu={cpu_limit_s}:{cpu_limit_s + 5}")
+    return [_PRLIMIT, *limits, "--", _SETPRIV, "--pdeathsig", "KILL", "--"]
+
+
+def _check_program(program: str, env: Mapping[str, str], cwd: str | os.PathLike[str] | None) -> None:
+    """Raise FileNotFoundError as Popen would when ``program`` cannot be executed (the wrapper would only
+    exit 127)."""
+    if os.sep in program:
+        path = program if os.path.isabs(program) or cwd is None else os.path.join(os.fspath(cwd), program)
+        found = os.path.isfile(path) and os.access(path, os.X_OK)
+    else:
+        found = shutil.which(program, path=env.get("PATH", os.defpath)) is not None
+    if not found:
+        raise FileNotFoundError(errno.ENOENT, f"No such file or directory: {program!r}", program)
+
+
 def base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """A minimal environment: :data:`BASE_ENV_KEYS` from ours, then ``extra`` on top."""
     env = {k: os.environ[k] for k in BASE_ENV_KEYS if k in os.environ}
@@ -256,26 +292,38 @@ def run(
     """
     args = [os.fspath(a) for a in argv]
     environment = dict(env) if env is not None else base_env()
-    parent_pid = os.getpid()
+    popen_args: dict = {}
+    wrapper = _wrapper(memory_limit_bytes, cpu_limit_s)
+    if wrapper is not None:
+        # limits and the parent-death signal set by exec'd helpers: without a preexec_fn, Popen can vfork
+        # (measured: ~1-3 ms per command instead of ~17 ms for a fork of a worker process with ray, polars
+        # and onnxruntime loaded)
+        _check_program(args[0], environment, cwd)
+        command = wrapper + args
+    else:
+        parent_pid = os.getpid()
 
-    def _preexec() -> None:
-        _die_with_parent(parent_pid)
-        if memory_limit_bytes is not None:
-            resource.setrlimit(resource.RLIMIT_AS, (memory_limit_bytes, memory_limit_bytes))
-        if cpu_limit_s is not None:
-            resource.setrlimit(resource.RLIMIT_CPU, (cpu_limit_s, cpu_limit_s + 5))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        def _preexec() -> None:
+            _die_with_parent(parent_pid)
+            if memory_limit_bytes is not None:
+                resource.setrlimit(resource.RLIMIT_AS, (memory_limit_bytes, memory_limit_bytes))
+            if cpu_limit_s is not None:
+                resource.setrlimit(resource.RLIMIT_CPU, (cpu_limit_s, cpu_limit_s + 5))
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+        command = args
+        popen_args["preexec_fn"] = _preexec
 
     start = time.monotonic()
     proc = subprocess.Popen(
-        args,
+        command,
         cwd=os.fspath(cwd) if cwd is not None else None,
         env=environment,
         stdin=subprocess.PIPE if stdin_bytes is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
-        preexec_fn=_preexec,
+        **popen_args,
     )
     marker = _track_dir / str(proc.pid) if _track_dir is not None else None
     if marker is not None:
@@ -369,8 +417,6 @@ def _communicate_pausable(
 
 def which(program: str, env: Mapping[str, str] | None = None) -> Path | None:
     """Locate ``program`` on ``env['PATH']`` (or ours)."""
-    import shutil
-
     path = (env or os.environ).get("PATH")
     found = shutil.which(program, path=path)
     return Path(found) if found else None

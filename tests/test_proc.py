@@ -143,3 +143,27 @@ def test_timeout_kills_other_process_groups_of_the_session(tmp_path):
     assert res.timed_out
     gc = int(pid_file.read_text())
     _wait_until(lambda: not _alive(gc), "the grandchild in its own group was killed")
+
+
+def test_without_the_util_linux_helpers_a_preexec_fn_sets_the_same(monkeypatch, tmp_path):
+    """The fallback path: limits, a missing program and the session behave as with prlimit/setpriv."""
+    monkeypatch.setattr(proc, "_PRLIMIT", None)
+    assert proc._wrapper(None, None) is None
+    res = proc.run([sys.executable, "-c", "bytearray(512 * 1024 * 1024)"], memory_limit_bytes=256 * 1024 * 1024)
+    assert not res.ok and "MemoryError" in res.stderr
+    with pytest.raises(FileNotFoundError):
+        proc.run(["/nonexistent/program"])
+    res = proc.run(["sh", "-c", "ulimit -c; cat /proc/self/stat"])
+    fields = res.stdout.split("\n", 1)[1].rsplit(")", 1)[1].split()
+    assert res.stdout.split()[0] == "0" and int(fields[3]) == int(fields[2])  # no core dumps; own session
+
+
+def test_a_relative_program_is_found_from_cwd_or_reported_missing(tmp_path):
+    script = tmp_path / "hello.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    script.chmod(0o755)
+    assert proc.run(["./hello.sh"], cwd=tmp_path).stdout == "hi\n"
+    with pytest.raises(FileNotFoundError):
+        proc.run(["./missing.sh"], cwd=tmp_path)
+    with pytest.raises(FileNotFoundError):
+        proc.run(["no-such-program-anywhere"])
