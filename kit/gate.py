@@ -99,6 +99,7 @@ class NodeGate:
         self.intent_path = self.path.with_name(self.path.name + ".timing")
         self.paused_dir = self.path.with_name(self.path.name + ".paused")
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._key = str(self.path.resolve())  # names this gate in the per-thread held sets
         self.paused_s = 0.0
         self.pauses = 0
 
@@ -141,21 +142,21 @@ class NodeGate:
                         len(killed))
         return killed
 
-    def _check_not_held(self, key: str, mode: str) -> None:
-        if key in _held_paths(mode):
-            raise RuntimeError(f"{self.path}: a gate held {mode} is taken again in the other mode in the same "
-                               f"thread (it would wait for itself)")
+    def _check_not_held(self, mode: str) -> None:
+        if self._key in _held_paths(mode):
+            raise RuntimeError(f"{self.path}: already held {mode} in the same thread (taking it again here would "
+                               f"wait for itself)")
 
     @contextmanager
     def shared(self) -> Iterator[None]:
         """Hold the gate shared; commands run through :func:`kit.proc.run` meanwhile pause for timing phases.
         Re-entrant within one thread.  Raises RuntimeError inside ``exclusive()`` of the same thread."""
-        key = str(self.path.resolve())
+        key = self._key
         held = _held_paths("shared")
         if key in held:
             yield
             return
-        self._check_not_held(key, "exclusive")
+        self._check_not_held("exclusive")
         self.reap_abandoned()
         gate_fd, intent_fd = self._open(self.path), self._open(self.intent_path)
         try:
@@ -176,9 +177,9 @@ class NodeGate:
         """Hold the gate exclusively: announce the timing phase, wait until every shared holder has paused
         its command or left, then run alone.  Raises RuntimeError inside ``shared()`` or ``exclusive()`` of
         the same thread (it would wait for itself)."""
-        key = str(self.path.resolve())
-        self._check_not_held(key, "shared")
-        self._check_not_held(key, "exclusive")
+        key = self._key
+        self._check_not_held("shared")
+        self._check_not_held("exclusive")
         intent_fd, gate_fd = self._open(self.intent_path), self._open(self.path)
         try:
             fcntl.flock(intent_fd, fcntl.LOCK_EX)
