@@ -19,6 +19,7 @@ from kit import provenance as prov
 from kit.artefacts import Bundle
 from kit.config import EvalConfig
 from kit.gate import NodeGate
+from kit.jobqueue import JobQueue
 from kit.mnn import build as mbuild
 from kit.mnn.native import ensure_native, install_shipped
 from kit.mnn.source import Pristine, ensure_pristine
@@ -136,7 +137,9 @@ def write_orphans(orphans: list[Record], run_dir: Path, done: set[str]) -> None:
 
 
 def run_jobs(jobs: list[Job], worker: Worker, run_dir: Path, label: str = "eval") -> list[Record]:
-    """Run ``jobs`` one by one in ``worker``, appending each record to the worker's shard as it comes."""
+    """Run ``jobs`` one by one in ``worker``, appending each record to the worker's shard as it comes.  The
+    jobs of one task run one after the other (:class:`kit.jobqueue.JobQueue` order, as a Ray worker takes
+    them), tasks in the order their first job comes."""
 
     from kit.shards import ShardWriter
 
@@ -148,7 +151,7 @@ def run_jobs(jobs: list[Job], worker: Worker, run_dir: Path, label: str = "eval"
     ):
         status = LiveStatus(tally, worker)  # shows the stage worker.stage names while run_job runs
         bar = progress.add_task(label, total=len(jobs), status=status)
-        for job in jobs:
+        for job in JobQueue(jobs):
             status.label = f"{job.task.id}/{job.method}/{job.sample_id}"
             rec = run_job(job, worker)
             writer.append(rec)

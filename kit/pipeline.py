@@ -362,10 +362,13 @@ def _time(
     scratch: Path,
     out: dict[str, Any],
 ) -> dict[str, Any]:
-    """Stage 3: time ``candidate`` against ``native`` holding the node's gate exclusively."""
+    """Stage 3: time ``candidate`` against ``native``: the runners start up under the node's gate held shared,
+    their runs hold it exclusively."""
     try:
-        with _held(gate, exclusive=True):
-            tr = stiming.time_candidate(cfg, task, runner, candidate, native, scratch)
+        tr = stiming.time_candidate(
+            cfg, task, runner, candidate, native, scratch, hold=lambda: _held(gate, exclusive=True),
+            prepare=lambda: _held(gate, exclusive=False),
+        )
     except StageFailure as f:
         f.fields = out | f.fields
         raise

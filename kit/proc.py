@@ -2,7 +2,9 @@
 
 Every external command (cmake, ninja, g++, MNNConvert, the runner, register.py) goes through :func:`run`:
 an argv list (never a shell string), an explicit environment, a new process group, a timeout that sends
-SIGTERM then SIGKILL to the whole group, optional rlimits, and captured, truncated logs.
+SIGTERM then SIGKILL to the whole group, optional rlimits, and captured, truncated logs.  :func:`start` is the
+same in two halves, for a command with a rendezvous (the timing runner: start-up first, the measured runs on
+:meth:`Waiting.go`).
 
 Every child starts a new *session*; killing a command means killing every process of that session (its
 process group and any group inside it: ninja puts each compiler in a group of its own).
@@ -34,7 +36,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -149,15 +151,22 @@ def process_start(pid: int) -> int | None:
 def session_members(sid: int, state: str | None = None) -> list[int]:
     """Pids of the live processes of session ``sid`` (from /proc; zombies left out), only those in
     ``state`` (e.g. ``"T"``, stopped) when given."""
+    # getsid(2) per pid (one syscall) instead of reading every /proc/<pid>/stat (open, read, close, parse:
+    # ~20x slower, and run() scans after every command); the stat file only for the rare members
     pids = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
             continue
-        fields = _stat(entry.name)
+        try:
+            if os.getsid(int(name)) != sid:
+                continue
+        except OSError:  # gone meanwhile
+            continue
+        fields = _stat(name)
         if fields is None or fields[0] == "Z" or int(fields[3]) != sid:
             continue
         if state is None or fields[0] == state:
-            pids.append(int(entry.name))
+            pids.append(int(name))
     return pids
 
 
@@ -291,43 +300,8 @@ def run(
         FileNotFoundError: the program does not exist (nothing else is raised for a failing child).
     """
     args = [os.fspath(a) for a in argv]
-    environment = dict(env) if env is not None else base_env()
-    popen_args: dict = {}
-    wrapper = _wrapper(memory_limit_bytes, cpu_limit_s)
-    if wrapper is not None:
-        # limits and the parent-death signal set by exec'd helpers: without a preexec_fn, Popen can vfork
-        # (measured: ~1-3 ms per command instead of ~17 ms for a fork of a worker process with ray, polars
-        # and onnxruntime loaded)
-        _check_program(args[0], environment, cwd)
-        command = wrapper + args
-    else:
-        parent_pid = os.getpid()
-
-        def _preexec() -> None:
-            _die_with_parent(parent_pid)
-            if memory_limit_bytes is not None:
-                resource.setrlimit(resource.RLIMIT_AS, (memory_limit_bytes, memory_limit_bytes))
-            if cpu_limit_s is not None:
-                resource.setrlimit(resource.RLIMIT_CPU, (cpu_limit_s, cpu_limit_s + 5))
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-        command = args
-        popen_args["preexec_fn"] = _preexec
-
-    start = time.monotonic()
-    proc = subprocess.Popen(
-        command,
-        cwd=os.fspath(cwd) if cwd is not None else None,
-        env=environment,
-        stdin=subprocess.PIPE if stdin_bytes is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        **popen_args,
-    )
-    marker = _track_dir / str(proc.pid) if _track_dir is not None else None
-    if marker is not None:
-        marker.touch()
+    t0 = time.monotonic()
+    proc, marker = _spawn(args, cwd, env, stdin_bytes is not None, memory_limit_bytes, cpu_limit_s)
     timed_out = False
     paused = [0.0]
     hook = getattr(_hooks, "hook", None)
@@ -352,10 +326,59 @@ def run(
     finally:
         if marker is not None:
             marker.unlink(missing_ok=True)
-    paused_s = paused[0]
-    wall = time.monotonic() - start - paused_s
+    return _result(args, proc, out, err, time.monotonic() - t0, timed_out, paused[0], log_limit)
+
+
+def _spawn(
+    args: list[str], cwd: str | os.PathLike[str] | None, env: Mapping[str, str] | None, stdin_pipe: bool,
+    memory_limit_bytes: int | None, cpu_limit_s: int | None,
+) -> tuple[subprocess.Popen[bytes], Path | None]:
+    """Start ``args`` in a session of its own with the limits and the parent-death signal (see :func:`run`),
+    stdout/stderr piped, stdin piped or /dev/null; record its session under :func:`track_children`'s directory.
+    Returns the Popen and the record's path (None when not tracking)."""
+    environment = dict(env) if env is not None else base_env()
+    popen_args: dict = {}
+    wrapper = _wrapper(memory_limit_bytes, cpu_limit_s)
+    if wrapper is not None:
+        # limits and the parent-death signal set by exec'd helpers: without a preexec_fn, Popen can vfork
+        # (measured: ~1-3 ms per command instead of ~17 ms for a fork of a worker process with ray, polars
+        # and onnxruntime loaded)
+        _check_program(args[0], environment, cwd)
+        command = wrapper + args
+    else:
+        parent_pid = os.getpid()
+
+        def _preexec() -> None:
+            _die_with_parent(parent_pid)
+            if memory_limit_bytes is not None:
+                resource.setrlimit(resource.RLIMIT_AS, (memory_limit_bytes, memory_limit_bytes))
+            if cpu_limit_s is not None:
+                resource.setrlimit(resource.RLIMIT_CPU, (cpu_limit_s, cpu_limit_s + 5))
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+        command = args
+        popen_args["preexec_fn"] = _preexec
+    proc = subprocess.Popen(
+        command,
+        cwd=os.fspath(cwd) if cwd is not None else None,
+        env=environment,
+        stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        **popen_args,
+    )
+    marker = _track_dir / str(proc.pid) if _track_dir is not None else None
+    if marker is not None:
+        marker.touch()
+    return proc, marker
+
+
+def _result(
+    args: list[str], proc: subprocess.Popen[bytes], out: bytes | None, err: bytes | None, elapsed_s: float,
+    timed_out: bool, paused_s: float, log_limit: int,
+) -> ProcResult:
     rc = proc.returncode
-    sig = -rc if rc is not None and rc < 0 else None
     so, t1 = _truncate(out or b"", log_limit)
     se, t2 = _truncate(err or b"", log_limit)
     return ProcResult(
@@ -363,9 +386,9 @@ def run(
         returncode=rc if rc is not None else -9,
         stdout=so,
         stderr=se,
-        wall_s=wall,
+        wall_s=elapsed_s - paused_s,
         timed_out=timed_out,
-        signal=sig,
+        signal=-rc if rc is not None and rc < 0 else None,
         truncated=t1 or t2,
         paused_s=paused_s,
     )
@@ -393,17 +416,18 @@ def _communicate_pausable(
     timed_out = False
     try:
         while pumper.is_alive():
+            # polled first: a command started while a timing phase waits is paused at once, not a poll later
+            if hook.requested():
+                waited = hook.pause(proc.pid)
+                paused[0] += waited
+                if deadline is not None:
+                    deadline += waited
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 timed_out = True
                 _kill_group(proc, grace_s)
                 break
             pumper.join(PAUSE_POLL_S if left is None else min(PAUSE_POLL_S, left))
-            if pumper.is_alive() and hook.requested():
-                waited = hook.pause(proc.pid)
-                paused[0] += waited
-                if deadline is not None:
-                    deadline += waited
     except BaseException:
         kill_session(proc.pid)
         pumper.join()
@@ -413,6 +437,139 @@ def _communicate_pausable(
         raise box["exc"]  # type: ignore[misc]
     out, err = box["out"]  # type: ignore[misc]
     return out, err, timed_out
+
+
+class Waiting:
+    """A command :func:`start` left at its rendezvous: it printed the ready line and blocks reading stdin.
+
+    Call :meth:`go` once (it writes ``go\\n`` to the command's stdin and waits for it like :func:`run`), or
+    :meth:`cancel`; either way the command's session is gone afterwards."""
+
+    def __init__(
+        self, args: list[str], proc: subprocess.Popen[bytes], marker: Path | None, readers: list[threading.Thread],
+        chunks: tuple[list[bytes], list[bytes]], log_limit: int, grace_s: float,
+    ) -> None:
+        self.args, self.proc, self._marker, self._readers = args, proc, marker, readers
+        self._chunks, self._log_limit, self._grace_s = chunks, log_limit, grace_s
+        self.pid = proc.pid
+        self._result: ProcResult | None = None
+
+    def go(self, timeout_s: float | None = None) -> ProcResult:
+        """Let the command go on and wait for it; ``timeout_s`` counts from now (then as :func:`run`).
+        ``wall_s`` of the result is the seconds from the go to its end.  Meant for a timing phase: the pause
+        hook of :func:`pausable` is not polled here."""
+        start = time.monotonic()
+        timed_out = False
+        try:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(b"go\n")
+                self.proc.stdin.close()
+            except BrokenPipeError:
+                pass  # it ended meanwhile: its exit status says how
+            try:
+                self.proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(self.proc, self._grace_s)
+        except BaseException:
+            self.cancel()
+            raise
+        return self._end(time.monotonic() - start, timed_out)
+
+    def cancel(self) -> None:
+        """Kill the command's session and reap it (nothing to do once it has ended)."""
+        if self._result is None:
+            _kill_group(self.proc, 0.0)
+            self._end(0.0, False)
+
+    def _end(self, elapsed_s: float, timed_out: bool) -> ProcResult:
+        if self._result is not None:
+            return self._result
+        kill_session(self.proc.pid)  # the leader exited; nothing it started lingers
+        self.proc.wait()
+        for t in self._readers:
+            t.join()
+        if self._marker is not None:
+            self._marker.unlink(missing_ok=True)
+        out, err = (b"".join(c) for c in self._chunks)
+        self._result = _result(self.args, self.proc, out, err, elapsed_s, timed_out, 0.0, self._log_limit)
+        return self._result
+
+
+def start(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    ready_line: str,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float | None = None,
+    log_limit: int = 256 * 1024,
+    memory_limit_bytes: int | None = None,
+    cpu_limit_s: int | None = None,
+    grace_s: float = 3.0,
+) -> Waiting | ProcResult:
+    """Start ``argv`` (as :func:`run` would) and wait until it prints the line ``ready_line`` on stdout, where
+    it must then block reading a line from stdin.  The start-up (exec, loading, reading inputs) is done then,
+    so a later :meth:`Waiting.go` runs only what comes after the rendezvous: a timing phase holds the node for
+    the measured part alone.
+
+    Inside :func:`pausable`, the hook is polled while the command starts up (it is paused like any command).
+    Call :meth:`Waiting.go` from the same thread: the command gets SIGKILL when the thread that started it
+    ends (the parent-death signal, as with :func:`run`).
+
+    Returns:
+        a :class:`Waiting` at the rendezvous, or the :class:`ProcResult` of a command that ended (or was killed
+        after ``timeout_s`` seconds, ``timed_out`` set) before printing ``ready_line``.
+    Raises:
+        FileNotFoundError: the program does not exist.
+    """
+    args = [os.fspath(a) for a in argv]
+    t0 = time.monotonic()
+    proc, marker = _spawn(args, cwd, env, True, memory_limit_bytes, cpu_limit_s)
+    want = ready_line.encode() + b"\n"
+    ready = threading.Event()
+    chunks: tuple[list[bytes], list[bytes]] = ([], [])
+
+    def read(stream, sink: list[bytes], watch: bool) -> None:
+        for line in iter(stream.readline, b""):
+            sink.append(line)
+            if watch and line == want:
+                ready.set()
+        stream.close()
+        ready.set()  # EOF: it will not come any more
+
+    readers = [
+        threading.Thread(target=read, args=(proc.stdout, chunks[0], True), name=f"mkb-out-{proc.pid}", daemon=True),
+        threading.Thread(target=read, args=(proc.stderr, chunks[1], False), name=f"mkb-err-{proc.pid}", daemon=True),
+    ]
+    for t in readers:
+        t.start()
+    waiting = Waiting(args, proc, marker, readers, chunks, log_limit, grace_s)
+    hook = getattr(_hooks, "hook", None)
+    deadline = None if timeout_s is None else t0 + timeout_s
+    paused = 0.0
+    try:
+        while True:
+            if hook is not None and hook.requested():  # first, as in run()
+                waited = hook.pause(proc.pid)
+                paused += waited
+                if deadline is not None:
+                    deadline += waited
+            if ready.wait(PAUSE_POLL_S):
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                _kill_group(proc, grace_s)
+                res = waiting._end(time.monotonic() - t0, True)
+                return replace(res, paused_s=paused, wall_s=res.wall_s - paused)
+    except BaseException:
+        waiting.cancel()
+        raise
+    if chunks[0] and chunks[0][-1] == want and proc.poll() is None:
+        chunks[0].pop()  # the rendezvous line is protocol, not output
+        return waiting
+    res = waiting._end(time.monotonic() - t0, False)  # it ended (EOF) before the ready line
+    return replace(res, paused_s=paused, wall_s=res.wall_s - paused)
 
 
 def which(program: str, env: Mapping[str, str] | None = None) -> Path | None:

@@ -305,6 +305,38 @@ def test_timing_mode_writes_samples(engine: Engine, tasks: dict[str, Task]) -> N
     assert all(t > 0 for t in json.loads((out_dir / "timing.json").read_text())["op_ms"])
 
 
+def test_started_runner_waits_at_its_rendezvous_until_go(engine: Engine, tasks: dict[str, Task]) -> None:
+    """``--wait-go 1`` (kit.mnn.runner.start_model): the runner loads the model and reads the inputs, says so,
+    and runs nothing until "go"; a cancelled one leaves nothing behind."""
+    from kit.mnn import runner as mrunner
+
+    task = tasks["fx_exp"]
+    _, model = convert(engine, task)
+    inputs = make_inputs(task, 0)
+    kw = dict(warmup=1, iterations=4, op_types=tuple(task.mnn_op_types), timeout_s=60)
+    started = mrunner.start_model(engine.runner, model, inputs, ["y"], scratch=engine.work / "go", **kw)
+    assert isinstance(started, mrunner.StartedRun)
+    stat = Path(f"/proc/{started.waiting.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    assert stat[0] == "S"  # blocked reading stdin
+    assert not (engine.work / "go" / "out" / "timing.json").exists()  # nothing ran yet
+    res = started.go()
+    assert res.ok, res.error
+    assert len(res.op_ms) == 4 and res.op_types == {"UnaryOp": 1}
+    assert mrunner.READY_LINE not in res.proc.stdout
+    ref = run_reference(task.onnx_path, inputs)
+    assert compare(res.outputs["y"], ref["y"], task.tolerance.atol, task.tolerance.rtol).ok
+
+    cancelled = mrunner.start_model(engine.runner, model, inputs, ["y"], scratch=engine.work / "cancel", **kw)
+    assert isinstance(cancelled, mrunner.StartedRun)
+    cancelled.cancel()
+    assert not Path(f"/proc/{cancelled.waiting.pid}").exists()  # killed and reaped
+    # a model it cannot load: the result of the failed start, no rendezvous
+    garbage = engine.work / "garbage.mnn"
+    garbage.write_bytes(b"not a model")
+    failed = mrunner.start_model(engine.runner, garbage, inputs, ["y"], scratch=engine.work / "bad", **kw)
+    assert isinstance(failed, mrunner.RunResult) and not failed.ok and failed.proc.returncode == 3
+
+
 def test_runner_reports_errors_with_exit_3_and_usage_with_exit_2(
     engine: Engine, tasks: dict[str, Task]
 ) -> None:

@@ -330,3 +330,47 @@ def test_without_a_timing_phase_nothing_pauses(tmp_path):
     assert res.ok and res.paused_s == 0.0 and gate.pauses == 0
     ticks = build.ticks()["parent"]
     assert len(ticks) >= 5
+
+
+def test_a_starting_runner_is_paused_like_a_build(tmp_path):
+    """proc.start under the shared hold (a timing runner loading before its own timing phase) is paused by
+    another worker's timing phase like any command, and its rendezvous comes after the phase."""
+    script = tmp_path / "loader.py"
+    stop = tmp_path / "stop"
+    ticks = tmp_path / "ticks"
+    script.write_text(textwrap.dedent(f"""
+        import os, sys, time
+        with open({str(ticks)!r}, "a") as f:
+            while not os.path.exists({str(stop)!r}):
+                f.write(f"{{time.monotonic_ns()}}\\n"); f.flush()
+                time.sleep(0.005)
+            f.write(f"{{time.monotonic_ns()}}\\n"); f.flush()
+        print("READY", flush=True)
+        sys.stdin.readline()
+    """))
+    gate = NodeGate(tmp_path / "node.lock")
+    box: dict[str, object] = {}
+
+    def body() -> None:
+        # start and go in one thread: the command dies with the thread that started it (PR_SET_PDEATHSIG)
+        with gate.shared():
+            waiting = proc.start([sys.executable, script], ready_line="READY", timeout_s=60)
+        box["w"] = waiting
+        box["res"] = waiting.go(timeout_s=30) if isinstance(waiting, proc.Waiting) else waiting
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    _wait_until(lambda: len(_ticks(ticks)) >= 5, "the loader to run")
+    with NodeGate(tmp_path / "node.lock").exclusive():
+        t0 = time.monotonic_ns()
+        time.sleep(0.3)
+        t1 = time.monotonic_ns()
+    stop.touch()
+    thread.join(60)
+    assert isinstance(box["w"], proc.Waiting)
+    res = box["res"]
+    assert isinstance(res, proc.ProcResult) and res.ok, res
+    inside = [t for t in _ticks(ticks) if t0 < t < t1]
+    assert inside == [], f"{len(inside)} ticks of the loading runner inside the timing phase"
+    assert any(t > t1 for t in _ticks(ticks)), "the loader never resumed"
+    assert gate.pauses >= 1

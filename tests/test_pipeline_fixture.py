@@ -231,3 +231,50 @@ def test_next_owner_kills_what_a_killed_worker_left_running(evaluated, tmp_path)
         assert list((worker.workspace.root / "procs").iterdir()) == []
     finally:
         worker.workspace.release()
+
+
+def test_timing_holds_the_node_only_while_the_runners_run(evaluated, tmp_path, monkeypatch):
+    """The exclusive timing phase covers the runs of the runners and nothing else: the runners start up (model
+    loaded, inputs read) under the shared hold before it, the inputs are drawn before both, the bootstrap CI is
+    computed after (all of that would otherwise idle the node's other cores)."""
+    from contextlib import contextmanager
+
+    from kit.stages import timing as stiming
+
+    cfg, _, _ = evaluated
+    task = next(t for t in load_suite(cfg.tasks.dir, "all") if t.id == "fx_exp")
+    events: list[tuple[str, str]] = []
+    where = ["-"]
+
+    def holder(name):
+        @contextmanager
+        def hold():
+            where[0] = name
+            try:
+                yield
+            finally:
+                where[0] = "-"
+        return hold
+
+    def spy(name, real):
+        def wrapped(*a, **k):
+            events.append((name, where[0]))
+            return real(*a, **k)
+        monkeypatch.setattr(stiming, name, wrapped)
+
+    for name in ("make_inputs", "_started", "_go", "bootstrap_ci"):
+        spy(name, getattr(stiming, name))
+    worker = setup_worker(cfg, index=0)
+    try:
+        model = worker.native_model(task)
+        assert model is not None
+        side = worker.native_side
+        tr = stiming.time_candidate(cfg, task, worker.native.runner, (model, side), (model, side), tmp_path,
+                                    hold=holder("exclusive"), prepare=holder("shared"))
+    finally:
+        worker.workspace.release()
+    runs = 2 * cfg.timing.rounds
+    assert events == ([("make_inputs", "-")] + [("_started", "shared")] * runs + [("_go", "exclusive")] * runs
+                      + [("bootstrap_ci", "-")])
+    assert len(tr.candidate_samples_ms) == len(tr.native_samples_ms) == cfg.timing.rounds * cfg.timing.iterations
+    assert tr.speedup is not None and tr.speedup_ci_low <= tr.speedup <= tr.speedup_ci_high

@@ -145,6 +145,32 @@ def test_timeout_kills_other_process_groups_of_the_session(tmp_path):
     _wait_until(lambda: not _alive(gc), "the grandchild in its own group was killed")
 
 
+def test_leftovers_of_a_command_that_exited_are_killed(tmp_path):
+    """A command that exits normally but leaves a background process (in a group of its own, so not hit by
+    killpg of the leader's group) leaves nothing running: run() kills every member of its session."""
+    pid_file = tmp_path / "bg.pid"
+    inner = f"{sys.executable} -c 'import os, time; os.setpgid(0, 0); time.sleep(300)'"
+    res = proc.run(["sh", "-c", f"{inner} > /dev/null 2>&1 & echo $! > {pid_file}; sleep 0.3"], timeout_s=20)
+    assert res.ok and not res.timed_out
+    bg = int(pid_file.read_text())
+    _wait_until(lambda: not _alive(bg), "the background process of the finished command was killed")
+
+
+def test_session_members_lists_live_members_only(tmp_path):
+    """session_members finds the processes of a session (any group) and leaves out other sessions."""
+    import subprocess
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        _wait_until(lambda: proc.session_members(child.pid) == [child.pid], "the new session's leader is listed")
+        assert child.pid not in proc.session_members(os.getsid(0))
+        assert proc.session_members(child.pid, state="T") == []
+    finally:
+        child.kill()
+        child.wait()
+    assert proc.session_members(child.pid) == []
+
+
 def test_without_the_util_linux_helpers_a_preexec_fn_sets_the_same(monkeypatch, tmp_path):
     """The fallback path: limits, a missing program and the session behave as with prlimit/setpriv."""
     monkeypatch.setattr(proc, "_PRLIMIT", None)
@@ -167,3 +193,45 @@ def test_a_relative_program_is_found_from_cwd_or_reported_missing(tmp_path):
         proc.run(["./missing.sh"], cwd=tmp_path)
     with pytest.raises(FileNotFoundError):
         proc.run(["no-such-program-anywhere"])
+
+
+# a command with a rendezvous: prints a line, READY, then waits for a line on stdin
+_RENDEZVOUS = "echo loading; echo to-stderr >&2; echo READY; read x; echo got-$x; exit 0"
+
+
+def test_start_stops_at_the_rendezvous_and_go_runs_the_rest():
+    w = proc.start(["sh", "-c", _RENDEZVOUS], ready_line="READY", timeout_s=20)
+    assert isinstance(w, proc.Waiting)
+    assert _alive(w.pid)
+    res = w.go(timeout_s=20)
+    assert res.ok and not res.timed_out
+    assert res.stdout.split() == ["loading", "got-go"]  # the ready line is protocol, not output
+    assert res.stderr.strip() == "to-stderr"
+    assert not _alive(w.pid)
+
+
+def test_start_returns_the_result_of_a_command_that_ends_before_its_rendezvous():
+    res = proc.start(["sh", "-c", "echo broken >&2; exit 3"], ready_line="READY", timeout_s=20)
+    assert isinstance(res, proc.ProcResult)
+    assert res.returncode == 3 and res.stderr.strip() == "broken" and not res.timed_out
+
+
+def test_start_times_out_before_the_rendezvous(tmp_path):
+    pid_file = tmp_path / "pid"
+    res = proc.start(["sh", "-c", f"echo $$ > {pid_file}; exec sleep 300"], ready_line="READY", timeout_s=0.5,
+                     grace_s=0.2)
+    assert isinstance(res, proc.ProcResult) and res.timed_out
+    assert not _alive(int(pid_file.read_text()))
+
+
+def test_cancel_kills_a_waiting_command_and_go_times_out():
+    w = proc.start(["sh", "-c", _RENDEZVOUS], ready_line="READY", timeout_s=20)
+    assert isinstance(w, proc.Waiting)
+    w.cancel()
+    assert not _alive(w.pid)
+    w.cancel()  # idempotent
+    w2 = proc.start(["sh", "-c", "echo READY; read x; exec sleep 300"], ready_line="READY", timeout_s=20)
+    assert isinstance(w2, proc.Waiting)
+    res = w2.go(timeout_s=0.5)
+    assert res.timed_out and not res.ok
+    assert not _alive(w2.pid)

@@ -3,12 +3,14 @@
 The runner protocol (also implemented by the fixture engine)::
 
     mkb_runner <model_file> <in_dir> <out_dir> --outputs y[,z] [--threads N] [--precision high|normal|low]
-               [--warmup W] [--iterations N] [--op-types A,B|*]
+               [--warmup W] [--iterations N] [--op-types A,B|*] [--wait-go 0|1]
 
 Inputs and outputs are tensor directories (:mod:`kit.tensorio`).  ``--iterations 0`` runs once and writes the
 outputs; ``--iterations N`` also writes ``timing.json`` with ``op_ms`` (sum of the selected op types' times per
-run), ``total_ms`` (whole forward per run) and ``op_types`` (ops executed per run, by type).  Exit status 0 is
-success, 2 a usage error (a kit bug), 3 a load/shape/run error; a crash is a signal.
+run), ``total_ms`` (whole forward per run) and ``op_types`` (ops executed per run, by type).  With
+``--wait-go 1`` the runner loads the model and reads the inputs, prints ``mkb_runner: ready`` on stdout and waits
+for the line ``go`` on stdin (:func:`start_model`: the start-up happens before a timing phase, the runs inside
+it).  Exit status 0 is success, 2 a usage error (a kit bug), 3 a load/shape/run error; a crash is a signal.
 
 Nothing here turns a failure into a record status: results carry ``ok`` and the :class:`~kit.proc.ProcResult`;
 exceptions are raised only for faults of the kit itself (:class:`RunnerBuildError`, :class:`RunnerProtocolError`).
@@ -324,53 +326,129 @@ def run_model(
         FileNotFoundError: the runner, the model or ``lib_dir/libMNN.so`` is missing.
         RunnerProtocolError: the runner rejected its command line or wrote incomplete results.
     """
-    runner, model, scratch = Path(runner), Path(model), Path(scratch)
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision {precision!r} not in {PRECISIONS}")
-    if threads < 1 or warmup < 0 or iterations < 0:
-        raise ValueError(f"threads={threads}, warmup={warmup}, iterations={iterations}: out of range")
-    if not output_names or not op_types:
-        raise ValueError("output_names and op_types must not be empty")
-    for name in output_names:
-        tensorio.check_name(name)
-    for t in op_types:
-        if not re.fullmatch(r"\*|[A-Za-z0-9_]+", t):
-            raise ValueError(f"op type {t!r} is not an MNN op type name")
-    for path, what in ((runner, "runner"), (model, "model")):
-        if not path.is_file():
-            raise FileNotFoundError(f"{what} {path} not found")
-    in_dir, out_dir = scratch / "in", scratch / "out"
-    _reset_dir(in_dir)
-    _reset_dir(out_dir)
-    tensorio.write_tensors(in_dir, {name: tensorio.to_wire(name, a) for name, a in inputs.items()})
-    argv = [
-        str(runner.resolve()), str(model.resolve()), str(in_dir.resolve()), str(out_dir.resolve()),
-        "--outputs", ",".join(output_names), "--threads", str(threads), "--precision", precision,
-        "--warmup", str(warmup), "--iterations", str(iterations), "--op-types", ",".join(op_types),
-    ]  # fmt: skip
-    result = proc.run(
-        argv,
-        cwd=scratch,
-        env=runner_env(lib_dir, env),
-        timeout_s=timeout_s,
-        memory_limit_bytes=memory_limit_bytes,
-    )
-    if result.returncode == EXIT_USAGE and not result.timed_out:
-        raise RunnerProtocolError(f"runner rejected its arguments: {result.stderr.strip()}")
-    if not result.ok:
-        # MNN prints its own diagnostics ("Compute Shape Error for y") on stdout, the runner's on stderr
-        return RunResult(False, {}, [], [], {}, result.output.strip(), result)
-    try:
-        outputs = tensorio.read_tensors(out_dir)
-    except tensorio.TensorIOError as e:
-        raise RunnerProtocolError(f"runner exited 0 but its outputs are unreadable: {e}") from e
-    if list(outputs) != list(output_names):
-        raise RunnerProtocolError(f"runner wrote outputs {list(outputs)}, expected {list(output_names)}")
-    op_ms: list[float] = []
-    total_ms: list[float] = []
-    counts: dict[str, int] = {}
-    timing_path = None
-    if iterations > 0:
-        timing_path = out_dir / "timing.json"
-        op_ms, total_ms, counts = _read_timing(timing_path, iterations)
-    return RunResult(True, outputs, op_ms, total_ms, counts, "", result, timing_path)
+    call = _Call.prepare(runner, model, inputs, output_names, lib_dir, threads=threads, precision=precision,
+                         warmup=warmup, iterations=iterations, op_types=op_types, scratch=scratch, env=env)
+    result = proc.run(call.argv, cwd=call.scratch, env=call.env, timeout_s=timeout_s,
+                      memory_limit_bytes=memory_limit_bytes)
+    return call.finish(result)
+
+
+#: the line the runner prints on stdout at its rendezvous (``--wait-go 1``)
+READY_LINE = "mkb_runner: ready"
+
+
+@dataclass
+class StartedRun:
+    """A runner :func:`start_model` left at its rendezvous (model loaded, inputs read); :meth:`go` runs it."""
+
+    call: _Call
+    waiting: proc.Waiting
+    timeout_s: float
+
+    def go(self) -> RunResult:
+        """Warm-up and timed runs now; the same result and errors as :func:`run_model`."""
+        return self.call.finish(self.waiting.go(timeout_s=self.timeout_s))
+
+    def cancel(self) -> None:
+        """Kill the waiting runner (idempotent)."""
+        self.waiting.cancel()
+
+
+def start_model(
+    runner: Path,
+    model: Path,
+    inputs: Mapping[str, np.ndarray],
+    output_names: Sequence[str],
+    lib_dir: Path | None = None,
+    *,
+    threads: int = 1,
+    precision: str = "high",
+    warmup: int = 0,
+    iterations: int = 0,
+    op_types: Sequence[str] = ("*",),
+    timeout_s: float = 120.0,
+    scratch: Path,
+    memory_limit_bytes: int | None = None,
+    env: Mapping[str, str] | None = None,
+) -> StartedRun | RunResult:
+    """:func:`run_model` in two halves: start the runner with ``--wait-go 1`` and return once it has loaded the
+    model and read the inputs (a :class:`StartedRun`; its :meth:`StartedRun.go` runs the rest), or the
+    :class:`RunResult` of a runner that failed before (``ok`` False).  ``timeout_s`` applies to each half.
+
+    Raises:
+        what :func:`run_model` raises.
+    """
+    call = _Call.prepare(runner, model, inputs, output_names, lib_dir, threads=threads, precision=precision,
+                         warmup=warmup, iterations=iterations, op_types=op_types, scratch=scratch, env=env)
+    started = proc.start([*call.argv, "--wait-go", "1"], ready_line=READY_LINE, cwd=call.scratch, env=call.env,
+                         timeout_s=timeout_s, memory_limit_bytes=memory_limit_bytes)
+    if isinstance(started, proc.ProcResult):
+        return call.finish(started)
+    return StartedRun(call, started, timeout_s)
+
+
+@dataclass
+class _Call:
+    """One runner invocation, prepared: its argv, environment and directories."""
+
+    argv: list[str]
+    env: dict[str, str]
+    scratch: Path
+    out_dir: Path
+    output_names: tuple[str, ...]
+    iterations: int
+
+    @classmethod
+    def prepare(
+        cls, runner: Path, model: Path, inputs: Mapping[str, np.ndarray], output_names: Sequence[str],
+        lib_dir: Path | None, *, threads: int, precision: str, warmup: int, iterations: int,
+        op_types: Sequence[str], scratch: Path, env: Mapping[str, str] | None,
+    ) -> _Call:
+        """Check the arguments, recreate ``scratch/in`` (with the inputs) and ``scratch/out``."""
+        runner, model, scratch = Path(runner), Path(model), Path(scratch)
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision {precision!r} not in {PRECISIONS}")
+        if threads < 1 or warmup < 0 or iterations < 0:
+            raise ValueError(f"threads={threads}, warmup={warmup}, iterations={iterations}: out of range")
+        if not output_names or not op_types:
+            raise ValueError("output_names and op_types must not be empty")
+        for name in output_names:
+            tensorio.check_name(name)
+        for t in op_types:
+            if not re.fullmatch(r"\*|[A-Za-z0-9_]+", t):
+                raise ValueError(f"op type {t!r} is not an MNN op type name")
+        for path, what in ((runner, "runner"), (model, "model")):
+            if not path.is_file():
+                raise FileNotFoundError(f"{what} {path} not found")
+        in_dir, out_dir = scratch / "in", scratch / "out"
+        _reset_dir(in_dir)
+        _reset_dir(out_dir)
+        tensorio.write_tensors(in_dir, {name: tensorio.to_wire(name, a) for name, a in inputs.items()})
+        argv = [
+            str(runner.resolve()), str(model.resolve()), str(in_dir.resolve()), str(out_dir.resolve()),
+            "--outputs", ",".join(output_names), "--threads", str(threads), "--precision", precision,
+            "--warmup", str(warmup), "--iterations", str(iterations), "--op-types", ",".join(op_types),
+        ]  # fmt: skip
+        return cls(argv, runner_env(lib_dir, env), scratch, out_dir, tuple(output_names), iterations)
+
+    def finish(self, result: proc.ProcResult) -> RunResult:
+        """The :class:`RunResult` of the finished runner (outputs and timing files read)."""
+        if result.returncode == EXIT_USAGE and not result.timed_out:
+            raise RunnerProtocolError(f"runner rejected its arguments: {result.stderr.strip()}")
+        if not result.ok:
+            # MNN prints its own diagnostics ("Compute Shape Error for y") on stdout, the runner's on stderr
+            return RunResult(False, {}, [], [], {}, result.output.strip(), result)
+        try:
+            outputs = tensorio.read_tensors(self.out_dir)
+        except tensorio.TensorIOError as e:
+            raise RunnerProtocolError(f"runner exited 0 but its outputs are unreadable: {e}") from e
+        if list(outputs) != list(self.output_names):
+            raise RunnerProtocolError(f"runner wrote outputs {list(outputs)}, expected {list(self.output_names)}")
+        op_ms: list[float] = []
+        total_ms: list[float] = []
+        counts: dict[str, int] = {}
+        timing_path = None
+        if self.iterations > 0:
+            timing_path = self.out_dir / "timing.json"
+            op_ms, total_ms, counts = _read_timing(timing_path, self.iterations)
+        return RunResult(True, outputs, op_ms, total_ms, counts, "", result, timing_path)

@@ -3,7 +3,7 @@
 // Written for the MobileKernelBench kit against MNN's public headers only (Module API, Executor callbacks).
 //
 //   mkb_runner <model_file> <in_dir> <out_dir> --outputs y[,z] [--threads N] [--precision high|normal|low]
-//              [--warmup W] [--iterations N] [--op-types A,B|*]
+//              [--warmup W] [--iterations N] [--op-types A,B|*] [--wait-go 0|1]
 //
 // in_dir/manifest.txt holds one line per input, "name dtype ndim d0 d1 ..." (dtype float32 | int32); the data of
 // each input is in in_dir/<name>.bin, raw little-endian, C order.  Every output named by --outputs is written to
@@ -11,7 +11,10 @@
 // W warm-up runs and N timed runs and writes out_dir/timing.json:
 //   {"op_ms": [...N], "total_ms": [...N], "op_types": {"Type": count per run, ...}}
 // op_ms sums the wall time of every executed op whose type is in --op-types ("*" = all ops); total_ms is the
-// whole forward.  Exit status: 0 success, 2 usage error, 3 load/shape/run/IO error (message on stderr).
+// whole forward.  With --wait-go 1 the runner loads the model and reads the inputs, then prints the line
+// "mkb_runner: ready" on stdout and waits for the line "go" on stdin before it runs (a timing phase then holds
+// the CPU for the runs alone).  Exit status: 0 success, 2 usage error, 3 load/shape/run/IO error or no "go"
+// (message on stderr).
 
 #include <MNN/Interpreter.hpp>
 #include <MNN/MNNForwardType.h>
@@ -71,6 +74,7 @@ struct Options {
     int iterations = 0;
     bool allOps = true;
     std::set<std::string> opTypes;
+    bool waitGo = false;
 };
 
 std::vector<std::string> splitList(const std::string& text) {
@@ -113,6 +117,8 @@ Options parseArgs(int argc, char** argv) {
                 o.warmup = parseCount(arg, value, 0);
             } else if (arg == "--iterations") {
                 o.iterations = parseCount(arg, value, 0);
+            } else if (arg == "--wait-go") {
+                o.waitGo = parseCount(arg, value, 0) != 0;
             } else if (arg == "--op-types") {
                 auto types = splitList(value);
                 o.allOps = false;
@@ -374,6 +380,14 @@ int run(const Options& o) {
         });
 
     Feed feed = makeFeed(specs, info);
+    if (o.waitGo) {
+        std::printf("mkb_runner: ready\n");
+        std::fflush(stdout);
+        char line[16] = {0};
+        if (std::fgets(line, sizeof line, stdin) == nullptr || std::strncmp(line, "go", 2) != 0) {
+            fail("no \"go\" on stdin after \"ready\"");
+        }
+    }
     std::vector<VARP> outs;
     if (o.iterations == 0) {
         fillInputs(feed, specs, blobs);
@@ -424,7 +438,7 @@ int main(int argc, char** argv) {
     } catch (const Failure& f) {
         std::fprintf(stderr, "mkb_runner: %s\nusage: mkb_runner <model_file> <in_dir> <out_dir> --outputs y[,z] "
                              "[--threads N] [--precision high|normal|low] [--warmup W] [--iterations N] "
-                             "[--op-types A,B|*]\n",
+                             "[--op-types A,B|*] [--wait-go 0|1]\n",
                      f.message.c_str());
         return kExitUsage;
     }

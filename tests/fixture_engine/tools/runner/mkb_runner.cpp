@@ -1,7 +1,7 @@
 // mkb_runner for the fixture engine: the kit's runner protocol.
 //
 //   mkb_runner <model_file> <in_dir> <out_dir> --outputs y[,z] [--threads N] [--precision high|normal|low]
-//              [--warmup W] [--iterations N] [--op-types A,B|*]
+//              [--warmup W] [--iterations N] [--op-types A,B|*] [--wait-go 0|1]
 //
 // in_dir/manifest.txt: one line per input "name dtype ndim d0 d1 ..." (dtype float32|int32); data in
 // in_dir/<name>.bin (raw little-endian, C order).  --iterations 0 (default): run once.  N > 0: W warm-up
@@ -9,7 +9,8 @@
 // {"op_ms": [N values], "total_ms": [N values], "op_types": {"<type>": count per run}} where op_ms is the
 // summed wall time (ms) of executed ops whose type is in --op-types ("*" = all) and total_ms the whole
 // forward.  Outputs always go to out_dir/<name>.bin plus out_dir/manifest.txt (same line format).
-// Exit status: 0 success, 2 bad command line, 3 load or run error (message on stderr).
+// --wait-go 1: after loading, print "mkb_runner: ready" on stdout and wait for the line "go" on stdin.
+// Exit status: 0 success, 2 bad command line, 3 load or run error or no "go" (message on stderr).
 #include <sys/stat.h>
 
 #include <chrono>
@@ -35,7 +36,7 @@ struct Options {
     std::string model, inDir, outDir;
     std::vector<std::string> outputs;
     std::set<std::string> opTypes;  // empty = all
-    int threads = 1, warmup = 1, iterations = 0;
+    int threads = 1, warmup = 1, iterations = 0, waitGo = 0;
     Precision precision = Precision::Normal;
     std::string precisionName = "normal";
 };
@@ -53,7 +54,7 @@ std::vector<std::string> split(const std::string& s, char sep) {
 int usage(const char* why) {
     std::fprintf(stderr,
                  "mkb_runner: %s\nusage: mkb_runner <model_file> <in_dir> <out_dir> --outputs y[,z] [--threads N] "
-                 "[--precision high|normal|low] [--warmup W] [--iterations N] [--op-types A,B|*]\n",
+                 "[--precision high|normal|low] [--warmup W] [--iterations N] [--op-types A,B|*] [--wait-go 0|1]\n",
                  why);
     return 2;
 }
@@ -193,6 +194,8 @@ int main(int argc, char** argv) {
             else if (o.precisionName == "normal") o.precision = Precision::Normal;
             else if (o.precisionName == "low") o.precision = Precision::Low;
             else return usage("--precision must be high, normal or low");
+        } else if (a == "--wait-go") {
+            if (!parseInt(v, 0, &o.waitGo)) return usage("--wait-go must be 0 or 1");
         } else if (a == "--op-types") {
             if (std::string(v) != "*") {
                 for (const auto& t : split(v, ',')) o.opTypes.insert(t);
@@ -218,6 +221,14 @@ int main(int argc, char** argv) {
     std::vector<InputData> inputs;
     if (!readInputs(o.inDir, net.get(), &inputs, &err)) return fail(err);
     if (!net->prepare(o.threads, o.precision, &err)) return fail("cannot prepare model: " + err);
+    if (o.waitGo) {  // loaded and prepared: wait for the go of the timing phase
+        std::printf("mkb_runner: ready\n");
+        std::fflush(stdout);
+        char line[16] = {0};
+        if (std::fgets(line, sizeof line, stdin) == nullptr || std::strncmp(line, "go", 2) != 0) {
+            return fail("no \"go\" on stdin after \"ready\"");
+        }
+    }
 
     auto copyInputs = [&]() {
         for (const auto& in : inputs) std::memcpy(net->getTensor(in.name)->host<char>(), in.bytes.data(), in.bytes.size());
