@@ -246,6 +246,28 @@ def test_timing_mode_counts_ops_and_times_selected_types(runner_bin, converted, 
     assert none.ok and none.op_ms == [0.0, 0.0] and all(t > 0 for t in none.total_ms)
 
 
+def test_started_runner_runs_only_after_go(runner_bin, converted, work):
+    """``--wait-go 1`` (start_model): the real runner loads the model, says it is ready and waits; go() gives the
+    same kind of result as run_model; cancel() leaves nothing behind."""
+    _, mnn_path = converted["softmax"]
+    inputs = _rng_inputs(CASES["softmax"][1])
+    kw = dict(warmup=1, iterations=3, op_types=("Softmax",), timeout_s=60)
+    started = mr.start_model(runner_bin, mnn_path, inputs, ["y"], scratch=work / "go", **kw)
+    assert isinstance(started, mr.StartedRun)
+    assert Path(f"/proc/{started.waiting.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "S"
+    assert not (work / "go" / "out" / "timing.json").exists()
+    res = started.go()
+    assert res.ok, res.error
+    assert len(res.op_ms) == 3 and res.op_types.get("Softmax") == 1
+    assert mr.READY_LINE not in res.proc.stdout
+    ref = _reference(converted["softmax"][0], inputs, ["y"])
+    assert compare(res.outputs["y"], ref["y"]).ok
+    other = mr.start_model(runner_bin, mnn_path, inputs, ["y"], scratch=work / "go_cancel", **kw)
+    assert isinstance(other, mr.StartedRun)
+    other.cancel()
+    assert not Path(f"/proc/{other.waiting.pid}").exists()
+
+
 def test_timing_mode_shows_raster_ops_of_geometry(runner_bin, converted, work):
     _, mnn_path = converted["concat"]
     inputs = _rng_inputs(CASES["concat"][1])
