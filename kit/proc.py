@@ -458,6 +458,8 @@ class Waiting:
         """Let the command go on and wait for it; ``timeout_s`` counts from now (then as :func:`run`).
         ``wall_s`` of the result is the seconds from the go to its end.  Meant for a timing phase: the pause
         hook of :func:`pausable` is not polled here."""
+        if self._result is not None:
+            return self._result  # cancelled, or gone already
         start = time.monotonic()
         timed_out = False
         try:
@@ -488,6 +490,11 @@ class Waiting:
             return self._result
         kill_session(self.proc.pid)  # the leader exited; nothing it started lingers
         self.proc.wait()
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except BrokenPipeError:
+                pass
         for t in self._readers:
             t.join()
         if self._marker is not None:
@@ -528,16 +535,20 @@ def start(
     t0 = time.monotonic()
     proc, marker = _spawn(args, cwd, env, True, memory_limit_bytes, cpu_limit_s)
     want = ready_line.encode() + b"\n"
-    ready = threading.Event()
+    ready = threading.Event()  # the ready line came (rendezvous) or stdout ended (it will not come)
+    seen: list[bool] = []  # [True] once the ready line came
     chunks: tuple[list[bytes], list[bytes]] = ([], [])
 
     def read(stream, sink: list[bytes], watch: bool) -> None:
         for line in iter(stream.readline, b""):
-            sink.append(line)
-            if watch and line == want:
+            if watch and not seen and line == want:
+                seen.append(True)  # the rendezvous line is protocol, not output
                 ready.set()
+                continue
+            sink.append(line)
         stream.close()
-        ready.set()  # EOF: it will not come any more
+        if watch:
+            ready.set()
 
     readers = [
         threading.Thread(target=read, args=(proc.stdout, chunks[0], True), name=f"mkb-out-{proc.pid}", daemon=True),
@@ -556,7 +567,7 @@ def start(
                 paused += waited
                 if deadline is not None:
                     deadline += waited
-            if ready.wait(PAUSE_POLL_S):
+            if ready.wait(PAUSE_POLL_S) or proc.poll() is not None:
                 break
             if deadline is not None and time.monotonic() >= deadline:
                 _kill_group(proc, grace_s)
@@ -565,10 +576,10 @@ def start(
     except BaseException:
         waiting.cancel()
         raise
-    if chunks[0] and chunks[0][-1] == want and proc.poll() is None:
-        chunks[0].pop()  # the rendezvous line is protocol, not output
-        return waiting
-    res = waiting._end(time.monotonic() - t0, False)  # it ended (EOF) before the ready line
+    if seen:
+        return waiting  # (if it ended right after the line, go() reports how)
+    # it exited, or closed its stdout, before the ready line: its session is killed and its status reported
+    res = waiting._end(time.monotonic() - t0, False)
     return replace(res, paused_s=paused, wall_s=res.wall_s - paused)
 
 

@@ -40,7 +40,7 @@ def test_timeout_kills_the_process_group(tmp_path):
             import time
 
             time.sleep(0.05)
-            st = open(f"/proc/{child}/stat").read().split()[2]
+            st = Path(f"/proc/{child}/stat").read_text().split()[2]
             if st == "Z":
                 raise ProcessLookupError
 
@@ -235,3 +235,24 @@ def test_cancel_kills_a_waiting_command_and_go_times_out():
     res = w2.go(timeout_s=0.5)
     assert res.timed_out and not res.ok
     assert not _alive(w2.pid)
+
+
+def test_start_tolerates_output_after_the_ready_line_and_a_closed_stderr():
+    w = proc.start(["sh", "-c", "exec 2>&-; echo READY; echo more; read x; echo got-$x"], ready_line="READY",
+                   timeout_s=20)
+    assert isinstance(w, proc.Waiting), w
+    res = w.go(timeout_s=20)
+    assert res.ok and res.stdout.split() == ["more", "got-go"]
+    assert w.go() is res  # a second go() gives the same result
+
+
+def test_start_reports_an_exit_before_the_ready_line_at_once(tmp_path):
+    """The leader exits while a background child keeps its stdout open: its exit status, not a timeout; the
+    child is killed with the session."""
+    pid_file = tmp_path / "bg.pid"
+    t0 = __import__("time").monotonic()
+    res = proc.start(["sh", "-c", f"sleep 60 & echo $! > {pid_file}; exit 3"], ready_line="READY", timeout_s=20)
+    assert isinstance(res, proc.ProcResult)
+    assert res.returncode == 3 and not res.timed_out
+    assert __import__("time").monotonic() - t0 < 10
+    _wait_until(lambda: not _alive(int(pid_file.read_text())), "the background child was killed")
