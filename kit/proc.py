@@ -34,9 +34,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -410,24 +410,16 @@ def _communicate_pausable(
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             box["exc"] = exc
 
+    def pumped(wait_s: float) -> bool:
+        pumper.join(wait_s)
+        return not pumper.is_alive()
+
     pumper = threading.Thread(target=pump, name=f"mkb-pump-{proc.pid}", daemon=True)
     pumper.start()
-    deadline = time.monotonic() + timeout_s if timeout_s is not None else None
-    timed_out = False
     try:
-        while pumper.is_alive():
-            # polled first: a command started while a timing phase waits is paused at once, not a poll later
-            if hook.requested():
-                waited = hook.pause(proc.pid)
-                paused[0] += waited
-                if deadline is not None:
-                    deadline += waited
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                timed_out = True
-                _kill_group(proc, grace_s)
-                break
-            pumper.join(PAUSE_POLL_S if left is None else min(PAUSE_POLL_S, left))
+        timed_out, paused[0] = _await_pausable(proc.pid, pumped, timeout_s, hook)
+        if timed_out:
+            _kill_group(proc, grace_s)
     except BaseException:
         kill_session(proc.pid)
         pumper.join()
@@ -437,6 +429,28 @@ def _communicate_pausable(
         raise box["exc"]  # type: ignore[misc]
     out, err = box["out"]  # type: ignore[misc]
     return out, err, timed_out
+
+
+def _await_pausable(
+    sid: int, done: Callable[[float], bool], timeout_s: float | None, hook: Pausable | None
+) -> tuple[bool, float]:
+    """Wait until ``done(wait_s)`` (which itself waits up to ``wait_s`` seconds) returns True or ``timeout_s``
+    seconds of running (not paused) time have passed.  ``hook`` is polled first and then every
+    :data:`PAUSE_POLL_S`: a command started while a timing phase waits is paused at once, not a poll later.
+    Returns (timed_out, paused seconds); kills nothing."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    paused = 0.0
+    while True:
+        if hook is not None and hook.requested():
+            waited = hook.pause(sid)
+            paused += waited
+            if deadline is not None:
+                deadline += waited
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            return True, paused
+        if done(PAUSE_POLL_S if left is None else min(PAUSE_POLL_S, left)):
+            return False, paused
 
 
 class Waiting:
@@ -485,7 +499,7 @@ class Waiting:
             _kill_group(self.proc, 0.0)
             self._end(0.0, False)
 
-    def _end(self, elapsed_s: float, timed_out: bool) -> ProcResult:
+    def _end(self, elapsed_s: float, timed_out: bool, paused_s: float = 0.0) -> ProcResult:
         if self._result is not None:
             return self._result
         kill_session(self.proc.pid)  # the leader exited; nothing it started lingers
@@ -500,7 +514,7 @@ class Waiting:
         if self._marker is not None:
             self._marker.unlink(missing_ok=True)
         out, err = (b"".join(c) for c in self._chunks)
-        self._result = _result(self.args, self.proc, out, err, elapsed_s, timed_out, 0.0, self._log_limit)
+        self._result = _result(self.args, self.proc, out, err, elapsed_s, timed_out, paused_s, self._log_limit)
         return self._result
 
 
@@ -535,14 +549,14 @@ def start(
     t0 = time.monotonic()
     proc, marker = _spawn(args, cwd, env, True, memory_limit_bytes, cpu_limit_s)
     want = ready_line.encode() + b"\n"
-    ready = threading.Event()  # the ready line came (rendezvous) or stdout ended (it will not come)
-    seen: list[bool] = []  # [True] once the ready line came
+    seen = threading.Event()  # the ready line came
+    ready = threading.Event()  # ... or stdout ended (it will not come)
     chunks: tuple[list[bytes], list[bytes]] = ([], [])
 
     def read(stream, sink: list[bytes], watch: bool) -> None:
         for line in iter(stream.readline, b""):
-            if watch and not seen and line == want:
-                seen.append(True)  # the rendezvous line is protocol, not output
+            if watch and not seen.is_set() and line == want:
+                seen.set()  # the rendezvous line is protocol, not output
                 ready.set()
                 continue
             sink.append(line)
@@ -557,30 +571,20 @@ def start(
     for t in readers:
         t.start()
     waiting = Waiting(args, proc, marker, readers, chunks, log_limit, grace_s)
-    hook = getattr(_hooks, "hook", None)
-    deadline = None if timeout_s is None else t0 + timeout_s
-    paused = 0.0
     try:
-        while True:
-            if hook is not None and hook.requested():  # first, as in run()
-                waited = hook.pause(proc.pid)
-                paused += waited
-                if deadline is not None:
-                    deadline += waited
-            if ready.wait(PAUSE_POLL_S) or proc.poll() is not None:
-                break
-            if deadline is not None and time.monotonic() >= deadline:
-                _kill_group(proc, grace_s)
-                res = waiting._end(time.monotonic() - t0, True)
-                return replace(res, paused_s=paused, wall_s=res.wall_s - paused)
+        timed_out, paused = _await_pausable(
+            proc.pid, lambda wait_s: ready.wait(wait_s) or proc.poll() is not None, timeout_s,
+            getattr(_hooks, "hook", None),
+        )
+        if timed_out:
+            _kill_group(proc, grace_s)
     except BaseException:
         waiting.cancel()
         raise
-    if seen:
+    if seen.is_set() and not timed_out:
         return waiting  # (if it ended right after the line, go() reports how)
-    # it exited, or closed its stdout, before the ready line: its session is killed and its status reported
-    res = waiting._end(time.monotonic() - t0, False)
-    return replace(res, paused_s=paused, wall_s=res.wall_s - paused)
+    # it exited, closed its stdout or timed out before the ready line: session killed, status reported
+    return waiting._end(time.monotonic() - t0, timed_out, paused)
 
 
 def which(program: str, env: Mapping[str, str] | None = None) -> Path | None:

@@ -14,8 +14,8 @@ resamples each side's samples independently (percentile method).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,18 +61,15 @@ def _started(cfg: EvalConfig, task: Task, runner: Path, model: Path, side: Side,
     Raises:
         StageFailure: TIMING_FAILED when the runner fails before it (or breaks its protocol).
     """
-    try:
+    with _protocol(what):
         started = mrunner.start_model(
             runner, model, inputs, [o.name for o in task.outputs], side.lib_dir, threads=cfg.timing.threads,
             precision=cfg.timing.precision, warmup=cfg.timing.warmup, iterations=cfg.timing.iterations,
             op_types=tuple(task.mnn_op_types), timeout_s=cfg.timing.timeout_s, scratch=scratch,
             memory_limit_bytes=cfg.verify.memory_limit_mb << 20,
         )
-    except mrunner.RunnerProtocolError as exc:
-        raise StageFailure(Status.TIMING_FAILED, ErrorKind.EXIT_CODE, f"{what} timing run: runner broke its "
-                           f"protocol: {exc}") from None
     if isinstance(started, mrunner.RunResult):
-        _check(cfg, started, what)
+        _check(started, what)
         raise StageFailure(Status.TIMING_FAILED, ErrorKind.EXIT_CODE, f"{what} timing run: the runner exited "
                            f"(status 0) before its rendezvous")
     return started
@@ -84,12 +81,9 @@ def _go(cfg: EvalConfig, started: mrunner.StartedRun, what: str) -> mrunner.RunR
     Raises:
         StageFailure: TIMING_FAILED for a failed run, a broken protocol or a wrong number of samples.
     """
-    try:
+    with _protocol(what):
         res = started.go()
-    except mrunner.RunnerProtocolError as exc:
-        raise StageFailure(Status.TIMING_FAILED, ErrorKind.EXIT_CODE, f"{what} timing run: runner broke its "
-                           f"protocol: {exc}") from None
-    _check(cfg, res, what)
+    _check(res, what)
     if len(res.op_ms) != cfg.timing.iterations:
         raise StageFailure(
             Status.TIMING_FAILED, ErrorKind.INTERNAL, f"{what}: {len(res.op_ms)} samples, expected {cfg.timing.iterations}"
@@ -97,7 +91,17 @@ def _go(cfg: EvalConfig, started: mrunner.StartedRun, what: str) -> mrunner.RunR
     return res
 
 
-def _check(cfg: EvalConfig, res: mrunner.RunResult, what: str) -> None:
+@contextmanager
+def _protocol(what: str) -> Iterator[None]:
+    """A runner that breaks its protocol during timing: TIMING_FAILED (EXIT_CODE)."""
+    try:
+        yield
+    except mrunner.RunnerProtocolError as exc:
+        raise StageFailure(Status.TIMING_FAILED, ErrorKind.EXIT_CODE, f"{what} timing run: runner broke its "
+                           f"protocol: {exc}") from None
+
+
+def _check(res: mrunner.RunResult, what: str) -> None:
     fail = process_failure(res.proc, f"{what} timing run")
     if fail is not None:
         # the candidate already passed verification: a failure now is a timing failure (flaky crash counts too)
