@@ -28,6 +28,7 @@ import ctypes
 import errno
 import os
 import resource
+import select
 import shutil
 import signal
 import subprocess
@@ -265,12 +266,39 @@ def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
             break  # the leader's group is empty; other groups of its session may not be
-        try:
-            proc.wait(timeout=grace_s)
-            # the leader is gone; members of the group may remain: kill them too
-        except subprocess.TimeoutExpired:
-            continue
+        _wait_exit(proc, grace_s)  # once the leader is gone, members of its group may remain: SIGKILL them too
     kill_session(proc.pid)
+
+
+def _wait_exit(proc: subprocess.Popen[bytes], timeout_s: float | None) -> bool:
+    """Wait up to ``timeout_s`` seconds (None: for ever) for ``proc`` to exit, and reap it.  Returns True when
+    it has exited.
+
+    ``Popen.wait(timeout)`` polls with sleeps that double up to 50 ms, so it sees a 25 ms command end at
+    ~31 ms (measured: a fixture timing run's ``go()`` took 33 ms for 22 ms of work); a pidfd (Linux >= 5.3)
+    wakes at the exit itself.  Elsewhere ``Popen.wait`` does the waiting."""
+    if proc.returncode is not None:
+        return True
+    if timeout_s is None:
+        proc.wait()
+        return True
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux, an old kernel, or seccomp: the polling wait
+        try:
+            proc.wait(timeout=timeout_s)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        exited = bool(poller.poll(max(0, int(timeout_s * 1000))))
+    finally:
+        os.close(fd)
+    if exited:
+        proc.wait()  # a zombie now: reaped at once
+    return exited or proc.poll() is not None
 
 
 def run(
@@ -483,9 +511,7 @@ class Waiting:
                 self.proc.stdin.close()
             except BrokenPipeError:
                 pass  # it ended meanwhile: its exit status says how
-            try:
-                self.proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
+            if not _wait_exit(self.proc, timeout_s):
                 timed_out = True
                 _kill_group(self.proc, self._grace_s)
         except BaseException:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -256,3 +257,53 @@ def test_start_reports_an_exit_before_the_ready_line_at_once(tmp_path):
     assert res.returncode == 3 and not res.timed_out
     assert __import__("time").monotonic() - t0 < 10
     _wait_until(lambda: not _alive(int(pid_file.read_text())), "the background child was killed")
+
+
+@pytest.fixture(params=["pidfd", "polling"])
+def exit_wait(request, monkeypatch):
+    """Both ways :func:`proc._wait_exit` waits: a pidfd (woken at the exit) and ``Popen.wait``'s polling loop
+    (where ``os.pidfd_open`` is missing or refused); records the timeouts ``Popen.wait`` was called with."""
+    if request.param == "polling":
+        monkeypatch.delattr(os, "pidfd_open", raising=False)
+    elif not hasattr(os, "pidfd_open"):
+        pytest.skip("no os.pidfd_open here")
+    calls: list[float | None] = []
+    real_wait = subprocess.Popen.wait
+
+    def wait(self, timeout=None):
+        calls.append(timeout)
+        return real_wait(self, timeout)
+
+    monkeypatch.setattr(subprocess.Popen, "wait", wait)
+    return request.param, calls
+
+
+def test_wait_exit_reaps_an_exited_command_and_leaves_a_running_one(exit_wait):
+    how, calls = exit_wait
+    quick = subprocess.Popen(["sh", "-c", "exit 7"])
+    assert proc._wait_exit(quick, 20) is True
+    assert quick.returncode == 7  # reaped
+    slow = subprocess.Popen(["sleep", "300"])
+    try:
+        assert proc._wait_exit(slow, 0.2) is False
+        assert slow.returncode is None and _alive(slow.pid)
+    finally:
+        slow.kill()
+        assert proc._wait_exit(slow, None) is True and slow.returncode == -9
+    if how == "pidfd":  # the polling wait (sleeps doubling up to 50 ms) is never used with a timeout
+        assert all(t is None for t in calls), calls
+    else:
+        assert any(t is not None for t in calls), calls
+
+
+def test_go_waits_for_the_exit_either_way(exit_wait):
+    how, calls = exit_wait
+    w = proc.start(["sh", "-c", _RENDEZVOUS], ready_line="READY", timeout_s=20)
+    assert isinstance(w, proc.Waiting)
+    res = w.go(timeout_s=20)
+    assert res.ok and res.stdout.split() == ["loading", "got-go"]
+    w2 = proc.start(["sh", "-c", "echo READY; read x; exec sleep 300"], ready_line="READY", timeout_s=20)
+    assert isinstance(w2, proc.Waiting)
+    res2 = w2.go(timeout_s=0.3)
+    assert res2.timed_out and not _alive(w2.pid)
+    assert (how == "pidfd") == all(t is None for t in calls), calls
