@@ -7,7 +7,10 @@ same in two halves, for a command with a rendezvous (the timing runner: start-up
 :meth:`Waiting.go`).
 
 Every child starts a new *session*; killing a command means killing every process of that session (its
-process group and any group inside it: ninja puts each compiler in a group of its own).
+process group and any group inside it: ninja puts each compiler in a group of its own).  A process that left
+the session (``setsid`` in a forked grandchild) but holds the command's output pipes open is found through
+/proc/<pid>/fd and killed :data:`PIPE_GRACE_S` after the leader exits (:func:`kill_pipe_holders`), so no
+wait for a command's output outlasts its leader by more than that.
 
 A worker process that dies (a Ray actor killed, the driver SIGKILLed) cannot enforce its children's
 timeouts any more.  Two safeguards: the direct child gets SIGKILL when the thread that started it dies
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import math
 import os
 import resource
 import select
@@ -199,6 +203,54 @@ def kill_session(sid: int) -> bool:
     return signal_session(sid, signal.SIGKILL, passes=3)
 
 
+#: seconds a command's output pipes may stay open after its leader exited before their holders are killed
+PIPE_GRACE_S = 0.5
+
+
+def kill_pipe_holders(pipes: Sequence[object]) -> list[int]:
+    """SIGKILL every other process holding one of ``pipes`` (file objects of this process, e.g. a command's
+    stdout/stderr read ends) open: a process that left the command's session (``setsid`` in a forked
+    grandchild) and kept its output open would otherwise hold the readers, and the worker, for as long as it
+    lives.  Scans /proc/<pid>/fd (only called in that rare case).  Returns the pids killed."""
+    wanted = set()
+    for f in pipes:
+        try:
+            wanted.add(f"pipe:[{os.fstat(f.fileno()).st_ino}]")  # type: ignore[attr-defined]
+        except (OSError, ValueError):  # closed meanwhile
+            pass
+    killed = []
+    me = os.getpid()
+    for name in os.listdir("/proc") if wanted else ():
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            fds = os.listdir(f"/proc/{name}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{name}/fd/{fd}") in wanted:
+                    os.kill(int(name), signal.SIGKILL)
+                    killed.append(int(name))
+                    break
+            except OSError:
+                continue
+    return killed
+
+
+def _join_readers(threads: Sequence[threading.Thread], pipes: Sequence[object], grace_s: float = PIPE_GRACE_S) -> None:
+    """Join the threads reading a finished command's output; if they still read after ``grace_s`` seconds, kill
+    what holds the pipes open (:func:`kill_pipe_holders`) and join again (a bounded wait: a reader still stuck
+    then is left behind, it is a daemon thread)."""
+    deadline = time.monotonic() + grace_s
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    if any(t.is_alive() for t in threads):
+        kill_pipe_holders(pipes)
+        for t in threads:
+            t.join(grace_s)
+
+
 def _die_with_parent(parent_pid: int) -> None:
     """In the child before exec: SIGKILL me when the thread that forked me dies (Linux only)."""
     if not sys.platform.startswith("linux"):
@@ -290,10 +342,17 @@ def _wait_exit(proc: subprocess.Popen[bytes], timeout_s: float | None) -> bool:
             return True
         except subprocess.TimeoutExpired:
             return False
+    deadline = time.monotonic() + timeout_s
+    exited = False
     try:
         poller = select.poll()
         poller.register(fd, select.POLLIN)
-        exited = bool(poller.poll(max(0, int(timeout_s * 1000))))
+        while not exited:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            # poll takes int milliseconds: rounded up (never early), at most a day per call (inf, 1e9 s)
+            exited = bool(poller.poll(math.ceil(min(left, 86400.0) * 1000)))
     finally:
         os.close(fd)
     if exited:
@@ -334,19 +393,9 @@ def run(
     paused = [0.0]
     hook = getattr(_hooks, "hook", None)
     try:
-        if hook is None:
-            try:
-                out, err = proc.communicate(input=stdin_bytes, timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _kill_group(proc, grace_s)
-                out, err = proc.communicate()
-        else:
-            out, err, timed_out = _communicate_pausable(proc, stdin_bytes, timeout_s, grace_s, hook, paused)
+        out, err, timed_out = _communicate_pausable(proc, stdin_bytes, timeout_s, grace_s, hook, paused)
     except BaseException:
         _kill_group(proc, grace_s)
-        if hook is None:
-            proc.communicate()
         raise
     else:
         # the leader exited; make sure nothing it started lingers in its session
@@ -424,13 +473,18 @@ def _result(
 
 def _communicate_pausable(
     proc: subprocess.Popen[bytes], stdin_bytes: bytes | None, timeout_s: float | None, grace_s: float,
-    hook: Pausable, paused: list[float],
+    hook: Pausable | None, paused: list[float],
 ) -> tuple[bytes, bytes, bool]:
     """``proc.communicate`` in a pump thread (stdin written and output read as the child goes, once), while
-    this thread polls ``hook`` every :data:`PAUSE_POLL_S` seconds and enforces ``timeout_s`` on the running
-    (not paused) time.  The paused seconds are added to ``paused[0]``.  Returns (stdout, stderr, timed_out);
-    on any exception the command is killed and the pump joined before it propagates."""
+    this thread polls ``hook`` (if any) every :data:`PAUSE_POLL_S` seconds and enforces ``timeout_s`` on the
+    running (not paused) time.  The paused seconds are added to ``paused[0]``.  Once the leader has exited,
+    its output pipes get :data:`PIPE_GRACE_S` seconds to close; then the rest of its session and any other
+    process still holding them are killed (a grandchild that left the session would otherwise keep the
+    worker waiting as long as it lives).  Returns (stdout, stderr, timed_out); on any exception the command
+    is killed and the pump joined before it propagates."""
     box: dict[str, object] = {}
+    pipes = (proc.stdout, proc.stderr)
+    leader_gone: list[float] = []
 
     def pump() -> None:
         try:
@@ -440,7 +494,17 @@ def _communicate_pausable(
 
     def pumped(wait_s: float) -> bool:
         pumper.join(wait_s)
-        return not pumper.is_alive()
+        if not pumper.is_alive():
+            return True
+        if proc.poll() is not None:  # the leader exited, yet something holds its output open
+            now = time.monotonic()
+            if not leader_gone:
+                leader_gone.append(now)
+            elif now - leader_gone[0] >= PIPE_GRACE_S:
+                kill_session(proc.pid)
+                kill_pipe_holders(pipes)
+                leader_gone[0] = now
+        return False
 
     pumper = threading.Thread(target=pump, name=f"mkb-pump-{proc.pid}", daemon=True)
     pumper.start()
@@ -450,12 +514,12 @@ def _communicate_pausable(
             _kill_group(proc, grace_s)
     except BaseException:
         kill_session(proc.pid)
-        pumper.join()
+        _join_readers([pumper], pipes)
         raise
-    pumper.join()
+    _join_readers([pumper], pipes)
     if "exc" in box:
         raise box["exc"]  # type: ignore[misc]
-    out, err = box["out"]  # type: ignore[misc]
+    out, err = box.get("out", (b"", b"mkb: output lost: its pipes are held open by a process that cannot be killed"))  # type: ignore[misc]
     return out, err, timed_out
 
 
@@ -535,8 +599,7 @@ class Waiting:
                 self.proc.stdin.close()
             except BrokenPipeError:
                 pass
-        for t in self._readers:
-            t.join()
+        _join_readers(self._readers, (self.proc.stdout, self.proc.stderr))
         if self._marker is not None:
             self._marker.unlink(missing_ok=True)
         out, err = (b"".join(c) for c in self._chunks)

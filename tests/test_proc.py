@@ -307,3 +307,55 @@ def test_go_waits_for_the_exit_either_way(exit_wait):
     res2 = w2.go(timeout_s=0.3)
     assert res2.timed_out and not _alive(w2.pid)
     assert (how == "pidfd") == all(t is None for t in calls), calls
+
+
+def test_wait_exit_and_go_take_an_unbounded_timeout(exit_wait):
+    """inf and 1e9 s mean "no limit" (``timing.timeout_s`` accepts both): poll(2) takes at most INT_MAX ms."""
+    quick = subprocess.Popen(["true"])
+    assert proc._wait_exit(quick, float("inf")) is True and quick.returncode == 0
+    for limit in (float("inf"), 1e9):
+        w = proc.start(["sh", "-c", _RENDEZVOUS], ready_line="READY", timeout_s=20)
+        assert isinstance(w, proc.Waiting)
+        res = w.go(timeout_s=limit)
+        assert res.ok and res.stdout.split() == ["loading", "got-go"], res
+
+
+# a grandchild that leaves the session (setsid) with the command's stdout/stderr still open, and would
+# leave a mark if it were not killed
+def _escapee(tmp_path: Path) -> tuple[str, Path, Path]:
+    pid_file, mark = tmp_path / "escaped.pid", tmp_path / "escaped.finished"
+    script = (f"setsid sh -c 'echo $$ > {pid_file}.tmp; mv {pid_file}.tmp {pid_file}; sleep 60; touch {mark}' & "
+              f"while [ ! -f {pid_file} ]; do sleep 0.01; done; echo started")  # left the session: then exit
+    return script, pid_file, mark
+
+
+def test_run_kills_a_grandchild_that_left_the_session_holding_the_output(tmp_path):
+    script, pid_file, mark = _escapee(tmp_path)
+    res = proc.run(["sh", "-c", script + "; exit 4"], timeout_s=40)
+    assert res.returncode == 4 and not res.timed_out  # not the 60 s of the escaped grandchild, not a timeout
+    assert res.stdout.split() == ["started"]
+    assert not _alive(int(pid_file.read_text())) and not mark.exists()
+
+
+def test_go_kills_a_grandchild_that_left_the_session_holding_the_output(tmp_path):
+    script, pid_file, mark = _escapee(tmp_path)
+    w = proc.start(["sh", "-c", f"echo READY; read x; {script}; exit 0"], ready_line="READY", timeout_s=20)
+    assert isinstance(w, proc.Waiting)
+    res = w.go(timeout_s=40)
+    assert res.ok and res.stdout.split() == ["started"]
+    assert not _alive(int(pid_file.read_text())) and not mark.exists()
+
+
+def test_kill_pipe_holders_kills_only_the_holders(tmp_path):
+    r, w = os.pipe()
+    holder = subprocess.Popen(["sleep", "60"], stdout=w)
+    bystander = subprocess.Popen(["sleep", "60"])
+    os.close(w)
+    try:
+        with os.fdopen(r, "rb") as f:
+            assert proc.kill_pipe_holders([f]) == [holder.pid]
+            assert f.read() == b""  # the write end is gone: EOF
+        assert holder.wait(10) == -9 and bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
