@@ -29,7 +29,10 @@ pytestmark = pytest.mark.timeout(120)
 SIDES = ("parent", "child", "sibling")
 TICKER = textwrap.dedent(
     """
-    import os, sys, time
+    import os, signal, sys, time
+    # SIGHUP's default action, as a compiler has (a test run under nohup would otherwise pass SIG_IGN on, and
+    # the kernel's SIGHUP + SIGCONT to an orphaned stopped group would resume the ticker instead of ending it)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
     prefix, stop = sys.argv[1], sys.argv[2]
     role = "parent"
     if os.fork() == 0:
