@@ -7,10 +7,11 @@ same in two halves, for a command with a rendezvous (the timing runner: start-up
 :meth:`Waiting.go`).
 
 Every child starts a new *session*; killing a command means killing every process of that session (its
-process group and any group inside it: ninja puts each compiler in a group of its own).  A process that left
-the session (``setsid`` in a forked grandchild) but holds the command's output pipes open is found through
-/proc/<pid>/fd and killed :data:`PIPE_GRACE_S` after the leader exits (:func:`kill_pipe_holders`), so no
-wait for a command's output outlasts its leader by more than that.
+process group and any group inside it: ninja puts each compiler in a group of its own).  A command's pipes
+are pumped by one selector in the calling thread (:class:`_Pipes`, no reader threads); once the leader has
+exited they get :data:`PIPE_GRACE_S` seconds to reach EOF, then the kit stops reading them and kills what
+holds their other ends (a grandchild that called ``setsid``; :func:`kill_pipe_holders`), so no command
+holds the kit longer than its leader lives plus that grace.
 
 A worker process that dies (a Ray actor killed, the driver SIGKILLed) cannot enforce its children's
 timeouts any more.  Two safeguards: the direct child gets SIGKILL when the thread that started it dies
@@ -29,10 +30,12 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import math
 import os
 import resource
 import select
+import selectors
 import shutil
 import signal
 import subprocess
@@ -203,20 +206,22 @@ def kill_session(sid: int) -> bool:
     return signal_session(sid, signal.SIGKILL, passes=3)
 
 
-#: seconds a command's output pipes may stay open after its leader exited before their holders are killed
+#: seconds a command's pipes may stay open after its leader exited; then the kit stops reading them
 PIPE_GRACE_S = 0.5
 
 
-def kill_pipe_holders(pipes: Sequence[object]) -> list[int]:
-    """SIGKILL every other process holding one of ``pipes`` (file objects of this process, e.g. a command's
-    stdout/stderr read ends) open: a process that left the command's session (``setsid`` in a forked
-    grandchild) and kept its output open would otherwise hold the readers, and the worker, for as long as it
-    lives.  Scans /proc/<pid>/fd (only called in that rare case).  Returns the pids killed."""
-    wanted = set()
-    for f in pipes:
+def kill_pipe_holders(ends: Sequence[int]) -> list[int]:
+    """SIGKILL every other process that holds the *other* end of one of the pipes ``ends`` (file descriptors
+    of this process): the writers of a pipe we read, the readers of a pipe we write.  A process that left a
+    command's session (``setsid`` in a forked grandchild) with its output open would otherwise live on; a
+    process holding the same end as ours (a child forked by another thread of this process) is left alone.
+    Scans /proc/<pid>/fd and fdinfo (called only in that rare case; a holder hidden from that scan is not
+    found, and the kit stops reading the pipes anyway).  Returns the pids killed."""
+    wanted: dict[str, int] = {}  # "pipe:[inode]" -> our access mode
+    for fd in ends:
         try:
-            wanted.add(f"pipe:[{os.fstat(f.fileno()).st_ino}]")  # type: ignore[attr-defined]
-        except (OSError, ValueError):  # closed meanwhile
+            wanted[f"pipe:[{os.fstat(fd).st_ino}]"] = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE
+        except OSError:  # closed meanwhile
             pass
     killed = []
     me = os.getpid()
@@ -229,26 +234,151 @@ def kill_pipe_holders(pipes: Sequence[object]) -> list[int]:
             continue
         for fd in fds:
             try:
-                if os.readlink(f"/proc/{name}/fd/{fd}") in wanted:
+                ours = wanted.get(os.readlink(f"/proc/{name}/fd/{fd}"))
+                if ours is None:
+                    continue
+                with open(f"/proc/{name}/fdinfo/{fd}") as f:
+                    flags = next(int(line.split()[1], 8) for line in f if line.startswith("flags:"))
+                if flags & os.O_ACCMODE != ours:
                     os.kill(int(name), signal.SIGKILL)
                     killed.append(int(name))
                     break
-            except OSError:
+            except (OSError, StopIteration, ValueError, IndexError):
                 continue
     return killed
 
 
-def _join_readers(threads: Sequence[threading.Thread], pipes: Sequence[object], grace_s: float = PIPE_GRACE_S) -> None:
-    """Join the threads reading a finished command's output; if they still read after ``grace_s`` seconds, kill
-    what holds the pipes open (:func:`kill_pipe_holders`) and join again (a bounded wait: a reader still stuck
-    then is left behind, it is a daemon thread)."""
-    deadline = time.monotonic() + grace_s
-    for t in threads:
-        t.join(max(0.0, deadline - time.monotonic()))
-    if any(t.is_alive() for t in threads):
-        kill_pipe_holders(pipes)
-        for t in threads:
-            t.join(grace_s)
+class _Pipes:
+    """The parent's ends of a command's pipes, pumped by one selector in the calling thread (no threads): reads
+    stdout and stderr as they come, writes ``stdin_bytes`` (then closes stdin), and notices the leader's exit
+    through a pidfd (at once; without one, at the next step).  Once the leader has exited, the pipes get
+    :data:`PIPE_GRACE_S` seconds to reach EOF; then what is left of its session and whatever holds their other
+    ends is killed, and the kit stops reading them (closes its ends): nothing outlives a command's leader
+    by more than that, whatever it did with the pipes.
+
+    With ``ready_line``, the first stdout line equal to it is taken out of the output and sets :attr:`seen`."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], stdin_bytes: bytes | None, ready_line: bytes | None = None):
+        self.proc = proc
+        self.sel = selectors.DefaultSelector()
+        self.data = {"out": bytearray(), "err": bytearray()}
+        self.want = None if ready_line is None else ready_line + b"\n"
+        self.seen = False
+        self.stdout_open = True
+        self.exited_at: float | None = None
+        self._scan = 0  # stdout offset from which to look for the ready line
+        self._todo = memoryview(stdin_bytes or b"")
+        assert proc.stdout is not None and proc.stderr is not None
+        self.sel.register(proc.stdout.fileno(), selectors.EVENT_READ, "out")
+        self.sel.register(proc.stderr.fileno(), selectors.EVENT_READ, "err")
+        if stdin_bytes is not None and proc.stdin is not None:
+            if stdin_bytes:
+                os.set_blocking(proc.stdin.fileno(), False)
+                self.sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE, "in")
+            else:
+                self._close_stdin()
+        self.pidfd: int | None = None
+        try:
+            self.pidfd = os.pidfd_open(proc.pid)
+            self.sel.register(self.pidfd, selectors.EVENT_READ, "exit")
+        except (AttributeError, OSError):  # not Linux, an old kernel, or seccomp: proc.poll() each step
+            pass
+
+    def _close_stdin(self) -> None:
+        stdin = self.proc.stdin
+        if stdin is not None and not stdin.closed:
+            try:
+                self.sel.unregister(stdin.fileno())
+            except (KeyError, ValueError):
+                pass
+            try:
+                stdin.close()
+            except OSError:  # BrokenPipeError on flush: the child closed its end
+                pass
+
+    def _ends(self) -> list[int]:
+        return [key.fd for key in self.sel.get_map().values() if key.data in ("out", "err", "in")]
+
+    def step(self, wait_s: float) -> bool:
+        """Wait up to ``wait_s`` seconds for anything to do, do it; True once the leader has exited and the
+        pipes are closed (at EOF, or given up :data:`PIPE_GRACE_S` after the exit)."""
+        if self.exited_at is not None:
+            wait_s = max(0.0, min(wait_s, self.exited_at + PIPE_GRACE_S - time.monotonic()))
+        for key, _ in self.sel.select(wait_s) if self._ends() or self.exited_at is None else ():
+            if key.data == "in":
+                try:
+                    n = os.write(key.fd, self._todo[:65536])
+                    self._todo = self._todo[n:]
+                except BlockingIOError:
+                    n = -1
+                except OSError:  # BrokenPipeError: the child closed its stdin
+                    self._todo = memoryview(b"")
+                if not self._todo:
+                    self._close_stdin()
+            elif key.data == "exit":
+                self.sel.unregister(key.fd)
+                self.proc.poll()
+            else:
+                chunk = os.read(key.fd, 65536)
+                if chunk:
+                    self.data[key.data] += chunk
+                    if key.data == "out" and self.want is not None and not self.seen:
+                        self._find_ready()
+                else:
+                    self.sel.unregister(key.fd)
+                    if key.data == "out":
+                        self.stdout_open = False
+        if self.exited_at is None and (self.pidfd is None and self.proc.poll() is not None
+                                       or self.proc.returncode is not None):
+            self.exited_at = time.monotonic()
+        if self.exited_at is None:
+            return False
+        if self._ends() and time.monotonic() - self.exited_at >= PIPE_GRACE_S:
+            # the leader is gone but something still holds its pipes: kill it and stop reading
+            kill_session(self.proc.pid)
+            kill_pipe_holders(self._ends())
+            self.give_up()
+        return not self._ends()
+
+    def _find_ready(self) -> None:
+        out, want = self.data["out"], self.want
+        assert want is not None
+        i = out.find(want, self._scan)
+        while i > 0 and out[i - 1] != 0x0A:  # not at a line start: look further
+            i = out.find(want, i + 1)
+        if i >= 0:
+            del out[i : i + len(want)]  # the rendezvous line is protocol, not output
+            self.seen = True
+        else:
+            self._scan = max(0, len(out) - len(want))
+
+    def drain(self) -> None:
+        """Step until the pipes are closed; the leader must be dead or dying (bounded by the grace)."""
+        while not self.step(PAUSE_POLL_S):
+            pass
+
+    def give_up(self) -> None:
+        """Stop reading and writing: close our ends of the pipes (idempotent)."""
+        self._close_stdin()
+        for fd in self._ends():
+            self.sel.unregister(fd)
+        self.stdout_open = False
+
+    def close(self) -> tuple[bytes, bytes]:
+        """Close everything (the pipes, the pidfd, the selector); returns (stdout, stderr) as read."""
+        self.give_up()
+        for f in (self.proc.stdout, self.proc.stderr):
+            if f is not None:
+                f.close()
+        if self.pidfd is not None:
+            try:
+                self.sel.unregister(self.pidfd)
+            except (KeyError, ValueError):
+                pass
+            os.close(self.pidfd)
+            self.pidfd = None
+        self.sel.close()
+        return bytes(self.data["out"]), bytes(self.data["err"])
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -389,11 +519,12 @@ def run(
     args = [os.fspath(a) for a in argv]
     t0 = time.monotonic()
     proc, marker = _spawn(args, cwd, env, stdin_bytes is not None, memory_limit_bytes, cpu_limit_s)
-    timed_out = False
-    paused = [0.0]
-    hook = getattr(_hooks, "hook", None)
+    pipes = _Pipes(proc, stdin_bytes)
     try:
-        out, err, timed_out = _communicate_pausable(proc, stdin_bytes, timeout_s, grace_s, hook, paused)
+        timed_out, paused = _await_pausable(proc.pid, pipes.step, timeout_s, getattr(_hooks, "hook", None))
+        if timed_out:
+            _kill_group(proc, grace_s)
+            pipes.drain()
     except BaseException:
         _kill_group(proc, grace_s)
         raise
@@ -401,9 +532,10 @@ def run(
         # the leader exited; make sure nothing it started lingers in its session
         kill_session(proc.pid)
     finally:
+        out, err = pipes.close()
         if marker is not None:
             marker.unlink(missing_ok=True)
-    return _result(args, proc, out, err, time.monotonic() - t0, timed_out, paused[0], log_limit)
+    return _result(args, proc, out, err, time.monotonic() - t0, timed_out, paused, log_limit)
 
 
 def _spawn(
@@ -471,58 +603,6 @@ def _result(
     )
 
 
-def _communicate_pausable(
-    proc: subprocess.Popen[bytes], stdin_bytes: bytes | None, timeout_s: float | None, grace_s: float,
-    hook: Pausable | None, paused: list[float],
-) -> tuple[bytes, bytes, bool]:
-    """``proc.communicate`` in a pump thread (stdin written and output read as the child goes, once), while
-    this thread polls ``hook`` (if any) every :data:`PAUSE_POLL_S` seconds and enforces ``timeout_s`` on the
-    running (not paused) time.  The paused seconds are added to ``paused[0]``.  Once the leader has exited,
-    its output pipes get :data:`PIPE_GRACE_S` seconds to close; then the rest of its session and any other
-    process still holding them are killed (a grandchild that left the session would otherwise keep the
-    worker waiting as long as it lives).  Returns (stdout, stderr, timed_out); on any exception the command
-    is killed and the pump joined before it propagates."""
-    box: dict[str, object] = {}
-    pipes = (proc.stdout, proc.stderr)
-    leader_gone: list[float] = []
-
-    def pump() -> None:
-        try:
-            box["out"] = proc.communicate(input=stdin_bytes)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            box["exc"] = exc
-
-    def pumped(wait_s: float) -> bool:
-        pumper.join(wait_s)
-        if not pumper.is_alive():
-            return True
-        if proc.poll() is not None:  # the leader exited, yet something holds its output open
-            now = time.monotonic()
-            if not leader_gone:
-                leader_gone.append(now)
-            elif now - leader_gone[0] >= PIPE_GRACE_S:
-                kill_session(proc.pid)
-                kill_pipe_holders(pipes)
-                leader_gone[0] = now
-        return False
-
-    pumper = threading.Thread(target=pump, name=f"mkb-pump-{proc.pid}", daemon=True)
-    pumper.start()
-    try:
-        timed_out, paused[0] = _await_pausable(proc.pid, pumped, timeout_s, hook)
-        if timed_out:
-            _kill_group(proc, grace_s)
-    except BaseException:
-        kill_session(proc.pid)
-        _join_readers([pumper], pipes)
-        raise
-    _join_readers([pumper], pipes)
-    if "exc" in box:
-        raise box["exc"]  # type: ignore[misc]
-    out, err = box.get("out", (b"", b"mkb: output lost: its pipes are held open by a process that cannot be killed"))  # type: ignore[misc]
-    return out, err, timed_out
-
-
 def _await_pausable(
     sid: int, done: Callable[[float], bool], timeout_s: float | None, hook: Pausable | None
 ) -> tuple[bool, float]:
@@ -551,12 +631,10 @@ class Waiting:
     Call :meth:`go` once (it writes ``go\\n`` to the command's stdin and waits for it like :func:`run`), or
     :meth:`cancel`; either way the command's session is gone afterwards."""
 
-    def __init__(
-        self, args: list[str], proc: subprocess.Popen[bytes], marker: Path | None, readers: list[threading.Thread],
-        chunks: tuple[list[bytes], list[bytes]], log_limit: int, grace_s: float,
-    ) -> None:
-        self.args, self.proc, self._marker, self._readers = args, proc, marker, readers
-        self._chunks, self._log_limit, self._grace_s = chunks, log_limit, grace_s
+    def __init__(self, args: list[str], proc: subprocess.Popen[bytes], marker: Path | None, pipes: _Pipes,
+                 log_limit: int, grace_s: float) -> None:
+        self.args, self.proc, self._marker, self._pipes = args, proc, marker, pipes
+        self._log_limit, self._grace_s = log_limit, grace_s
         self.pid = proc.pid
         self._result: ProcResult | None = None
 
@@ -575,9 +653,10 @@ class Waiting:
                 self.proc.stdin.close()
             except BrokenPipeError:
                 pass  # it ended meanwhile: its exit status says how
-            if not _wait_exit(self.proc, timeout_s):
-                timed_out = True
+            timed_out, _ = _await_pausable(self.pid, self._pipes.step, timeout_s, None)
+            if timed_out:
                 _kill_group(self.proc, self._grace_s)
+                self._pipes.drain()
         except BaseException:
             self.cancel()
             raise
@@ -594,15 +673,14 @@ class Waiting:
             return self._result
         kill_session(self.proc.pid)  # the leader exited; nothing it started lingers
         self.proc.wait()
+        out, err = self._pipes.close()
         if self.proc.stdin is not None and not self.proc.stdin.closed:
             try:
                 self.proc.stdin.close()
             except BrokenPipeError:
                 pass
-        _join_readers(self._readers, (self.proc.stdout, self.proc.stderr))
         if self._marker is not None:
             self._marker.unlink(missing_ok=True)
-        out, err = (b"".join(c) for c in self._chunks)
         self._result = _result(self.args, self.proc, out, err, elapsed_s, timed_out, paused_s, self._log_limit)
         return self._result
 
@@ -622,57 +700,41 @@ def start(
     """Start ``argv`` (as :func:`run` would) and wait until it prints the line ``ready_line`` on stdout, where
     it must then block reading a line from stdin.  The start-up (exec, loading, reading inputs) is done then,
     so a later :meth:`Waiting.go` runs only what comes after the rendezvous: a timing phase holds the node for
-    the measured part alone.
+    the measured part alone.  Output after the ready line is read by :meth:`Waiting.go` (a command that
+    writes more than a pipe holds before it blocks until then).
 
     Inside :func:`pausable`, the hook is polled while the command starts up (it is paused like any command).
     Call :meth:`Waiting.go` from the same thread: the command gets SIGKILL when the thread that started it
     ends (the parent-death signal, as with :func:`run`).
 
     Returns:
-        a :class:`Waiting` at the rendezvous, or the :class:`ProcResult` of a command that ended (or was killed
-        after ``timeout_s`` seconds, ``timed_out`` set) before printing ``ready_line``.
+        a :class:`Waiting` at the rendezvous, or the :class:`ProcResult` of a command that ended, closed its
+        stdout (or was killed after ``timeout_s`` seconds, ``timed_out`` set) before printing ``ready_line``.
     Raises:
         FileNotFoundError: the program does not exist.
     """
     args = [os.fspath(a) for a in argv]
     t0 = time.monotonic()
     proc, marker = _spawn(args, cwd, env, True, memory_limit_bytes, cpu_limit_s)
-    want = ready_line.encode() + b"\n"
-    seen = threading.Event()  # the ready line came
-    ready = threading.Event()  # ... or stdout ended (it will not come)
-    chunks: tuple[list[bytes], list[bytes]] = ([], [])
+    pipes = _Pipes(proc, None, ready_line.encode())
+    waiting = Waiting(args, proc, marker, pipes, log_limit, grace_s)
 
-    def read(stream, sink: list[bytes], watch: bool) -> None:
-        for line in iter(stream.readline, b""):
-            if watch and not seen.is_set() and line == want:
-                seen.set()  # the rendezvous line is protocol, not output
-                ready.set()
-                continue
-            sink.append(line)
-        stream.close()
-        if watch:
-            ready.set()
+    def arrived(wait_s: float) -> bool:
+        ended = pipes.step(wait_s)
+        return pipes.seen or ended or not pipes.stdout_open or pipes.exited_at is not None
 
-    readers = [
-        threading.Thread(target=read, args=(proc.stdout, chunks[0], True), name=f"mkb-out-{proc.pid}", daemon=True),
-        threading.Thread(target=read, args=(proc.stderr, chunks[1], False), name=f"mkb-err-{proc.pid}", daemon=True),
-    ]
-    for t in readers:
-        t.start()
-    waiting = Waiting(args, proc, marker, readers, chunks, log_limit, grace_s)
     try:
-        timed_out, paused = _await_pausable(
-            proc.pid, lambda wait_s: ready.wait(wait_s) or proc.poll() is not None, timeout_s,
-            getattr(_hooks, "hook", None),
-        )
+        timed_out, paused = _await_pausable(proc.pid, arrived, timeout_s, getattr(_hooks, "hook", None))
         if timed_out:
             _kill_group(proc, grace_s)
     except BaseException:
         waiting.cancel()
         raise
-    if seen.is_set() and not timed_out:
+    if pipes.seen and not timed_out:
         return waiting  # (if it ended right after the line, go() reports how)
     # it exited, closed its stdout or timed out before the ready line: session killed, status reported
+    if pipes.exited_at is not None or timed_out:
+        pipes.drain()
     return waiting._end(time.monotonic() - t0, timed_out, paused)
 
 

@@ -346,16 +346,97 @@ def test_go_kills_a_grandchild_that_left_the_session_holding_the_output(tmp_path
     assert not _alive(int(pid_file.read_text())) and not mark.exists()
 
 
-def test_kill_pipe_holders_kills_only_the_holders(tmp_path):
+def test_kill_pipe_holders_kills_the_other_ends_only(tmp_path):
+    """A writer of a pipe we read dies; a process holding our own (read) end, as a child forked by another
+    thread would, and a process holding nothing of it are left alone."""
     r, w = os.pipe()
     holder = subprocess.Popen(["sleep", "60"], stdout=w)
+    same_end = subprocess.Popen(["sleep", "60"], stdin=r)
     bystander = subprocess.Popen(["sleep", "60"])
     os.close(w)
     try:
-        with os.fdopen(r, "rb") as f:
-            assert proc.kill_pipe_holders([f]) == [holder.pid]
-            assert f.read() == b""  # the write end is gone: EOF
-        assert holder.wait(10) == -9 and bystander.poll() is None
+        assert proc.kill_pipe_holders([r]) == [holder.pid]
+        assert os.read(r, 10) == b""  # the write end is gone: EOF
+        assert holder.wait(10) == -9 and same_end.poll() is None and bystander.poll() is None
     finally:
-        bystander.kill()
-        bystander.wait()
+        os.close(r)
+        for p in (same_end, bystander):
+            p.kill()
+            p.wait()
+
+
+# a grandchild that leaves the session and hides the command's stdout/stderr from /proc/<pid>/fd (parked in a
+# unix socket as SCM_RIGHTS data), then lives on; it writes its pid first
+_HIDDEN_HOLDER = """
+import array, os, socket, sys, time
+pid_file = sys.argv[1]
+if os.fork() == 0:
+    os.setsid()
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    a.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [1, 2]))])
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    with open(pid_file + ".tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.rename(pid_file + ".tmp", pid_file)
+    time.sleep(60)
+    os._exit(0)
+while not os.path.exists(pid_file):
+    time.sleep(0.01)
+print("leader-out", flush=True)
+"""
+
+
+def test_a_holder_hidden_from_proc_does_not_hold_run(tmp_path):
+    """The kit stops reading a finished command's pipes after the grace even when it cannot find (and kill)
+    what holds them: the leader's status and output come back, not a timeout."""
+    script, pid_file = tmp_path / "hidden.py", tmp_path / "hidden.pid"
+    script.write_text(_HIDDEN_HOLDER)
+    try:
+        res = proc.run([sys.executable, str(script), str(pid_file)], timeout_s=40)
+        assert res.returncode == 0 and not res.timed_out
+        assert res.stdout.strip() == "leader-out"
+    finally:
+        if pid_file.exists():
+            try:
+                os.kill(int(pid_file.read_text()), 9)
+            except ProcessLookupError:
+                pass
+
+
+_STDIN_HOLDER = """
+import os, sys, time
+pid_file = sys.argv[1]
+if os.fork() == 0:  # leaves the session with our stdin open (never read), output elsewhere
+    os.setsid()
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    with open(pid_file + ".tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.rename(pid_file + ".tmp", pid_file)
+    time.sleep(60)
+    os._exit(0)
+while not os.path.exists(pid_file):
+    time.sleep(0.01)
+print("leader-out", flush=True)
+sys.exit(2)
+"""
+
+
+def test_stdin_held_by_an_escaped_grandchild_does_not_hold_run(tmp_path):
+    """More stdin than a pipe holds, kept open (unread) by a grandchild that left the session: the leader's
+    status, not a timeout, and the holder of our stdin's read end is killed."""
+    script, pid_file = tmp_path / "reader.py", tmp_path / "reader.pid"
+    script.write_text(_STDIN_HOLDER)
+    res = proc.run([sys.executable, str(script), str(pid_file)], stdin_bytes=b"x" * (8 << 20), timeout_s=40)
+    assert res.returncode == 2 and not res.timed_out and res.stdout.strip() == "leader-out"
+    _wait_until(lambda: not _alive(int(pid_file.read_text())), "the holder of our stdin to die", 10)
+
+
+def test_run_feeds_stdin_and_reads_large_output():
+    data = os.urandom(3 << 20)
+    res = proc.run([sys.executable, "-c", "import sys; d = sys.stdin.buffer.read(); sys.stdout.write(d.hex()); "
+                    "sys.stderr.write(str(len(d)))"], stdin_bytes=data, timeout_s=60, log_limit=16 << 20)
+    assert res.ok and res.stderr == str(len(data)) and res.stdout == data.hex()
