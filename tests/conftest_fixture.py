@@ -86,3 +86,19 @@ def fixture_tasks_dir() -> Path:
 def fixture_candidates_dir() -> Path:
     """The sample candidates (read-only): ``sample/<task_id>/<sample_id>/<files>``."""
     return FIXTURE_ROOT / "candidates"
+
+
+def wait_for_state(pid: int, state: str = "S", limit_s: float = 10.0) -> str:
+    """Poll /proc/<pid>/stat until the process is in ``state`` (e.g. "S": blocked, as a runner waiting at its
+    rendezvous) or ``limit_s`` seconds have passed; returns the last state seen ("-" once it is gone)."""
+    import time
+
+    deadline = time.monotonic() + limit_s
+    while True:
+        try:
+            seen = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            seen = "-"
+        if seen == state or time.monotonic() >= deadline:
+            return seen
+        time.sleep(0.01)

@@ -11,7 +11,6 @@ import re
 import shutil
 import signal
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from conftest_fixture import FIXTURE_ROOT, copy_fixture_engine
+from conftest_fixture import FIXTURE_ROOT, copy_fixture_engine, wait_for_state
 from onnx import TensorProto, helper, numpy_helper
 
 from kit import proc
@@ -317,14 +316,8 @@ def test_started_runner_waits_at_its_rendezvous_until_go(engine: Engine, tasks: 
     kw = dict(warmup=1, iterations=4, op_types=tuple(task.mnn_op_types), timeout_s=60)
     started = mrunner.start_model(engine.runner, model, inputs, ["y"], scratch=engine.work / "go", **kw)
     assert isinstance(started, mrunner.StartedRun)
-    def state() -> str:
-        return Path(f"/proc/{started.waiting.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-
     # blocked reading stdin (it may still be between printing the ready line and its read when start returns)
-    deadline = time.monotonic() + 10
-    while state() != "S" and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert state() == "S"
+    assert wait_for_state(started.waiting.pid) == "S"
     assert not (engine.work / "go" / "out" / "timing.json").exists()  # nothing ran yet
     res = started.go()
     assert res.ok, res.error

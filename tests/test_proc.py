@@ -369,54 +369,20 @@ def test_kill_pipe_holders_kills_the_other_ends_only(tmp_path):
             p.wait()
 
 
-# a grandchild that leaves the session and hides the command's stdout/stderr from /proc/<pid>/fd (parked in a
-# unix socket as SCM_RIGHTS data), then lives on; it writes its pid first
-_HIDDEN_HOLDER = """
+# a grandchild that leaves the session and lives on, holding the command's pipes in one of two ways: "hide"
+# parks stdout/stderr in a unix socket as SCM_RIGHTS data (invisible in /proc/<pid>/fd), "stdin" keeps stdin
+# open, never read; its output goes to /dev/null.  It writes its pid, then the leader prints and exits 2.
+_HOLDER = """
 import array, os, socket, sys, time
-pid_file = sys.argv[1]
+mode, pid_file = sys.argv[1], sys.argv[2]
 if os.fork() == 0:
     os.setsid()
-    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-    a.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [1, 2]))])
+    if mode == "hide":
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        a.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [1, 2]))])
     null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
+    for fd in (0, 1, 2) if mode == "hide" else (1, 2):
         os.dup2(null, fd)
-    with open(pid_file + ".tmp", "w") as f:
-        f.write(str(os.getpid()))
-    os.rename(pid_file + ".tmp", pid_file)
-    time.sleep(60)
-    os._exit(0)
-while not os.path.exists(pid_file):
-    time.sleep(0.01)
-print("leader-out", flush=True)
-"""
-
-
-def test_a_holder_hidden_from_proc_does_not_hold_run(tmp_path):
-    """The kit stops reading a finished command's pipes after the grace even when it cannot find (and kill)
-    what holds them: the leader's status and output come back, not a timeout."""
-    script, pid_file = tmp_path / "hidden.py", tmp_path / "hidden.pid"
-    script.write_text(_HIDDEN_HOLDER)
-    try:
-        res = proc.run([sys.executable, str(script), str(pid_file)], timeout_s=40)
-        assert res.returncode == 0 and not res.timed_out
-        assert res.stdout.strip() == "leader-out"
-    finally:
-        if pid_file.exists():
-            try:
-                os.kill(int(pid_file.read_text()), 9)
-            except ProcessLookupError:
-                pass
-
-
-_STDIN_HOLDER = """
-import os, sys, time
-pid_file = sys.argv[1]
-if os.fork() == 0:  # leaves the session with our stdin open (never read), output elsewhere
-    os.setsid()
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 1)
-    os.dup2(null, 2)
     with open(pid_file + ".tmp", "w") as f:
         f.write(str(os.getpid()))
     os.rename(pid_file + ".tmp", pid_file)
@@ -429,14 +395,33 @@ sys.exit(2)
 """
 
 
+def _run_holder(tmp_path: Path, mode: str, **kw) -> tuple[proc.ProcResult, int]:
+    script, pid_file = tmp_path / "holder.py", tmp_path / "holder.pid"
+    script.write_text(_HOLDER)
+    res = proc.run([sys.executable, str(script), mode, str(pid_file)], timeout_s=40, **kw)
+    return res, int(pid_file.read_text())
+
+
+def test_a_holder_hidden_from_proc_does_not_hold_run(tmp_path):
+    """The kit stops reading a finished command's pipes after the grace even when it cannot find (and kill)
+    what holds them: the leader's status and output come back, not a timeout."""
+    res, holder = _run_holder(tmp_path, "hide")
+    try:
+        assert res.returncode == 2 and not res.timed_out
+        assert res.stdout.strip() == "leader-out"
+    finally:
+        try:
+            os.kill(holder, 9)
+        except ProcessLookupError:
+            pass
+
+
 def test_stdin_held_by_an_escaped_grandchild_does_not_hold_run(tmp_path):
     """More stdin than a pipe holds, kept open (unread) by a grandchild that left the session: the leader's
     status, not a timeout, and the holder of our stdin's read end is killed."""
-    script, pid_file = tmp_path / "reader.py", tmp_path / "reader.pid"
-    script.write_text(_STDIN_HOLDER)
-    res = proc.run([sys.executable, str(script), str(pid_file)], stdin_bytes=b"x" * (8 << 20), timeout_s=40)
+    res, holder = _run_holder(tmp_path, "stdin", stdin_bytes=b"x" * (8 << 20))
     assert res.returncode == 2 and not res.timed_out and res.stdout.strip() == "leader-out"
-    _wait_until(lambda: not _alive(int(pid_file.read_text())), "the holder of our stdin to die", 10)
+    _wait_until(lambda: not _alive(holder), "the holder of our stdin to die", 10)
 
 
 def test_run_feeds_stdin_and_reads_large_output():

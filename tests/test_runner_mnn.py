@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from pathlib import Path
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from conftest_fixture import wait_for_state
 from onnx import TensorProto, helper, numpy_helper
 
 from kit.compare import compare
@@ -256,14 +256,8 @@ def test_started_runner_runs_only_after_go(runner_bin, converted, work):
     started = mr.start_model(runner_bin, mnn_path, inputs, ["y"], scratch=work / "go", **kw)
     assert isinstance(started, mr.StartedRun)
 
-    def state() -> str:
-        return Path(f"/proc/{started.waiting.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-
     # blocked reading stdin (it may still be between printing the ready line and its read when start returns)
-    deadline = time.monotonic() + 10
-    while state() != "S" and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert state() == "S"
+    assert wait_for_state(started.waiting.pid) == "S"
     assert not (work / "go" / "out" / "timing.json").exists()
     res = started.go()
     assert res.ok, res.error
