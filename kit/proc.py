@@ -264,7 +264,6 @@ class _Pipes:
         self.data = {"out": bytearray(), "err": bytearray()}
         self.want = None if ready_line is None else ready_line + b"\n"
         self.seen = False
-        self.stdout_open = True
         self.exited_at: float | None = None
         self._scan = 0  # stdout offset from which to look for the ready line
         self._todo = memoryview(stdin_bytes or b"")
@@ -299,6 +298,11 @@ class _Pipes:
     def _ends(self) -> list[int]:
         return [key.fd for key in self.sel.get_map().values() if key.data in ("out", "err", "in")]
 
+    @property
+    def stdout_open(self) -> bool:
+        """Still reading stdout (no EOF yet, not given up)."""
+        return any(key.data == "out" for key in self.sel.get_map().values())
+
     def step(self, wait_s: float) -> bool:
         """Wait up to ``wait_s`` seconds for anything to do, do it; True once the leader has exited and the
         pipes are closed (at EOF, or given up :data:`PIPE_GRACE_S` after the exit)."""
@@ -310,7 +314,7 @@ class _Pipes:
                     n = os.write(key.fd, self._todo[:65536])
                     self._todo = self._todo[n:]
                 except BlockingIOError:
-                    n = -1
+                    pass
                 except OSError:  # BrokenPipeError: the child closed its stdin
                     self._todo = memoryview(b"")
                 if not self._todo:
@@ -326,8 +330,6 @@ class _Pipes:
                         self._find_ready()
                 else:
                     self.sel.unregister(key.fd)
-                    if key.data == "out":
-                        self.stdout_open = False
         if self.exited_at is None and (self.pidfd is None and self.proc.poll() is not None
                                        or self.proc.returncode is not None):
             self.exited_at = time.monotonic()
@@ -362,7 +364,6 @@ class _Pipes:
         self._close_stdin()
         for fd in self._ends():
             self.sel.unregister(fd)
-        self.stdout_open = False
 
     def close(self) -> tuple[bytes, bytes]:
         """Close everything (the pipes, the pidfd, the selector); returns (stdout, stderr) as read."""
@@ -456,9 +457,9 @@ def _wait_exit(proc: subprocess.Popen[bytes], timeout_s: float | None) -> bool:
     """Wait up to ``timeout_s`` seconds (None: for ever) for ``proc`` to exit, and reap it.  Returns True when
     it has exited.
 
-    ``Popen.wait(timeout)`` polls with sleeps that double up to 50 ms, so it sees a 25 ms command end at
-    ~31 ms (measured: a fixture timing run's ``go()`` took 33 ms for 22 ms of work); a pidfd (Linux >= 5.3)
-    wakes at the exit itself.  Elsewhere ``Popen.wait`` does the waiting."""
+    ``Popen.wait(timeout)`` polls with sleeps that double up to 50 ms (a 25 ms command is seen to end at
+    ~31 ms); a pidfd (Linux >= 5.3) wakes at the exit itself.  Elsewhere ``Popen.wait`` does the waiting.
+    (A running command's own exit is watched by :class:`_Pipes`; this is for the kills.)"""
     if proc.returncode is not None:
         return True
     if timeout_s is None:
@@ -673,12 +674,7 @@ class Waiting:
             return self._result
         kill_session(self.proc.pid)  # the leader exited; nothing it started lingers
         self.proc.wait()
-        out, err = self._pipes.close()
-        if self.proc.stdin is not None and not self.proc.stdin.closed:
-            try:
-                self.proc.stdin.close()
-            except BrokenPipeError:
-                pass
+        out, err = self._pipes.close()  # stdin included
         if self._marker is not None:
             self._marker.unlink(missing_ok=True)
         self._result = _result(self.args, self.proc, out, err, elapsed_s, timed_out, paused_s, self._log_limit)
@@ -720,8 +716,8 @@ def start(
     waiting = Waiting(args, proc, marker, pipes, log_limit, grace_s)
 
     def arrived(wait_s: float) -> bool:
-        ended = pipes.step(wait_s)
-        return pipes.seen or ended or not pipes.stdout_open or pipes.exited_at is not None
+        pipes.step(wait_s)
+        return pipes.seen or not pipes.stdout_open or pipes.exited_at is not None
 
     try:
         timed_out, paused = _await_pausable(proc.pid, arrived, timeout_s, getattr(_hooks, "hook", None))
