@@ -297,9 +297,9 @@ class ModeRun:
 
 
 def _tally(m: ModeRun, run_dir: Path) -> ModeRun:
-    from kit.shards import scan
+    from kit.shards import read_records
 
-    frame = scan(run_dir).collect()
+    frame = read_records(run_dir)
     m.n = frame.height
     m.job_wall_s = float(frame["wall_s"].fill_null(0.0).sum())
     m.build_s = float(frame["build_s"].fill_null(0.0).sum())

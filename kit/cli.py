@@ -73,7 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="HTML/Markdown/JSON/CSV report of one or more runs")
     p.add_argument("run_dirs", type=Path, nargs="+")
     p.add_argument("--out", type=Path, default=None, help="output folder (default: <first run>/report)")
-    p.add_argument("--tasks-dir", type=Path, default=Path("tasks"))
+    p.add_argument("--tasks-dir", type=Path, default=None,
+                   help="the task suite the runs were scored on (default: the first run's tasks.dir from its "
+                        "provenance.json when that folder exists, else ./tasks)")
     return ap
 
 
@@ -91,6 +93,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+class _StderrHandler(logging.StreamHandler):
+    """A log handler writing to whatever ``sys.stderr`` is at the time of each record (not the stream of
+    the first call: ``main`` called again in one process, as tests do, may have another stderr)."""
+
+    @property  # type: ignore[override]
+    def stream(self):  # noqa: ANN201
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:  # noqa: ANN001
+        pass
+
+
 def _log_records_when_no_progress_bar() -> None:
     """Without a live progress bar (stderr not a terminal: nohup, CI, a cluster job), print the kit's
     INFO log (one line per record, workers ready, retries) to stderr instead."""
@@ -98,7 +113,7 @@ def _log_records_when_no_progress_bar() -> None:
 
     log = logging.getLogger("kit")
     if not progress_shown() and not log.handlers:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
         log.addHandler(handler)
         log.setLevel(logging.INFO)
@@ -146,13 +161,35 @@ def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
             from kit.tasks import load_suite
 
             out = args.out or (args.run_dirs[0] / "report")
-            paths = build_report(list(args.run_dirs), out, load_suite(args.tasks_dir))
+            paths = build_report(list(args.run_dirs), out, load_suite(_report_tasks_dir(args)))
             print(f"report: {paths.html}\nmarkdown: {paths.markdown}\njson: {paths.json}\ncsv: {paths.csv}")
             return 0
     except _user_errors() as exc:
         print(f"mkb: {exc}", file=sys.stderr)
         return 2
     raise AssertionError(args.cmd)
+
+
+def _report_tasks_dir(args: argparse.Namespace) -> Path:
+    """``--tasks-dir``, else the first run's ``tasks.dir`` (provenance.json) when it is a folder, else ./tasks.
+
+    Raises:
+        kit.tasks.TaskError: the folder does not exist (names it, absolute, and the option)."""
+    from kit.provenance import ProvenanceError
+    from kit.provenance import load as load_provenance
+    from kit.tasks import TaskError
+
+    tasks_dir = args.tasks_dir
+    if tasks_dir is None:
+        try:
+            recorded = ((load_provenance(args.run_dirs[0]) or {}).get("config") or {}).get("tasks", {}).get("dir")
+        except (ProvenanceError, AttributeError):
+            recorded = None  # the report itself names a damaged file
+        tasks_dir = Path(recorded) if isinstance(recorded, str) and Path(recorded).is_dir() else Path("tasks")
+    if not tasks_dir.is_dir():
+        raise TaskError(f"--tasks-dir: {tasks_dir.absolute()} is not a folder (the task suite the runs were scored "
+                        f"on; run from the kit's root or pass --tasks-dir)")
+    return tasks_dir
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:

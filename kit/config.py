@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, CliSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError
 
@@ -39,6 +40,16 @@ class ConfigError(Exception):
 
     The message names the offending key and where it came from; the CLI exits with code 2.
     """
+
+
+#: ``ctx`` key of a cross-field check's error: the fields it involves (dotted, relative to the model that raised
+#: it, comma-separated), so :func:`load_config` names where each of them came from
+_FIELDS_CTX = "mkb_fields"
+
+
+def _fields_error(fields: Sequence[str], message: str) -> PydanticCustomError:
+    """The error of a check over several fields (raised from a ``model_validator``)."""
+    return PydanticCustomError("fields", message, {_FIELDS_CTX: ",".join(fields)})
 
 
 class _Section(BaseModel):
@@ -138,7 +149,8 @@ class DispatchSection(_Section):
     #: host only; ``serial``: one worker in this process, no Ray
     mode: Literal["serial", "processes", "ray"] = "ray"
     workers: int = Field(default=1, ge=1)
-    #: Ray cluster address (``ray://host:10001`` or ``auto``); None starts an embedded local Ray
+    #: Ray cluster address (``auto``, ``host:6379``, or ``ray://host:10001`` through Ray Client, which needs the
+    #: ``client`` extra); None starts an embedded local Ray
     address: str | None = None
     #: custom Ray resource that marks timing nodes (e.g. ``aarch64``); None: any node
     timing_resource: str | None = None
@@ -160,21 +172,24 @@ class DispatchSection(_Section):
     @field_validator("address")
     @classmethod
     def _address_form(cls, v: str | None) -> str | None:
-        if v is None or v == "auto" or v.startswith("ray://"):
+        if v is None or v == "auto":
             return v
-        host, sep, port = v.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(f"{v!r}: give 'auto', 'ray://HOST:PORT' or 'HOST:PORT' (the head's GCS port)")
+        host, sep, port = v.removeprefix("ray://").rpartition(":")
+        if not sep or not host or "/" in host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"{v!r}: give 'auto', 'ray://HOST:PORT' (Ray Client, usually port 10001; needs "
+                             "the kit's `client` extra) or 'HOST:PORT' (the head's GCS port)")
         return v
 
     @model_validator(mode="after")
     def _split_needs_timing_nodes(self) -> DispatchSection:
         if self.build_resource is not None and self.timing_resource is None:
-            raise ValueError("dispatch.build_resource is set but dispatch.timing_resource is not: "
-                             "name the resource that marks the timing nodes")
+            raise _fields_error(("build_resource", "timing_resource"),
+                                "dispatch.build_resource is set but dispatch.timing_resource is not: "
+                                "name the resource that marks the timing nodes")
         if self.build_resource is not None and self.mode != "ray":
-            raise ValueError("dispatch.build_resource needs dispatch.mode = \"ray\" (serial and processes runs "
-                             "have one node without custom resources)")
+            raise _fields_error(("build_resource", "mode"),
+                                "dispatch.build_resource needs dispatch.mode = \"ray\" (serial and processes runs "
+                                "have one node without custom resources)")
         return self
 
 
@@ -207,9 +222,11 @@ class EvalConfig(BaseSettings):
         methods = [s.method for s in self.candidates.sources]
         dupes = sorted({m for m in methods if methods.count(m) > 1})
         if dupes:
-            raise ValueError(f"candidates.sources: method names must be unique, repeated: {dupes}")
+            raise _fields_error(("candidates.sources",),
+                                f"candidates.sources: method names must be unique, repeated: {dupes}")
         if "native" in methods:
-            raise ValueError("candidates.sources: 'native' is reserved; set candidates.native = true instead")
+            raise _fields_error(("candidates.sources",),
+                                "candidates.sources: 'native' is reserved; set candidates.native = true instead")
         return self
 
     @classmethod
@@ -287,16 +304,40 @@ def _resolve(base: Path, value: str) -> Path:
     return Path(os.path.normpath(p if p.is_absolute() else (base / p)))
 
 
-def _origin(loc: tuple[Any, ...], path: Path | None, cli: Sequence[str]) -> str:
+def _origin(loc: tuple[Any, ...], path: Path | None, cli: Sequence[str], data: dict[str, Any]) -> str:
     """Where the value at ``loc`` came from, in the order the sources take precedence: command line,
-    environment, file."""
-    dotted = ".".join(str(p) for p in loc)
-    if any(a.lstrip("-").split("=")[0] == dotted for a in cli):
-        return "from the command line"
-    env_name = "MKB_" + "__".join(str(p).upper() for p in loc)
-    if env_name in os.environ:
-        return f"from environment variable {env_name}"
-    return f"in {path}" if path is not None else "(defaults/environment)"
+    environment, file (``data``: its content), else the default.
+
+    An override of an enclosing key counts too (``--dispatch '{...}'``, ``MKB_DISPATCH='{...}'``).
+    """
+    given = {a.lstrip("-").split("=")[0] for a in cli if a.startswith("-")}
+    env = {name.upper(): name for name in os.environ}
+    for n in range(len(loc), 0, -1):
+        if ".".join(str(p) for p in loc[:n]) in given:
+            return "from the command line"
+    for n in range(len(loc), 0, -1):
+        env_name = env.get("MKB_" + "__".join(str(p).upper() for p in loc[:n]))
+        if env_name is not None:
+            return f"from environment variable {env_name}"
+    if path is not None and _in_file(data, loc):
+        return f"in {path}"
+    return "(not set: the default)"
+
+
+def _in_file(data: Any, loc: tuple[Any, ...]) -> bool:
+    """Whether the TOML content ``data`` holds the key (or list item) at ``loc``."""
+    for part in loc:
+        if isinstance(data, dict):
+            if part not in data:
+                return False
+            data = data[part]
+        elif isinstance(data, list):
+            if not isinstance(part, int) or not 0 <= part < len(data):
+                return False
+            data = data[part]
+        else:  # a value the file gives: the rest of ``loc`` names the types pydantic tried on it
+            return True
+    return True
 
 
 def load_config(path: Path | str | None = None, overrides: Sequence[str] = ()) -> EvalConfig:
@@ -327,7 +368,13 @@ def load_config(path: Path | str | None = None, overrides: Sequence[str] = ()) -
         for err in exc.errors():
             loc = tuple(err["loc"])
             dotted = ".".join(str(x) for x in loc) or "(top level)"
-            where = _origin(loc, p, overrides)
+            fields = (err.get("ctx") or {}).get(_FIELDS_CTX)
+            if fields is not None:  # a check over several fields: where each of them came from
+                involved = [(*loc, *f.split(".")) for f in fields.split(",")]
+                names = " and ".join(f"'{'.'.join(map(str, f))}' {_origin(f, p, overrides, data)}" for f in involved)
+                lines.append(f"invalid {'combination of' if len(involved) > 1 else 'value for'} {names}: {err['msg']}")
+                continue
+            where = _origin(loc, p, overrides, data)
             if err["type"] == "extra_forbidden":
                 lines.append(f"unknown key '{dotted}' {where}")
             else:

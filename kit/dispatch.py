@@ -4,7 +4,8 @@ The only module that imports Ray.
 
 * **Cluster.** ``mode = "ray"`` with ``dispatch.address`` unset, and ``mode = "processes"`` always, start an
   embedded Ray instance on this host (``ray.init(address="local")``: no cluster to start, stopped at the
-  end); ``mode = "ray"`` with an address (``auto``, ``ray://head:10001``, ``host:6379``) joins that cluster.
+  end); ``mode = "ray"`` with an address (``auto``, ``host:6379``, ``ray://head:10001``) joins that cluster
+  (``ray://`` goes through Ray Client, which needs ``ray[client]``: the kit's ``client`` extra).
   If Ray is already initialised in this process, that connection is used and left open.
 * **Workers.** ``min(dispatch.workers, CPUs)`` Ray actors (one CPU each; CPUs counted on the nodes that
   carry ``dispatch.timing_resource`` when it is set, and the actors then request ``0.01`` of that custom
@@ -39,7 +40,8 @@ The only module that imports Ray.
 * **Faults.** If an actor dies during a job (``RayActorError``), a new actor takes its slot and the job is
   retried, up to ``dispatch.max_retries`` times; then the job gets a ``worker_lost`` record.  If ``job_fn``
   raises, the job gets a ``harness_error`` record.  Either way every job yields exactly one record, with
-  ``Record.attempts`` = number of tries.  A failing ``setup_fn`` aborts the run with its own exception.
+  ``Record.attempts`` = number of tries.  A failing ``setup_fn`` aborts the run with its own exception
+  (the one the worker raised, not Ray's wrapper around it, whose message carries the remote traceback).
 * **Remote nodes** need the same ``kit`` installed (checked: :func:`kit_digest` of driver and each worker
   must match, else :class:`DispatchError`), the task suite at ``tasks.dir`` and the MNN source at
   ``mnn.source_dir`` (or network access for the tarball) at the same paths; ``mnn.cache_dir`` is per node.
@@ -52,9 +54,11 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import importlib.util
 import logging
 import os
 import platform
+import re
 import socket
 import time
 from collections.abc import Callable, Sequence
@@ -255,6 +259,12 @@ def connect(cfg: EvalConfig) -> bool:
         # ~1.5 % of a core, measured on 2 cores, that a timed job would otherwise share)
         ray.init(address="local", include_dashboard=False, _system_config={"prestart_worker_first_driver": False})
     else:
+        if d.address.startswith("ray://") and _ray_client_missing():
+            raise DispatchError(
+                f"dispatch.address: {d.address!r} joins through Ray Client, which needs the package ray[client] "
+                f"(grpcio): install the kit's `client` extra (pip install -e '.[client]', or "
+                f"pip install 'ray[client]=={ray.__version__}'), or give the head's GCS address HOST:6379 instead"
+            )
         _check_reachable(d.address)
         try:
             ray.init(address=d.address)
@@ -267,17 +277,25 @@ def connect(cfg: EvalConfig) -> bool:
 CONNECT_CHECK_S = 10.0
 
 
+def _ray_client_missing() -> bool:
+    """Whether what ``ray[client]`` adds to ``ray`` (grpcio) is missing here: ``ray://`` addresses need it."""
+    return importlib.util.find_spec("grpc") is None
+
+
 def _check_reachable(address: str) -> None:
-    """Raise :class:`DispatchError` when ``HOST:PORT`` takes no TCP connection within
-    :data:`CONNECT_CHECK_S` (``ray.init`` would retry for minutes).  ``auto`` and ``ray://`` are left to Ray."""
-    if address == "auto" or address.startswith("ray://"):
+    """Raise :class:`DispatchError` when ``HOST:PORT`` (or ``ray://HOST:PORT``) takes no TCP connection within
+    :data:`CONNECT_CHECK_S` (``ray.init`` would retry for minutes).  ``auto`` is left to Ray."""
+    if address == "auto":
         return
-    host, _, port = address.rpartition(":")
+    client = address.startswith("ray://")
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")  # [IPv6]:PORT
     try:
         socket.create_connection((host, int(port)), timeout=CONNECT_CHECK_S).close()
     except OSError as exc:
+        start = f"--ray-client-server-port {port}" if client else f"--port {port}"
         raise DispatchError(f"dispatch.address: nothing answers at {address} ({exc}); is the Ray head running "
-                            f"there (`ray start --head --port {port}`)?") from exc
+                            f"there (`ray start --head {start}`)?") from exc
 
 
 def _labelled(nodes: list[dict], resource: str | None, field_name: str) -> list[dict]:
@@ -617,8 +635,8 @@ class _Driver:
             else:
                 self._spawn(slot)
             return
-        except RayTaskError:  # setup raised: a setup error (bad tree, failed native build) ends the run
-            raise
+        except RayTaskError as exc:  # setup raised: a setup error (bad tree, failed native build) ends the run
+            raise _setup_error(exc, slot) from exc
         if info["kit_digest"] != self.kit_digest:
             raise DispatchError(
                 f"worker {info['name']} on {info['host']} ({info['ip']}) runs kit sources {info['kit_digest']}, "
@@ -722,6 +740,23 @@ class _Driver:
         provenance.save(self.run_dir, self.prov_before, self.prov)
 
 
+def _setup_error(exc: RayTaskError, slot: _Slot) -> BaseException:
+    """The exception a worker's setup raised, as it raised it (what ``ray.get`` raises is Ray's wrapper:
+    an instance of the same type, but its message is the remote traceback), noted with the worker it came
+    from; the wrapper itself when Ray could not ship the original."""
+    cause = getattr(exc, "cause", None)
+    if not isinstance(cause, Exception) or isinstance(cause, RayTaskError):
+        return exc
+    where = f"worker slot {'t' if slot.role == 'time' else 'w'}{slot.index}"
+    # the wrapper's first line: "ray::_JobActor.ready() (pid=..., ip=..., ...)"
+    at = re.search(r"\(pid=(\d+), ip=([^,)]+)", str(exc))
+    if at:
+        where += f" (pid {at[1]} on {at[2]})"
+    log.info("the setup of %s failed; ending the run", where)
+    cause.add_note(f"raised by the setup of Ray {where}")
+    return cause
+
+
 def _shard_name(name: str) -> str:
     return "".join(c if c.isalnum() or c in "_." else "_" for c in name) or "worker"
 
@@ -749,8 +784,9 @@ def run_distributed(
 
     Raises:
         DispatchError: see the class.
-        Exception: whatever ``setup_fn`` raised on a worker (e.g. :class:`kit.mnn.source.SourceError`);
-            the exception is an instance of the original type.
+        Exception: whatever ``setup_fn`` raised on a worker (e.g. :class:`kit.mnn.source.SourceError`):
+            that exception itself, its message unchanged (Ray's wrapper, with the remote traceback, is its
+            ``__cause__``; a note names the worker slot).
     """
     from kit.shards import done_job_ids
 
@@ -794,11 +830,11 @@ def evaluate_distributed(
     """``mkb eval`` with ``dispatch.mode`` ``processes`` or ``ray``: make the jobs, run the pending ones on
     Ray workers (:func:`run_distributed`), print the headline metrics.  Returns 0.
 
-    ``jobs`` defaults to :func:`kit.evaluate.make_jobs` (the native method's files are read from the
-    pristine tree on the driver); the records of samples naming unknown tasks are written by the driver.  Raises what :func:`run_distributed` and ``make_jobs`` raise.
+    ``jobs`` defaults to :func:`kit.evaluate.plan_jobs` (the native method's files are read from the
+    pristine tree on the driver); the records of samples naming unknown tasks are written by the driver.  Raises what :func:`run_distributed` and ``plan_jobs`` raise.
     """
-    from kit.evaluate import make_jobs, print_summary, write_orphans
-    from kit.shards import done_job_ids, scan
+    from kit.evaluate import plan_jobs, print_summary, write_orphans
+    from kit.shards import done_job_ids, read_records
 
     if jobs is None:
         root = None
@@ -806,7 +842,7 @@ def evaluate_distributed(
             from kit.mnn.source import ensure_pristine
 
             root = ensure_pristine(cfg).root
-        jobs, orphans = make_jobs(cfg, tasks, all_ids, root)
+        jobs, orphans = plan_jobs(cfg, tasks, all_ids, root)
         cfg.run.dir.mkdir(parents=True, exist_ok=True)
         write_orphans(orphans, cfg.run.dir, done_job_ids(cfg.run.dir))
     started = connect(cfg)
@@ -815,5 +851,5 @@ def evaluate_distributed(
     finally:
         if started:
             ray.shutdown()
-    print_summary(scan(cfg.run.dir).collect(), tasks, cfg)
+    print_summary(read_records(cfg.run.dir), tasks, cfg)
     return 0

@@ -27,6 +27,7 @@ from kit.mnn.workspace import open_workspace
 from kit.pipeline import Job, Timer, Worker, make_job_id, rejected_record, run_job
 from kit.progress import LiveStatus, StageTally, job_progress
 from kit.records import Record, Status
+from kit.rundir import check_candidates
 from kit.rundir import prepare as prepare_run_dir
 from kit.rundir import release as release_run_dir
 from kit.tasks import Task, load_suite
@@ -126,6 +127,22 @@ def make_jobs(
     return jobs, orphans
 
 
+def plan_jobs(
+    cfg: EvalConfig, tasks: list[Task], all_ids: set[str], mnn_root: Path | None
+) -> tuple[list[Job], list[Record]]:
+    """:func:`make_jobs` for ``cfg.run.dir``: the same, after checking that no sample recorded there has
+    changed its candidate files since (:func:`kit.rundir.check_candidates`).
+
+    Raises:
+        kit.config.ConfigError: a recorded sample changed.
+        kit.candidates.CandidateSourceError: as :func:`make_jobs`.
+    """
+    jobs, orphans = make_jobs(cfg, tasks, all_ids, mnn_root)
+    check_candidates(cfg.run.dir, [(j.method, j.task.id, j.sample_id, j.job_id) for j in jobs]
+                     + [(r.method, r.task_id, r.sample_id, r.job_id) for r in orphans])
+    return jobs, orphans
+
+
 def write_orphans(orphans: list[Record], run_dir: Path, done: set[str]) -> None:
     from kit.shards import ShardWriter
 
@@ -188,10 +205,10 @@ def evaluate(cfg: EvalConfig) -> int:
 
 
 def _evaluate_serial(cfg: EvalConfig, tasks: list[Task], all_ids: set[str], run_dir: Path) -> int:
-    from kit.shards import done_job_ids, scan
+    from kit.shards import done_job_ids, read_records
 
     # candidates are read (and a malformed source refused) before the slow setup of MNN
-    jobs, orphans = make_jobs(cfg, tasks, all_ids, ensure_pristine(cfg).root if cfg.candidates.native else None)
+    jobs, orphans = plan_jobs(cfg, tasks, all_ids, ensure_pristine(cfg).root if cfg.candidates.native else None)
     worker = setup_worker(cfg)
     try:
         done = done_job_ids(run_dir)
@@ -203,7 +220,7 @@ def _evaluate_serial(cfg: EvalConfig, tasks: list[Task], all_ids: set[str], run_
         run_jobs(pending, worker, run_dir)
     finally:
         worker.workspace.release()
-    frame = scan(run_dir).collect()
+    frame = read_records(run_dir)
     print_summary(frame, tasks, cfg)
     return 0
 
@@ -218,7 +235,9 @@ def print_summary(frame, tasks: list[Task], cfg: EvalConfig) -> None:
         from kit.shards import merge
 
         merged = merge(cfg.run.dir)
-        paths = build_report([cfg.run.dir], cfg.run.dir / "report", tasks)
+        # the whole suite: the report takes the run's own task selection from provenance.json (every
+        # session's, as `mkb report` does), not only this session's
+        paths = build_report([cfg.run.dir], cfg.run.dir / "report", load_suite(cfg.tasks.dir, "all"))
         print(f"results: {merged}\nreport: {paths.html}")
 
 
@@ -273,13 +292,13 @@ def calibrate(cfg: EvalConfig) -> int:
     worker = setup_worker(cfg)
     try:
         jobs = [job_from(kcand.native_candidate(t, worker.workspace.pristine.root), t, cfg.digest()) for t in tasks]
-        from kit.shards import done_job_ids, scan
+        from kit.shards import done_job_ids, read_records
 
         done = done_job_ids(run_dir)
         run_jobs([j for j in jobs if j.job_id not in done], worker, run_dir, label="calibrate")
     finally:
         worker.workspace.release()
-    frame = scan(run_dir).collect()
+    frame = read_records(run_dir)
     rows = []
     for r in frame.iter_rows(named=True):
         rows.append(

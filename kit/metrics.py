@@ -148,9 +148,11 @@ def per_task(
     no_native = set(records.filter(pl.col("error_kind") == ErrorKind.NO_NATIVE.value)["task_id"].to_list())
 
     is_correct = pl.col("status").is_in(_CORRECT)
+    # a speedup is a positive finite ratio; anything else (NaN, inf, <= 0 from a hand-made table) is not scored
     scorable = (
         is_correct
-        & pl.col("speedup").is_not_null()
+        & pl.col("speedup").is_finite().fill_null(False)
+        & (pl.col("speedup") > 0).fill_null(False)
         & ~pl.col("timing_emulated").fill_null(False)
         & ~pl.col("task_id").is_in(sorted(no_native))
     )
@@ -161,7 +163,7 @@ def per_task(
         correct=is_correct.any(),
         emulated=(is_correct & pl.col("timing_emulated").fill_null(False)).any(),
         speedup=pl.col("speedup").filter(scorable).max(),
-        speedup_ci_low=pl.col("speedup_ci_low").filter(scorable).max(),
+        speedup_ci_low=pl.col("speedup_ci_low").filter(scorable & pl.col("speedup_ci_low").is_finite()).max(),
     )
     systems = records.select(keys).unique()
     grid = systems.join(tasks, how="cross")
@@ -323,8 +325,10 @@ def headline_lines(summary_df: pl.DataFrame, ps: Sequence[float] = DEFAULT_PS) -
     lines = []
     for row in summary_df.iter_rows(named=True):
         label = " ".join(str(row[k]) for k in keys)
-        extra = f" geomean {row['geomean_speedup']:.2f}x" if row.get("geomean_speedup") is not None else ""
-        lines.append(f"{label}: {format_headline(row, ps)}{extra} ({row['n_tasks']} tasks)")
+        extra = ""
+        if row.get("geomean_speedup") is not None:
+            extra = f" geomean {row['geomean_speedup']:.2f}x over the {row['n_with_speedup']} with a speedup"
+        lines.append(f"{label}: {format_headline(row, ps)} ({row['n_tasks']} tasks{extra})")
     return lines
 
 

@@ -67,6 +67,7 @@ def collect(cfg: EvalConfig, worker: Worker | None) -> dict[str, Any]:
         "precision": cfg.timing.precision,
         "python": sys.version.split()[0],
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "tasks": {"split": cfg.tasks.split, "ids": list(cfg.tasks.ids)},
         "config": cfg.model_dump(mode="json"),
     }
 
@@ -95,7 +96,7 @@ def load(run_dir: Path) -> dict[str, Any] | None:
 
 
 def _session(prov: dict[str, Any]) -> dict[str, Any]:
-    keys = (*SESSION_KEYS, "started_at", "build_cpu_model", "build_arch", "dispatch")
+    keys = (*SESSION_KEYS, "started_at", "build_cpu_model", "build_arch", "dispatch", "tasks")
     return {k: copy.deepcopy(prov[k]) for k in keys if k in prov}
 
 
@@ -120,6 +121,27 @@ def merge(previous: dict[str, Any] | None, current: dict[str, Any]) -> dict[str,
         out["differs"] = differs
     else:
         out.pop("differs", None)
+    return out
+
+
+def task_selections(prov: dict[str, Any] | None) -> list[dict[str, Any]] | None:
+    """The task selection of each session of a run (``{"split": str, "ids": [str]}``: what ``tasks.split``
+    and ``tasks.ids`` were, the denominator its ``mkb eval`` scored against), from :func:`load`'s result;
+    None when not every session recorded one (no file, or a file from an older kit)."""
+    if not prov:
+        return None
+    sessions = prov.get("sessions") or [prov]
+    out = []
+    for i, s in enumerate(sessions):
+        sel = s.get("tasks")
+        if sel is None and i == 0:  # a first session from before sessions kept it: the top-level config
+            sel = (prov.get("config") or {}).get("tasks") if isinstance(prov.get("config"), dict) else None
+        if not isinstance(sel, dict) or not isinstance(sel.get("split"), str):
+            return None
+        ids = sel.get("ids") or []
+        if not isinstance(ids, list):
+            return None
+        out.append({"split": sel["split"], "ids": [str(i) for i in ids]})
     return out
 
 

@@ -98,6 +98,13 @@ class Run:
     records: pl.DataFrame
     provenance: dict[str, str]
     calibration: dict[str, Any] | None
+    tasks: pl.DataFrame
+    """the run's denominator (:func:`run_tasks`)"""
+
+    @property
+    def selected(self) -> bool:
+        """Scored over a tasks.ids selection rather than whole splits."""
+        return bool(self.tasks.height) and bool(self.tasks["selected"].any())
 
 
 # ---------------------------------------------------------------------------------------------- inputs
@@ -110,13 +117,51 @@ def load_records(run_dir: Path) -> pl.DataFrame:
         ReportError: neither exists.
     """
     if shards.shard_paths(run_dir):
-        return shards.scan(run_dir).collect()
+        return shards.read_records(run_dir)
     merged = run_dir / shards.RESULTS_FILE
     if merged.is_file():
         return pl.read_parquet(merged)
     raise ReportError(
         f"{run_dir}: no records (no {shards.SHARDS_DIR}/*.parquet and no {shards.RESULTS_FILE})"
     )
+
+
+def run_tasks(run_dir: Path, records: pl.DataFrame, task_table: pl.DataFrame) -> pl.DataFrame:
+    """The tasks ``run_dir``'s records are scored against (its denominator), as ``mkb eval`` scored them:
+    the task selection (``tasks.split``, ``tasks.ids``) of each of its sessions, from ``provenance.json``
+    (:func:`kit.provenance.task_selections`; several sessions: their union).  A run without that record
+    (an older kit, no file) is scored against every task of each split its records touch.  ``task_table``
+    columns plus ``selected`` (bool: chosen by tasks.ids).
+
+    Raises:
+        ReportError: the selection names tasks ``task_table`` lacks, or nothing is left (wrong tasks folder).
+    """
+    try:
+        selections = provenance.task_selections(provenance.load(run_dir))
+    except provenance.ProvenanceError as exc:
+        raise ReportError(str(exc)) from exc
+    if selections is None:
+        used = task_table.filter(pl.col("task_id").is_in(records["task_id"].unique().implode()))["split"].unique()
+        out = task_table.filter(pl.col("split").is_in(used.implode())).with_columns(selected=pl.lit(False))
+    else:
+        known = set(task_table["task_id"].to_list())
+        missing = sorted({i for sel in selections for i in sel["ids"]} - known)
+        if missing:
+            raise ReportError(f"tasks: {run_dir} was evaluated on task ids the task table lacks "
+                              f"({', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}); wrong tasks directory?")
+        keep = pl.lit(False)
+        for sel in selections:
+            one = pl.lit(True) if sel["split"] == "all" else pl.col("split") == sel["split"]
+            if sel["ids"]:
+                one = one & pl.col("task_id").is_in(sel["ids"])
+            keep = keep | one
+        out = task_table.filter(keep).with_columns(selected=pl.lit(all(sel["ids"] for sel in selections)))
+    if out.height == 0:
+        raise ReportError(
+            f"tasks: none of the {records['task_id'].n_unique()} task ids in the records of {run_dir} is in the "
+            f"task table ({task_table.height} tasks); wrong tasks directory?"
+        )
+    return out
 
 
 def load_provenance(run_dir: Path) -> dict[str, str]:
@@ -559,8 +604,7 @@ def build_report(
         raise ReportError("run_dirs: give at least one run directory")
     run_dirs = [Path(d) for d in run_dirs]
     out_dir = Path(out_dir)
-    _check_writable(out_dir)
-    task_table = metrics.as_task_table(tasks)
+    full_table = metrics.as_task_table(tasks)
     labels = _labels(run_dirs)
     multi = len(run_dirs) > 1
     runs: list[Run] = []
@@ -568,21 +612,13 @@ def build_report(
         recs = load_records(d)
         system = (pl.lit(f"{label}/") + pl.col("method")) if multi else pl.col("method")
         recs = recs.with_columns(run=pl.lit(label), system=system)
-        runs.append(Run(label, d, recs, load_provenance(d), load_calibration(d, recs)))
+        runs.append(Run(label, d, recs, load_provenance(d), load_calibration(d, recs), run_tasks(d, recs, full_table)))
+    _check_writable(out_dir)  # after the inputs are known good: a refused report leaves no folder behind
 
     all_ps = tuple(sorted(set(ps) | {0.5, 1.0, 1.5}))
     records = pl.concat([r.records for r in runs], how="diagonal_relaxed")
-    used = (
-        task_table.filter(pl.col("task_id").is_in(records["task_id"].unique().implode()))["split"]
-        .unique()
-        .sort()
-    )
-    if used.len() == 0:
-        raise ReportError(
-            f"tasks: none of the {records['task_id'].n_unique()} task ids in the runs' records is in the task "
-            f"table ({task_table.height} tasks); wrong tasks directory?"
-        )
-    task_table = task_table.filter(pl.col("split").is_in(used.implode()))
+    task_table = pl.concat([r.tasks for r in runs]).unique(subset="task_id", keep="first").sort("task_id")
+    used = task_table["split"].unique().sort()
     split_key = ["split"] if used.len() > 1 else []
     categories = _category_order(task_table)
 
@@ -591,7 +627,7 @@ def build_report(
     for r in runs:
         s = metrics.summary(
             r.records,
-            task_table,
+            r.tasks,
             ps=all_ps,
             by=("run", "method", "system", *split_key),
             n_boot=n_boot,
@@ -599,7 +635,7 @@ def build_report(
         )
         c = metrics.summary(
             r.records,
-            task_table,
+            r.tasks,
             ps=all_ps,
             by=("run", "method", "system", *split_key, "category"),
             n_boot=n_boot,
@@ -607,7 +643,7 @@ def build_report(
         )
         summ_parts.append(s)
         cat_parts.append(c)
-        pt_parts.append(metrics.per_task(r.records, task_table, keys=("run", "method", "system")))
+        pt_parts.append(metrics.per_task(r.records, r.tasks, keys=("run", "method", "system")))
     summary = pl.concat(summ_parts, how="vertical").sort(["run", "method", *split_key])
     by_cat = pl.concat(cat_parts, how="vertical").sort(["run", "method", *split_key, "category"])
     per_task = pl.concat(pt_parts, how="vertical")
@@ -665,9 +701,15 @@ def build_report(
         f"from {calibration['source']}"
     )
     generated = datetime.now(UTC).isoformat(timespec="seconds")
-    denom = ", ".join(f"{s}: {task_table.filter(pl.col('split') == s).height} tasks" for s in used.to_list())
+    def denominator(r: Run) -> str:
+        text = ", ".join(f"{s}: {n} tasks" for s, n in r.tasks.group_by("split").len().sort("split").iter_rows())
+        return text + (" selected by tasks.ids" if r.selected else "")
+
+    denoms = {denominator(r) for r in runs}
+    denom = denoms.pop() if len(denoms) == 1 else "; ".join(f"{r.label}: {denominator(r)}" for r in runs)
     intro = (
-        f"Runs: {', '.join(f'{r.label} ({r.dir})' for r in runs)}. Denominator: all tasks of the split ({denom}); "
+        f"Runs: {', '.join(f'{r.label} ({r.dir})' for r in runs)}. Denominator: all tasks of the split, or of "
+        f"the run's tasks.ids selection ({denom}); "
         "a task without a record counts as a failure. Rates in %, 95 % bootstrap CI over tasks in brackets. "
         "Best of the samples per task. fast_p counts correct tasks with speedup > p; tasks without a native "
         "baseline and timings under emulation never count as fast."

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -89,8 +90,34 @@ def release(run_dir: Path) -> None:
 
 def recorded_digests(run_dir: Path) -> set[str]:
     """The config digests of the records in ``run_dir``'s shards (empty without shards)."""
-    col = shards.scan(run_dir, dedupe=False).select(pl.col("config_digest").unique()).collect()
+    col = shards.collect(shards.scan(run_dir, dedupe=False).select(pl.col("config_digest").unique()), run_dir)
     return {d for d in col["config_digest"].to_list() if d}
+
+
+def check_candidates(run_dir: Path, samples: Iterable[tuple[str, str, str, str]]) -> None:
+    """Refuse to resume ``run_dir`` when a sample it has a record of now has other candidate files.
+
+    A job id covers the candidate's sha256 (:func:`kit.pipeline.make_job_id`), so an edited candidate would
+    be evaluated again beside its old record: two records of one (method, task, sample), which scoring
+    refuses.  ``samples`` are ``(method, task_id, sample_id, job_id)`` of this run's jobs.
+
+    Raises:
+        ConfigError: names the changed samples (``method/task/sample``, the first 5) and how many.
+    """
+    recorded: dict[tuple[str, str, str], set[str]] = {}
+    df = shards.collect(shards.scan(run_dir, dedupe=False).select("method", "task_id", "sample_id", "job_id").unique(),
+                        run_dir)
+    for method, task_id, sample_id, job_id in df.iter_rows():
+        recorded.setdefault((method, task_id, sample_id), set()).add(job_id)
+    changed = sorted({(m, t, s) for m, t, s, job_id in samples
+                      if (m, t, s) in recorded and job_id not in recorded[(m, t, s)]})
+    if changed:
+        shown = ", ".join("/".join(k) for k in changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+        raise ConfigError(
+            f"run.dir: {run_dir} holds records of {len(changed)} sample(s) whose candidate files have changed "
+            f"since (method/task/sample: {shown}); a run scores each sample once. Evaluate into another run.dir, "
+            f"or restore those files to resume this run"
+        )
 
 
 def changed_settings(recorded: Any, cfg: EvalConfig) -> list[str]:

@@ -125,7 +125,8 @@ def test_dispatch_address_forms(tmp_path):
     p = write(tmp_path, "")
     for ok in ("auto", "ray://head:10001", "10.0.0.5:6379", "head.example:6379"):
         assert load_config(p, ["--dispatch.address", ok]).dispatch.address == ok
-    for bad in ("garbage", "host:", ":6379", "host:99999", "host:port"):
+    for bad in ("garbage", "host:", ":6379", "host:99999", "host:port",
+                "ray://", "ray://head", "ray://head:", "ray://:10001", "ray://head:port", "ray://head/x:10001"):
         with pytest.raises(ConfigError, match="dispatch.address.*give 'auto'"):
             load_config(p, ["--dispatch.address", bad])
 
@@ -141,3 +142,52 @@ def test_error_names_the_command_line_or_environment_over_the_file(tmp_path, mon
     monkeypatch.delenv("MKB_DISPATCH__WORKERS")
     with pytest.raises(ConfigError, match=f"'dispatch.workers' in {p}"):
         load_config(write(tmp_path, "[dispatch]\nworkers = 0\n"))
+
+
+def test_cross_field_errors_name_where_each_field_came_from(tmp_path, monkeypatch):
+    """dispatch.build_resource given on the command line or in the environment, the file setting neither it nor
+    timing_resource: the message names the override and says timing_resource is the default, never the file."""
+    p = write(tmp_path, "[timing]\niterations = 10\n")
+    with pytest.raises(ConfigError) as ei:
+        load_config(p, ["--dispatch.build_resource", "build"])
+    msg = str(ei.value)
+    assert "'dispatch.build_resource' from the command line" in msg
+    assert "'dispatch.timing_resource' (not set: the default)" in msg
+    assert "timing_resource is not" in msg and str(p) not in msg
+
+    monkeypatch.setenv("MKB_DISPATCH__BUILD_RESOURCE", "build")
+    with pytest.raises(ConfigError) as ei:
+        load_config(p)
+    msg = str(ei.value)
+    assert "'dispatch.build_resource' from environment variable MKB_DISPATCH__BUILD_RESOURCE" in msg
+    assert str(p) not in msg
+
+    # mode from the file, build_resource and timing_resource from the environment
+    monkeypatch.setenv("MKB_DISPATCH__TIMING_RESOURCE", "arm")
+    p = write(tmp_path, "[dispatch]\nmode = 'serial'\n")
+    with pytest.raises(ConfigError, match='needs dispatch.mode = "ray"') as ei:
+        load_config(p)
+    msg = str(ei.value)
+    assert "'dispatch.build_resource' from environment variable MKB_DISPATCH__BUILD_RESOURCE" in msg
+    assert f"'dispatch.mode' in {p}" in msg
+    # ... and mode from the command line over the file
+    with pytest.raises(ConfigError, match="'dispatch.mode' from the command line"):
+        load_config(write(tmp_path, ""), ["--dispatch.mode", "processes"])
+    monkeypatch.delenv("MKB_DISPATCH__BUILD_RESOURCE")
+    monkeypatch.delenv("MKB_DISPATCH__TIMING_RESOURCE")
+
+    # both from the file: the file is named for each
+    p = write(tmp_path, "[dispatch]\nbuild_resource = 'x86'\n")
+    with pytest.raises(ConfigError) as ei:
+        load_config(p)
+    assert f"'dispatch.build_resource' in {p}" in str(ei.value)
+    assert "'dispatch.timing_resource' (not set: the default)" in str(ei.value)
+
+
+def test_a_whole_config_check_names_the_command_line_not_the_file(tmp_path):
+    """candidates.sources given on the command line (the file has no [candidates]): not "in <file>"."""
+    p = write(tmp_path, "[timing]\niterations = 10\n")
+    src = '[{"method": "native", "path": "x"}]'
+    with pytest.raises(ConfigError, match="reserved") as ei:
+        load_config(p, ["--candidates.sources", src])
+    assert "'candidates.sources' from the command line" in str(ei.value) and str(p) not in str(ei.value)

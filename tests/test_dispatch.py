@@ -315,13 +315,16 @@ def test_actor_death_retry_and_worker_lost(cluster, tmp_path):
 
 
 def test_setup_error_aborts_with_its_type(cluster, tmp_path):
-    """A worker whose setup raises ends the run with that exception (the CLI prints it)."""
+    """A worker whose setup raises ends the run with that exception (the CLI prints it): its own message,
+    not Ray's wrapper whose message is the remote traceback."""
     from kit.dispatch import run_distributed
 
     cfg = _cfg(tmp_path, workers=1, timing_resource="aarch64")
     jobs = _jobs(cfg, ["ok-1"])
-    with pytest.raises(FileNotFoundError, match="no such tree"):
+    with pytest.raises(FileNotFoundError, match="no such tree") as ei:
         run_distributed(cfg, jobs, cfg.run.dir, setup_fn=failing_setup, job_fn=work)
+    assert str(ei.value) == f"{cfg.mnn.cache_dir}/no such tree"
+    assert any("setup of Ray worker slot w0" in note for note in getattr(ei.value, "__notes__", []))
     assert _records(cfg.run.dir) == []
 
 
@@ -462,6 +465,33 @@ mode = "ray"
     assert "dispatch.timing_resource" in err and "riscv64" in err and "Traceback" not in err
 
 
+def test_cli_reports_a_worker_setup_error_in_one_line_as_serial_mode_does(cluster, tmp_path, capsys, monkeypatch):
+    """`mkb eval` whose workers cannot set up (no tree at mnn.source_dir): in Ray mode the same `mkb:` line as in
+    serial mode (the setup error's own message), exit code 2, and no traceback — not Ray's ``ray::...ready()``
+    header and the remote traceback."""
+    import logging
+
+    from kit.cli import main
+
+    # main() logs to the stderr it finds when it adds its handler: not a stream of an earlier test's capsys
+    monkeypatch.setattr(logging.getLogger("kit"), "handlers", [])
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(fixture_config_text(tmp_path / "run", cache_dir=tmp_path / "cache") + """
+[dispatch]
+mode = "ray"
+""")
+    missing = tmp_path / "nonexistent"
+    assert main(["eval", "--config", str(cfg), "--mnn.source_dir", str(missing), "--dispatch.mode", "serial"]) == 2
+    serial = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mkb:")]
+    assert len(serial) == 1 and str(missing) in serial[0]
+
+    assert main(["eval", "--config", str(cfg), "--mnn.source_dir", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert [line for line in err.splitlines() if line.startswith("mkb:")] == serial, err
+    assert "Traceback" not in err and "ray::" not in err, err
+    assert not [line for line in err.splitlines() if line.lstrip().startswith(('File "', "^^^"))], err
+
+
 def test_losing_the_only_worker_node_is_a_clear_error_not_a_hang(cluster, tmp_path):
     """The one node carrying dispatch.timing_resource dies mid-run: its worker cannot be replaced anywhere,
     and the driver says so (naming the field) instead of waiting for a node forever; what finished is kept."""
@@ -569,3 +599,31 @@ def test_an_address_where_nothing_answers_is_a_clear_error_at_once():
         srv.listen()
         _check_reachable(f"127.0.0.1:{srv.getsockname()[1]}")
     _check_reachable("auto")  # left to Ray
+    # a Ray Client address too, naming the port Ray Client's server listens on
+    with pytest.raises(DispatchError, match=f"nothing answers at ray://127.0.0.1:{port}.*--ray-client-server-port {port}"):
+        _check_reachable(f"ray://127.0.0.1:{port}")
+
+
+def test_a_ray_client_address_without_ray_client_says_what_to_install(monkeypatch):
+    """`ray://` joins through Ray Client, which plain `ray` lacks: connect() says to install the kit's `client`
+    extra instead of passing Ray's advice (`pip install ray[client]`, any version) along."""
+    from kit import dispatch
+
+    def no_init(*args, **kwargs):
+        raise AssertionError("ray.init must not be called")
+
+    cfg = EvalConfig(dispatch={"mode": "ray", "address": "ray://127.0.0.1:10001"})
+    monkeypatch.setattr(dispatch.ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(dispatch.ray, "init", no_init)
+    monkeypatch.setattr(dispatch, "_ray_client_missing", lambda: True)
+    with pytest.raises(dispatch.DispatchError, match=r"dispatch.address: 'ray://127.0.0.1:10001' .*Ray Client.*"
+                                                     r"pip install -e '\.\[client\]'.*ray\[client\]==" + ray.__version__):
+        dispatch.connect(cfg)
+    monkeypatch.setattr(dispatch, "_ray_client_missing", lambda: False)  # installed: on to the reachability check
+    monkeypatch.setattr(dispatch, "CONNECT_CHECK_S", 2.0)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = EvalConfig(dispatch={"mode": "ray", "address": f"ray://127.0.0.1:{port}"})
+    with pytest.raises(dispatch.DispatchError, match="nothing answers"):
+        dispatch.connect(cfg)

@@ -204,8 +204,7 @@ def test_headline_line(by_method):
     lines = buf.getvalue().splitlines()
     assert (
         lines[0].startswith("A: CSR 83.3% FCR 66.7%")
-        and "geomean 1.80x" in lines[0]
-        and "(6 tasks)" in lines[0]
+        and "(6 tasks geomean 1.80x over the 2 with a speedup)" in lines[0]
     )
     assert lines[1].startswith("B: CSR 16.7%")
     # the end-of-eval text from records and a list of Task-like objects
@@ -214,9 +213,22 @@ def test_headline_line(by_method):
         for r in TASKS.iter_rows(named=True)
     ]
     assert metrics.headline(RECORDS, task_objs, [1.0]).splitlines() == [
-        "A: CSR 83.3% FCR 66.7% fast_1.0 33.3% geomean 1.80x (6 tasks)",
-        "B: CSR 16.7% FCR 16.7% fast_1.0 0.0% geomean 1.00x (6 tasks)",
+        "A: CSR 83.3% FCR 66.7% fast_1.0 33.3% (6 tasks geomean 1.80x over the 2 with a speedup)",
+        "B: CSR 16.7% FCR 16.7% fast_1.0 0.0% (6 tasks geomean 1.00x over the 1 with a speedup)",
     ]
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), 0.0, -2.0])
+def test_a_speedup_that_is_not_a_positive_finite_ratio_is_not_scored(bad):
+    """NaN > p is true in Polars: a NaN speedup (a hand-made table; timing never writes one) would count for
+    every fast_p and make the geomean NaN."""
+    recs = records_frame([rec("A", "t1", 0, S.OK, speedup=1.0, ci_low=1.0), rec("A", "t2", 0, S.OK, speedup=2.0, ci_low=1.5)])
+    first = pl.int_range(pl.len()) == 0
+    recs = recs.with_columns(pl.when(first).then(bad).otherwise(pl.col(c)).alias(c) for c in ("speedup", "speedup_ci_low"))
+    row = metrics.summary(recs, TASKS, ps=[0.0, 1.0], n_boot=10).row(0, named=True)
+    assert row["n_correct"] == 2 and row["n_with_speedup"] == 1
+    assert row["fast_0"] == pytest.approx(1 / 6) and row["fast_sig_1.0"] == pytest.approx(1 / 6)
+    assert row["geomean_speedup"] == pytest.approx(2.0)
 
 
 def test_errors_name_the_problem():

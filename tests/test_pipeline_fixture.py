@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from kit.cli import main
 from kit.config import load_config
 from kit.evaluate import check, evaluate, setup_worker
 from kit.records import Status
@@ -148,6 +149,38 @@ def test_second_run_is_resumed_without_new_jobs(evaluated):
     assert (cfg.run.dir / "results.parquet").is_file() and (cfg.run.dir / "report" / "report.html").is_file()
     assert scan(cfg.run.dir).collect().height == before
     assert len(done_job_ids(cfg.run.dir)) == before
+
+
+def test_a_candidate_edited_since_its_record_is_refused_naming_it(evaluated, capsys):
+    """The job id covers the files' sha256: resuming with an edited candidate would evaluate it again beside
+    its old record (two records of one sample, which scoring refuses), so the run is refused before any job."""
+    cfg, cfg_path, tmp = evaluated
+    cands = tmp / "candidates-edited"
+    shutil.copytree(tmp / "candidates", cands)
+    with (cands / "fx_argmax" / "correct" / "CPUArgMax.cpp").open("a") as f:
+        f.write("// edited\n")
+    edited = tmp / "edited.toml"
+    edited.write_text(cfg_path.read_text().replace(f'path = "{tmp / "candidates"}"', f'path = "{cands}"'))
+    assert str(cands) in edited.read_text()
+    before = sorted(p.name for p in (cfg.run.dir / "shards").iterdir())
+    capsys.readouterr()
+    assert main(["eval", "--config", str(edited)]) == 2
+    err = capsys.readouterr().err
+    assert "1 sample(s)" in err and "sample/fx_argmax/correct" in err
+    assert "another run.dir" in err and "Traceback" not in err
+    assert sorted(p.name for p in (cfg.run.dir / "shards").iterdir()) == before
+    # the same files as recorded resume as before
+    assert main(["eval", "--config", str(cfg_path)]) == 0
+
+
+def test_mkb_report_of_the_run_agrees_with_the_report_eval_wrote(evaluated):
+    """Without --tasks-dir, mkb report takes the run's tasks.dir and task selection from its provenance.json:
+    the same numbers as the report mkb eval wrote (the fixture suite is not ./tasks)."""
+    cfg, _, tmp = evaluated
+    assert main(["report", str(cfg.run.dir), "--out", str(tmp / "again")]) == 0
+    ours = json.loads((tmp / "again" / "report.json").read_text())
+    evals = json.loads((cfg.run.dir / "report" / "report.json").read_text())
+    assert ours["summary"] and ours["summary"] == evals["summary"]
 
 
 def test_check_prints_a_verdict(evaluated, fixture_candidates_dir):

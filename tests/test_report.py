@@ -224,6 +224,41 @@ def test_split_auto_and_errors(two_runs, tmp_path):
         report.load_provenance(tmp_path / "bad")
 
 
+def _selected_run(run_dir, seed: int, *selections: tuple[str, list[str]]):
+    """A synthetic run whose sessions evaluated the given (tasks.split, tasks.ids) selections."""
+    synth_run(run_dir, seed, {"llm_x": 0.7})
+    sessions = [{"started_at": f"2026-11-30T0{i}:00:00Z", "tasks": {"split": sp, "ids": ids}}
+                for i, (sp, ids) in enumerate(selections)]
+    (run_dir / "provenance.json").write_text(json.dumps({**sessions[0], "sessions": sessions}))
+
+
+def test_each_run_is_scored_over_the_tasks_its_eval_selected(tmp_path):
+    """mkb report scores a run over the tasks.split / tasks.ids of its sessions (their union), as mkb eval did,
+    not over every task of the split; two runs side by side keep their own denominators."""
+    ids = ["unary_0", "unary_1", "activation_2", "others_1"]
+    a, b = tmp_path / "a", tmp_path / "b"
+    _selected_run(a, 5, ("test", ids[:2]), ("all", ids[2:]))  # a resumed run: two sessions, two selections
+    _selected_run(b, 6, ("test", ["binary_0"]))
+    data = json.loads(report.build_report([a], tmp_path / "ra", TASKS, n_boot=50).json.read_text())
+    row = data["summary"][0]
+    expected = metrics.summary(report.load_records(a), TASKS.filter(pl.col("task_id").is_in(ids)), n_boot=50)
+    assert row["n_tasks"] == 4 and row["fcr"] == pytest.approx(expected["fcr"][0])
+    assert row["csr"] == pytest.approx(expected["csr"][0])
+    md = (tmp_path / "ra" / "report.md").read_text()
+    assert "test: 4 tasks selected by tasks.ids" in md
+
+    both = json.loads(report.build_report([a, b], tmp_path / "rab", TASKS, n_boot=50).json.read_text())
+    n = {r["system"]: r["n_tasks"] for r in both["summary"]}
+    assert n == {"a/llm_x": 4, "b/llm_x": 1}
+    assert "a: test: 4 tasks selected by tasks.ids; b: test: 1 tasks selected by tasks.ids" in (
+        tmp_path / "rab" / "report.md").read_text()
+
+    # an id the task table lacks: the wrong tasks folder, said so
+    _selected_run(tmp_path / "c", 7, ("test", ["gone_0"]))
+    with pytest.raises(report.ReportError, match="gone_0"):
+        report.build_report([tmp_path / "c"], tmp_path / "rc", TASKS)
+
+
 def test_normalize_message():
     assert report.normalize_message("a/CPUX.cpp:12:5: error: ‘foo’ was not declared in this scope") == (
         "‘…’ was not declared in this scope"

@@ -88,16 +88,21 @@ def test_damaged_provenance_stops_eval_and_report_naming_the_file(tmp_path, caps
     assert "provenance.json" in err and "move the file away" in err and "Traceback" not in err
 
 
-def test_report_errors_are_user_errors(tmp_path, capsys):
+def test_report_errors_are_user_errors(tmp_path, capsys, fixture_tasks_dir):
     (tmp_path / "empty").mkdir()
     assert main(["report", str(tmp_path / "empty")]) == 2
     assert "no records" in capsys.readouterr().err
+    assert not (tmp_path / "empty" / "report").exists()  # a refused report leaves no folder behind
+    assert main(["report", str(tmp_path / "missing")]) == 2
+    assert not (tmp_path / "missing").exists()
     run = tmp_path / "run"
     with ShardWriter(run, "w0") as w:
         w.append(_record("d"))
     (run / "report").write_text("a file where the report folder goes")
-    assert main(["report", str(run)]) == 2
+    assert main(["report", str(run), "--tasks-dir", str(fixture_tasks_dir)]) == 2
     assert "cannot write the report" in capsys.readouterr().err
+    assert main(["report", str(run), "--tasks-dir", str(tmp_path / "nowhere")]) == 2
+    assert f"--tasks-dir: {tmp_path / 'nowhere'} is not a folder" in capsys.readouterr().err
 
 
 def test_a_run_dir_in_use_by_another_eval_is_refused(tmp_path):

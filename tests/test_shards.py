@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import multiprocessing as mp
 import os
 import signal
+import struct
 import time
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import polars as pl
 import pytest
 
 from kit import shards
+from kit.cli import main
 from kit.records import SCHEMA_VERSION, Diagnostic, Record, Status, Trial
 
 N_WORKERS = 8
@@ -225,9 +228,203 @@ def test_older_shard_without_a_new_field_reads_as_null(tmp_path):
         .with_columns(retired=pl.lit("x"))
     )
     (tmp_path / "shards").mkdir()
-    old.write_parquet(tmp_path / "shards" / "old-000000.parquet")
+    # the kit has always written the version into the metadata; shards without it are refused
+    old.write_parquet(tmp_path / "shards" / "old-000000.parquet", metadata={shards.METADATA_KEY: str(SCHEMA_VERSION)})
     with shards.ShardWriter(tmp_path, "new") as w:
         w.append(make_record("new-0", wall_s=1.5))
     df = shards.scan(tmp_path).collect()
     assert df.schema == shards.SHARD_SCHEMA
     assert dict(zip(df["job_id"], df["wall_s"])) == {"old-0": None, "new-0": 1.5}
+
+
+# ------------------------------------------------------------------------------- refused inputs
+
+
+def _seed(run_dir: Path, *job_ids: str, worker: str = "w") -> list[Path]:
+    with shards.ShardWriter(run_dir, worker) as w:
+        for j in job_ids:
+            w.append(make_record(j))
+    return w.written
+
+
+def _assert_cli_merge_refuses(run_dir: Path, capsys, *needles: str) -> None:
+    capsys.readouterr()
+    log = logging.getLogger("kit")
+    handlers, level = list(log.handlers), log.level
+    try:
+        assert main(["merge", str(run_dir)]) == 2
+    finally:  # main() may log to this test's captured stderr: take that handler away again
+        for h in log.handlers[len(handlers):]:
+            log.removeHandler(h)
+        log.setLevel(level)
+    err = capsys.readouterr().err
+    assert err.startswith("mkb: ") and "Traceback" not in err, err
+    for needle in needles:
+        assert needle in err, err
+
+
+def _no_run(tmp_path: Path) -> Path:
+    return tmp_path / "nonexist" / "deep"
+
+
+def _a_file(tmp_path: Path) -> Path:
+    (tmp_path / "afile").write_text("not a run")
+    return tmp_path / "afile"
+
+
+def _empty_dir(tmp_path: Path) -> Path:
+    return tmp_path
+
+
+def _shards_is_a_file(tmp_path: Path) -> Path:
+    (tmp_path / "shards").write_text("not a directory")
+    return tmp_path
+
+
+def _no_shard_files(tmp_path: Path) -> Path:
+    (tmp_path / "shards").mkdir()
+    (tmp_path / "shards" / "w-000000.parquet.tmp").write_bytes(b"PAR1 half written")  # never read
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("make", "named", "says"),
+    [
+        (_no_run, "", "no such run directory"),
+        (_a_file, "", "not a directory"),
+        (_empty_dir, "", "no shards directory"),
+        (_shards_is_a_file, "/shards", "not a directory"),
+        (_no_shard_files, "/shards", "no shard files"),
+    ],
+)
+def test_merge_without_records_is_refused_and_writes_nothing(tmp_path, capsys, make, named, says):
+    run_dir = make(tmp_path)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    with pytest.raises(shards.ShardError, match="no records to merge") as exc:
+        shards.merge(run_dir)
+    assert str(run_dir) + named in str(exc.value) and says in str(exc.value)
+    _assert_cli_merge_refuses(run_dir, capsys, str(run_dir), says)
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # nothing created
+    # resume of a fresh run still sees no records, no error
+    if make in (_no_run, _empty_dir, _no_shard_files):
+        assert shards.done_job_ids(run_dir) == set()
+        assert shards.read_records(run_dir).height == 0
+
+
+def _with_version(tmp_path: Path, version: str) -> Path:
+    (tmp_path / "shards").mkdir(exist_ok=True)
+    path = tmp_path / "shards" / "w9-000000.parquet"
+    shards.records_frame([make_record("v")]).write_parquet(path, metadata={shards.METADATA_KEY: version})
+    return path
+
+
+@pytest.mark.parametrize(
+    ("version", "says"),
+    [
+        (str(SCHEMA_VERSION + 1), f"record schema version {SCHEMA_VERSION + 1} is newer than this kit's"),
+        ("0", "record schema version 0 does not exist"),
+        ("one", "'one'"),
+    ],
+)
+def test_shard_of_unknown_schema_version_is_refused(tmp_path, capsys, version, says):
+    _seed(tmp_path, "j0", "j1")
+    path = _with_version(tmp_path, version)
+    for call in (shards.scan, shards.done_job_ids, shards.merge):
+        with pytest.raises(shards.ShardError, match="move it out of") as exc:
+            call(tmp_path)
+        assert str(path) in str(exc.value) and says in str(exc.value)
+    _assert_cli_merge_refuses(tmp_path, capsys, str(path), says)
+    assert not (tmp_path / shards.RESULTS_FILE).exists()
+
+
+def test_shard_of_an_older_known_version_is_read(tmp_path, monkeypatch):
+    # as if this kit were at version 2 and the shard from version 1, before the field wall_s existed
+    monkeypatch.setattr(shards, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    _seed(tmp_path, "new-0")
+    path = tmp_path / "shards" / "old-000000.parquet"
+    shards.records_frame([make_record("old-0", wall_s=2.0)]).drop("wall_s").write_parquet(
+        path, metadata={shards.METADATA_KEY: str(SCHEMA_VERSION)}
+    )
+    df = shards.scan(tmp_path).collect()
+    assert df.schema == shards.SHARD_SCHEMA
+    assert dict(zip(df["job_id"], df["wall_s"])) == {"new-0": None, "old-0": None}
+
+
+def test_unrelated_parquet_file_is_refused(tmp_path, capsys):
+    _seed(tmp_path, "j0")
+    foreign = tmp_path / "shards" / "w9-000000.parquet"
+    pl.DataFrame({"a": [1]}).write_parquet(foreign)
+    with pytest.raises(shards.ShardError, match="w9-000000.parquet: not a record shard.*move it out of"):
+        shards.scan(tmp_path)
+    with pytest.raises(shards.ShardError, match="w9-000000.parquet"):
+        shards.done_job_ids(tmp_path)
+    _assert_cli_merge_refuses(tmp_path, capsys, str(foreign), shards.METADATA_KEY)
+    # with the version entry but no record columns: still not a shard
+    pl.DataFrame({"a": [1]}).write_parquet(foreign, metadata={shards.METADATA_KEY: str(SCHEMA_VERSION)})
+    with pytest.raises(shards.ShardError, match="w9-000000.parquet: not a record shard \\(no job_id column\\)"):
+        shards.scan(tmp_path)
+
+
+def test_shard_with_a_wrong_column_dtype_is_refused(tmp_path, capsys):
+    _seed(tmp_path, "j0")
+    bad = tmp_path / "shards" / "w9-000000.parquet"
+    frame = shards.records_frame([make_record("j1", speedup=1.5)])
+    frame.with_columns(pl.col("speedup").cast(pl.String)).write_parquet(
+        bad, metadata={shards.METADATA_KEY: str(SCHEMA_VERSION)}
+    )
+    says = "speedup is String, expected Float64"
+    for call in (shards.scan, shards.done_job_ids, shards.merge):
+        with pytest.raises(shards.ShardError, match="move it out of") as exc:
+            call(tmp_path)
+        assert str(bad) in str(exc.value) and says in str(exc.value)
+    _assert_cli_merge_refuses(tmp_path, capsys, str(bad), says)
+    # a nested dtype that differs (a struct field missing) is refused too
+    pl.DataFrame({"job_id": ["j1"], "diagnostics": [[{"file": "a.cpp"}]]}).write_parquet(
+        bad, metadata={shards.METADATA_KEY: str(SCHEMA_VERSION)}
+    )
+    with pytest.raises(shards.ShardError, match="diagnostics is List"):
+        shards.scan(tmp_path)
+
+
+def test_all_null_columns_written_as_null_dtype_are_read(tmp_path):
+    # another writer may store an all-null column as Null (Polars reads it as the schema's dtype)
+    (tmp_path / "shards").mkdir()
+    pl.DataFrame(
+        {"job_id": ["x"], "speedup": [None], "native_samples_ms": [[]]},
+    ).write_parquet(tmp_path / "shards" / "w-000000.parquet", metadata={shards.METADATA_KEY: "1"})
+    assert pl.read_parquet_schema(tmp_path / "shards" / "w-000000.parquet")["speedup"] == pl.Null
+    df = shards.scan(tmp_path).collect()
+    assert df.schema == shards.SHARD_SCHEMA and df["speedup"].to_list() == [None]
+
+
+def _damage_pages(path: Path) -> None:
+    """Overwrite every byte between the leading magic and the footer (both stay intact)."""
+    data = bytearray(path.read_bytes())
+    footer_len = struct.unpack("<I", bytes(data[-8:-4]))[0]
+    for i in range(4, len(data) - 8 - footer_len):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_shard_damaged_inside_is_named_when_read(tmp_path, capsys):
+    _seed(tmp_path, "a0", worker="a")
+    bad = _seed(tmp_path, "b0", worker="b")[0]
+    _seed(tmp_path, "c0", worker="c")
+    _damage_pages(bad)
+    # the footer is intact: only reading the rows finds it, then the reader names the shard
+    with pytest.raises(shards.ShardError, match="move it out of") as exc:
+        shards.done_job_ids(tmp_path)
+    assert str(bad) in str(exc.value) and "cannot read the shard" in str(exc.value)
+    calls = (
+        shards.merge,
+        shards.read_records,
+        lambda d: shards.collect(shards.scan(d), d),
+        lambda d: shards.collect(shards.scan(d, dedupe=False).select("config_digest").unique(), d),
+    )
+    for call in calls:
+        with pytest.raises(shards.ShardError, match="b-000000.parquet: cannot read the shard"):
+            call(tmp_path)
+    _assert_cli_merge_refuses(tmp_path, capsys, str(bad), "cannot read the shard")
+    assert not (tmp_path / shards.RESULTS_FILE).exists()
+    bad.unlink()  # moved away: the rest reads
+    assert shards.done_job_ids(tmp_path) == {"a0", "c0"}
