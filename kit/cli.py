@@ -171,25 +171,37 @@ def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
 
 
 def _report_tasks_dir(args: argparse.Namespace) -> Path:
-    """``--tasks-dir``, else the first run's ``tasks.dir`` (provenance.json) when it is a folder, else ./tasks.
+    """``--tasks-dir``, else the first run's tasks folder as its sessions recorded it (provenance.json; the
+    absolute path, or the config's ``tasks.dir`` of an older run) when that is a folder, else ./tasks.
 
     Raises:
-        kit.tasks.TaskError: the folder does not exist (names it, absolute, and the option)."""
-    from kit.provenance import ProvenanceError
-    from kit.provenance import load as load_provenance
+        kit.report.ReportError: a run folder does not exist.
+        kit.tasks.TaskError: no tasks folder (names the paths tried, absolute, and the option)."""
+    from kit import provenance
+    from kit.report import ReportError
     from kit.tasks import TaskError
 
-    tasks_dir = args.tasks_dir
-    if tasks_dir is None:
+    for run_dir in args.run_dirs:
+        if not run_dir.is_dir():
+            raise ReportError(f"{run_dir}: no such run directory")
+    if args.tasks_dir is not None:
+        tried = [args.tasks_dir]
+    else:
         try:
-            recorded = ((load_provenance(args.run_dirs[0]) or {}).get("config") or {}).get("tasks", {}).get("dir")
-        except (ProvenanceError, AttributeError):
-            recorded = None  # the report itself names a damaged file
-        tasks_dir = Path(recorded) if isinstance(recorded, str) and Path(recorded).is_dir() else Path("tasks")
-    if not tasks_dir.is_dir():
-        raise TaskError(f"--tasks-dir: {tasks_dir.absolute()} is not a folder (the task suite the runs were scored "
-                        f"on; run from the kit's root or pass --tasks-dir)")
-    return tasks_dir
+            prov = provenance.load(args.run_dirs[0]) or {}
+        except provenance.ProvenanceError:
+            prov = {}  # the report itself names the damaged file
+        recorded = [s["dir"] for s in provenance.task_selections(prov) or [] if "dir" in s]
+        config = prov.get("config")
+        if not recorded and isinstance(config, dict) and isinstance(config.get("tasks"), dict):
+            recorded = [config["tasks"].get("dir")]
+        tried = [Path(d) for d in dict.fromkeys(recorded) if isinstance(d, str)] + [Path("tasks")]
+    for tasks_dir in tried:
+        if tasks_dir.is_dir():
+            return tasks_dir
+    shown = ", ".join(str(d.absolute()) for d in tried)
+    raise TaskError(f"--tasks-dir: {shown} {'is' if len(tried) == 1 else 'are'} not a folder (the task suite the "
+                    f"runs were scored on; pass --tasks-dir DIR)")
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:

@@ -230,6 +230,7 @@ def print_summary(frame, tasks: list[Task], cfg: EvalConfig) -> None:
     from kit import metrics
 
     print(metrics.headline(frame, tasks, cfg.report.fast_p))
+    prov.note_selection(cfg.run.dir, cfg)  # the report's denominator includes this session's tasks
     if cfg.report.enabled and frame.height:
         from kit.report import build_report
         from kit.shards import merge

@@ -67,7 +67,7 @@ def collect(cfg: EvalConfig, worker: Worker | None) -> dict[str, Any]:
         "precision": cfg.timing.precision,
         "python": sys.version.split()[0],
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "tasks": {"split": cfg.tasks.split, "ids": list(cfg.tasks.ids)},
+        "tasks": selection(cfg),
         "config": cfg.model_dump(mode="json"),
     }
 
@@ -124,16 +124,45 @@ def merge(previous: dict[str, Any] | None, current: dict[str, Any]) -> dict[str,
     return out
 
 
+def selection(cfg: EvalConfig) -> dict[str, Any]:
+    """The task selection of ``cfg``: ``{"split": str, "ids": [str], "dir": absolute tasks.dir}``."""
+    return {"split": cfg.tasks.split, "ids": list(cfg.tasks.ids), "dir": str(Path(cfg.tasks.dir).resolve())}
+
+
+#: top-level key of the selections of sessions that ran no job (and so added no session entry)
+EXTRA_SELECTIONS = "task_selections"
+
+
+def note_selection(run_dir: Path, cfg: EvalConfig) -> None:
+    """Add ``cfg``'s task selection to ``run_dir/provenance.json`` when no session there has it yet (a
+    session that ran no job, e.g. a resumed run with more ``tasks.ids``, adds no session entry but its
+    ``mkb eval`` scored over those tasks).  Nothing to do without the file (no session ran a job).
+
+    Raises:
+        ProvenanceError: the file is damaged."""
+    prov = load(run_dir)
+    if prov is None:
+        return
+    current = selection(cfg)
+    known = task_selections(prov) or []
+    if any(k["split"] == current["split"] and k["ids"] == current["ids"] for k in known):
+        return
+    prov.setdefault(EXTRA_SELECTIONS, []).append(current)
+    _write(run_dir, prov)
+
+
 def task_selections(prov: dict[str, Any] | None) -> list[dict[str, Any]] | None:
-    """The task selection of each session of a run (``{"split": str, "ids": [str]}``: what ``tasks.split``
-    and ``tasks.ids`` were, the denominator its ``mkb eval`` scored against), from :func:`load`'s result;
-    None when not every session recorded one (no file, or a file from an older kit)."""
+    """The task selection of each session of a run (``{"split": str, "ids": [str]}`` and, when recorded,
+    ``"dir"``: what ``tasks.split``, ``tasks.ids`` and ``tasks.dir`` were, the denominator its ``mkb eval``
+    scored against) and of the sessions that ran no job (:func:`note_selection`), from :func:`load`'s
+    result; None when not every session recorded one (no file, or a file from an older kit)."""
     if not prov:
         return None
     sessions = prov.get("sessions") or [prov]
+    extra = prov.get(EXTRA_SELECTIONS)
     out = []
-    for i, s in enumerate(sessions):
-        sel = s.get("tasks")
+    entries = [s.get("tasks") for s in sessions] + (extra if isinstance(extra, list) else [])
+    for i, sel in enumerate(entries):
         if sel is None and i == 0:  # a first session from before sessions kept it: the top-level config
             sel = (prov.get("config") or {}).get("tasks") if isinstance(prov.get("config"), dict) else None
         if not isinstance(sel, dict) or not isinstance(sel.get("split"), str):
@@ -141,7 +170,10 @@ def task_selections(prov: dict[str, Any] | None) -> list[dict[str, Any]] | None:
         ids = sel.get("ids") or []
         if not isinstance(ids, list):
             return None
-        out.append({"split": sel["split"], "ids": [str(i) for i in ids]})
+        one = {"split": sel["split"], "ids": [str(i) for i in ids]}
+        if isinstance(sel.get("dir"), str):
+            one["dir"] = sel["dir"]
+        out.append(one)
     return out
 
 
@@ -149,8 +181,12 @@ def save(run_dir: Path, previous: dict[str, Any] | None, current: dict[str, Any]
     """Write :func:`merge` ``(previous, current)`` to ``run_dir/provenance.json`` (temp file, then rename)
     and return it.  Call it again with the same ``previous`` as ``current`` grows during a session."""
     merged = merge(previous, current)
+    _write(run_dir, merged)
+    return merged
+
+
+def _write(run_dir: Path, prov: dict[str, Any]) -> None:
     path = run_dir / FILE
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(merged, indent=1, default=str))
+    tmp.write_text(json.dumps(prov, indent=1, default=str))
     tmp.replace(path)
-    return merged

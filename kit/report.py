@@ -120,7 +120,10 @@ def load_records(run_dir: Path) -> pl.DataFrame:
         return shards.read_records(run_dir)
     merged = run_dir / shards.RESULTS_FILE
     if merged.is_file():
-        return pl.read_parquet(merged)
+        try:
+            return shards.read_files([merged])
+        except shards.ShardError as exc:
+            raise ReportError(str(exc)) from exc
     raise ReportError(
         f"{run_dir}: no records (no {shards.SHARDS_DIR}/*.parquet and no {shards.RESULTS_FILE})"
     )

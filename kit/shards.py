@@ -348,15 +348,30 @@ def collect(lf: pl.LazyFrame, run_dir: Path) -> pl.DataFrame:
         ShardError: a shard cannot be read (names the file and the Polars error).
         polars.exceptions.PolarsError: the query failed and every shard reads on its own.
     """
+    return _collect_naming(lf, shard_paths(run_dir))
+
+
+def _collect_naming(lf: pl.LazyFrame, paths: Sequence[Path]) -> pl.DataFrame:
+    """``lf.collect()``; on a read error, read ``paths`` one by one to raise a ShardError naming the bad one."""
     try:
         return lf.collect()
     except _READ_ERRORS:
-        for path in shard_paths(run_dir):
+        for path in paths:
             try:
                 _scan_files([path]).collect()
             except _READ_ERRORS as err:
                 raise ShardError(f"{path}: cannot read the shard ({_first_line(err)}); {_move_away(path)}") from err
         raise
+
+
+def read_files(paths: Sequence[Path]) -> pl.DataFrame:
+    """The records of record files ``paths`` (shards, or a :func:`merge` output), checked as
+    :func:`check_shards` does and read with :data:`SHARD_SCHEMA`, no dedupe.
+
+    Raises:
+        ShardError: a file is not a readable record file (names it)."""
+    check_shards(paths)
+    return _collect_naming(_scan_files(paths), paths)
 
 
 def read_records(run_dir: Path, dedupe: bool = True) -> pl.DataFrame:

@@ -126,3 +126,82 @@ def test_a_run_dir_in_use_by_another_eval_is_refused(tmp_path):
         holder.wait()
     assert rundir.prepare(cfg) == cfg.run.dir
     rundir.release(cfg.run.dir)
+
+
+def _rec(task: str, sample: str, status: Status = Status.OK, digest: str = "") -> Record:
+    return Record(job_id=f"{task}/{sample}", method="m", task_id=task, sample_id=sample, candidate_sha256="x",
+                  config_digest=digest, status=status, split="test")
+
+
+def test_a_session_that_ran_nothing_still_adds_its_task_selection(tmp_path, capsys):
+    """A resumed eval with more tasks.ids but nothing left to run adds no session to provenance.json; its
+    selection is kept anyway, so the report it writes (and mkb report) counts the tasks it printed."""
+    path = _cfg_file(tmp_path)
+    first = load_config(path, ["--tasks.ids", '["fx_argmax","fx_exp"]'])
+    with ShardWriter(first.run.dir, "w0") as w:
+        w.append(_rec("fx_argmax", "a", digest=first.digest()))
+        w.append(_rec("fx_exp", "a", Status.COMPILE_ERROR, first.digest()))
+    provenance.save(first.run.dir, None, provenance.collect(first, None))
+    sels = provenance.task_selections(provenance.load(first.run.dir))
+    assert [(s["split"], s["ids"]) for s in sels] == [("all", ["fx_argmax", "fx_exp"])]
+    assert sels[0]["dir"] == str(first.tasks.dir.resolve())
+
+    more = load_config(path, ["--tasks.ids", '["fx_argmax","fx_exp","fx_sub"]'])
+    provenance.note_selection(more.run.dir, more)
+    provenance.note_selection(more.run.dir, more)  # once only
+    prov = provenance.load(more.run.dir)
+    assert len(prov["sessions"]) == 1 and len(prov[provenance.EXTRA_SELECTIONS]) == 1
+    assert [s["ids"] for s in provenance.task_selections(prov)][-1] == ["fx_argmax", "fx_exp", "fx_sub"]
+    # a later session keeps the extra selection
+    provenance.save(more.run.dir, prov, provenance.collect(first, None))
+    assert len(provenance.task_selections(provenance.load(more.run.dir))) == 3
+
+    # mkb report from another folder finds the tasks (absolute path recorded) and counts the 3 tasks
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    import os
+    cwd = os.getcwd()
+    os.chdir(elsewhere)
+    try:
+        assert main(["report", str(more.run.dir), "--out", str(tmp_path / "rep")]) == 0
+    finally:
+        os.chdir(cwd)
+    import json
+    rows = json.loads((tmp_path / "rep" / "report.json").read_text())["summary"]
+    assert {r["split"]: (r["n_tasks"], r["n_compiled"]) for r in rows} == {"test": (2, 1), "train": (1, 0)}
+
+
+def test_a_shard_damaged_inside_stops_a_resumed_eval_before_any_job(tmp_path, capsys):
+    """Only four columns decide the resume set; the check reads every column, so damage in any of them is
+    named up front instead of after the pending jobs ran."""
+    cfg = load_config(_cfg_file(tmp_path))
+    with ShardWriter(cfg.run.dir, "w0") as w:
+        w.append(_rec("fx_argmax", "a", digest=cfg.digest()))
+    shard = next((cfg.run.dir / "shards").iterdir())
+    # a value far into a column the resume set does not read, corrupted: the footer stays whole
+    data = bytearray(shard.read_bytes())
+    with ShardWriter(cfg.run.dir, "w1") as w:
+        w.append(_rec("fx_exp", "b", digest=cfg.digest()))
+    from kit.shards import read_records
+    pos = len(data) // 4
+    for i in range(pos, pos + 64):
+        data[i] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    try:
+        read_records(cfg.run.dir)
+    except ShardError:
+        pass
+    else:
+        pytest.skip("these flipped bytes happened to decode: nothing to detect")
+    with pytest.raises(ShardError, match=shard.name):
+        rundir.check_candidates(cfg.run.dir, [("m", "fx_sub", "c", "new")])
+
+
+def test_results_parquet_alone_is_checked_like_a_shard(tmp_path, capsys, fixture_tasks_dir):
+    import polars as pl
+    run = tmp_path / "run"
+    run.mkdir()
+    pl.DataFrame({"a": [1]}).write_parquet(run / "results.parquet")
+    assert main(["report", str(run), "--tasks-dir", str(fixture_tasks_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "results.parquet" in err and "Traceback" not in err and not (run / "report").exists()
