@@ -834,7 +834,7 @@ def evaluate_distributed(
     pristine tree on the driver); the records of samples naming unknown tasks are written by the driver.  Raises what :func:`run_distributed` and ``plan_jobs`` raise.
     """
     from kit.evaluate import plan_jobs, print_summary, write_orphans
-    from kit.shards import done_job_ids, read_records
+    from kit.shards import read_records
 
     if jobs is None:
         root = None
@@ -842,9 +842,9 @@ def evaluate_distributed(
             from kit.mnn.source import ensure_pristine
 
             root = ensure_pristine(cfg).root
-        jobs, orphans = plan_jobs(cfg, tasks, all_ids, root)
+        jobs, orphans, done = plan_jobs(cfg, tasks, all_ids, root)
         cfg.run.dir.mkdir(parents=True, exist_ok=True)
-        write_orphans(orphans, cfg.run.dir, done_job_ids(cfg.run.dir))
+        write_orphans(orphans, cfg.run.dir, done)
     started = connect(cfg)
     try:
         run_distributed(cfg, jobs, cfg.run.dir, setup_fn=setup_fn, job_fn=job_fn)

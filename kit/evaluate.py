@@ -27,8 +27,8 @@ from kit.mnn.workspace import open_workspace
 from kit.pipeline import Job, Timer, Worker, make_job_id, rejected_record, run_job
 from kit.progress import LiveStatus, StageTally, job_progress
 from kit.records import Record, Status
-from kit.rundir import check_candidates
 from kit.rundir import prepare as prepare_run_dir
+from kit.rundir import recorded_jobs
 from kit.rundir import release as release_run_dir
 from kit.tasks import Task, load_suite
 
@@ -129,18 +129,19 @@ def make_jobs(
 
 def plan_jobs(
     cfg: EvalConfig, tasks: list[Task], all_ids: set[str], mnn_root: Path | None
-) -> tuple[list[Job], list[Record]]:
-    """:func:`make_jobs` for ``cfg.run.dir``: the same, after checking that no sample recorded there has
-    changed its candidate files since (:func:`kit.rundir.check_candidates`).
+) -> tuple[list[Job], list[Record], set[str]]:
+    """:func:`make_jobs` for ``cfg.run.dir``, and the job ids already recorded there (the resume set), after
+    checking that no sample recorded there has changed its candidate files since
+    (:func:`kit.rundir.recorded_jobs`: one read of the records for both).
 
     Raises:
         kit.config.ConfigError: a recorded sample changed.
         kit.candidates.CandidateSourceError: as :func:`make_jobs`.
     """
     jobs, orphans = make_jobs(cfg, tasks, all_ids, mnn_root)
-    check_candidates(cfg.run.dir, [(j.method, j.task.id, j.sample_id, j.job_id) for j in jobs]
-                     + [(r.method, r.task_id, r.sample_id, r.job_id) for r in orphans])
-    return jobs, orphans
+    done = recorded_jobs(cfg.run.dir, [(j.method, j.task.id, j.sample_id, j.job_id) for j in jobs]
+                         + [(r.method, r.task_id, r.sample_id, r.job_id) for r in orphans])
+    return jobs, orphans, done
 
 
 def write_orphans(orphans: list[Record], run_dir: Path, done: set[str]) -> None:
@@ -205,13 +206,13 @@ def evaluate(cfg: EvalConfig) -> int:
 
 
 def _evaluate_serial(cfg: EvalConfig, tasks: list[Task], all_ids: set[str], run_dir: Path) -> int:
-    from kit.shards import done_job_ids, read_records
+    from kit.shards import read_records
 
-    # candidates are read (and a malformed source refused) before the slow setup of MNN
-    jobs, orphans = plan_jobs(cfg, tasks, all_ids, ensure_pristine(cfg).root if cfg.candidates.native else None)
+    # candidates are read (and a malformed source refused) before the slow setup of MNN; the run directory
+    # is locked (kit.rundir.prepare), so the resume set read here still holds after the setup
+    jobs, orphans, done = plan_jobs(cfg, tasks, all_ids, ensure_pristine(cfg).root if cfg.candidates.native else None)
     worker = setup_worker(cfg)
     try:
-        done = done_job_ids(run_dir)
         write_orphans(orphans, run_dir, done)
         pending = [j for j in jobs if j.job_id not in done]
         print(f"mkb eval: {len(jobs)} jobs over {len(tasks)} tasks, {len(jobs) - len(pending)} already recorded in {run_dir}")

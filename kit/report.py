@@ -100,11 +100,8 @@ class Run:
     calibration: dict[str, Any] | None
     tasks: pl.DataFrame
     """the run's denominator (:func:`run_tasks`)"""
-
-    @property
-    def selected(self) -> bool:
-        """Scored over a tasks.ids selection rather than whole splits."""
-        return bool(self.tasks.height) and bool(self.tasks["selected"].any())
+    selected: bool
+    """the denominator is a tasks.ids selection rather than whole splits"""
 
 
 # ---------------------------------------------------------------------------------------------- inputs
@@ -129,12 +126,12 @@ def load_records(run_dir: Path) -> pl.DataFrame:
     )
 
 
-def run_tasks(run_dir: Path, records: pl.DataFrame, task_table: pl.DataFrame) -> pl.DataFrame:
+def run_tasks(run_dir: Path, records: pl.DataFrame, task_table: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
     """The tasks ``run_dir``'s records are scored against (its denominator), as ``mkb eval`` scored them:
     the task selection (``tasks.split``, ``tasks.ids``) of each of its sessions, from ``provenance.json``
     (:func:`kit.provenance.task_selections`; several sessions: their union).  A run without that record
-    (an older kit, no file) is scored against every task of each split its records touch.  ``task_table``
-    columns plus ``selected`` (bool: chosen by tasks.ids).
+    (an older kit, no file) is scored against every task of each split its records touch.  Returns those
+    rows of ``task_table`` and whether every session chose its tasks by ``tasks.ids``.
 
     Raises:
         ReportError: the selection names tasks ``task_table`` lacks, or nothing is left (wrong tasks folder).
@@ -145,7 +142,7 @@ def run_tasks(run_dir: Path, records: pl.DataFrame, task_table: pl.DataFrame) ->
         raise ReportError(str(exc)) from exc
     if selections is None:
         used = task_table.filter(pl.col("task_id").is_in(records["task_id"].unique().implode()))["split"].unique()
-        out = task_table.filter(pl.col("split").is_in(used.implode())).with_columns(selected=pl.lit(False))
+        out, by_ids = task_table.filter(pl.col("split").is_in(used.implode())), False
     else:
         known = set(task_table["task_id"].to_list())
         missing = sorted({i for sel in selections for i in sel["ids"]} - known)
@@ -158,13 +155,13 @@ def run_tasks(run_dir: Path, records: pl.DataFrame, task_table: pl.DataFrame) ->
             if sel["ids"]:
                 one = one & pl.col("task_id").is_in(sel["ids"])
             keep = keep | one
-        out = task_table.filter(keep).with_columns(selected=pl.lit(all(sel["ids"] for sel in selections)))
+        out, by_ids = task_table.filter(keep), all(sel["ids"] for sel in selections)
     if out.height == 0:
         raise ReportError(
             f"tasks: none of the {records['task_id'].n_unique()} task ids in the records of {run_dir} is in the "
             f"task table ({task_table.height} tasks); wrong tasks directory?"
         )
-    return out
+    return out, by_ids
 
 
 def load_provenance(run_dir: Path) -> dict[str, str]:
@@ -615,7 +612,7 @@ def build_report(
         recs = load_records(d)
         system = (pl.lit(f"{label}/") + pl.col("method")) if multi else pl.col("method")
         recs = recs.with_columns(run=pl.lit(label), system=system)
-        runs.append(Run(label, d, recs, load_provenance(d), load_calibration(d, recs), run_tasks(d, recs, full_table)))
+        runs.append(Run(label, d, recs, load_provenance(d), load_calibration(d, recs), *run_tasks(d, recs, full_table)))
     _check_writable(out_dir)  # after the inputs are known good: a refused report leaves no folder behind
 
     all_ps = tuple(sorted(set(ps) | {0.5, 1.0, 1.5}))

@@ -94,8 +94,9 @@ def recorded_digests(run_dir: Path) -> set[str]:
     return {d for d in col["config_digest"].to_list() if d}
 
 
-def check_candidates(run_dir: Path, samples: Iterable[tuple[str, str, str, str]]) -> None:
-    """Refuse to resume ``run_dir`` when a sample it has a record of now has other candidate files.
+def recorded_jobs(run_dir: Path, samples: Iterable[tuple[str, str, str, str]]) -> set[str]:
+    """The resume set of ``run_dir`` (every job id with a record there), after refusing to resume when a
+    sample it has a record of now has other candidate files.
 
     A job id covers the candidate's sha256 (:func:`kit.pipeline.make_job_id`), so an edited candidate would
     be evaluated again beside its old record: two records of one (method, task, sample), which scoring
@@ -109,6 +110,7 @@ def check_candidates(run_dir: Path, samples: Iterable[tuple[str, str, str, str]]
     # every column read (not only these four): a shard damaged anywhere is named now, before any job runs,
     # not when the run's summary reads it at the end (~1 s per 10k records)
     df = shards.read_records(run_dir, dedupe=False).select("method", "task_id", "sample_id", "job_id").unique()
+    done = set(df["job_id"].to_list())
     for method, task_id, sample_id, job_id in df.iter_rows():
         recorded.setdefault((method, task_id, sample_id), set()).add(job_id)
     changed = sorted({(m, t, s) for m, t, s, job_id in samples
@@ -120,6 +122,7 @@ def check_candidates(run_dir: Path, samples: Iterable[tuple[str, str, str, str]]
             f"since (method/task/sample: {shown}); a run scores each sample once. Evaluate into another run.dir, "
             f"or restore those files to resume this run"
         )
+    return done
 
 
 def changed_settings(recorded: Any, cfg: EvalConfig) -> list[str]:

@@ -469,12 +469,8 @@ def test_cli_reports_a_worker_setup_error_in_one_line_as_serial_mode_does(cluste
     """`mkb eval` whose workers cannot set up (no tree at mnn.source_dir): in Ray mode the same `mkb:` line as in
     serial mode (the setup error's own message), exit code 2, and no traceback — not Ray's ``ray::...ready()``
     header and the remote traceback."""
-    import logging
-
     from kit.cli import main
 
-    # main() logs to the stderr it finds when it adds its handler: not a stream of an earlier test's capsys
-    monkeypatch.setattr(logging.getLogger("kit"), "handlers", [])
     cfg = tmp_path / "cfg.toml"
     cfg.write_text(fixture_config_text(tmp_path / "run", cache_dir=tmp_path / "cache") + """
 [dispatch]

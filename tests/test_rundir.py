@@ -194,7 +194,19 @@ def test_a_shard_damaged_inside_stops_a_resumed_eval_before_any_job(tmp_path, ca
     else:
         pytest.skip("these flipped bytes happened to decode: nothing to detect")
     with pytest.raises(ShardError, match=shard.name):
-        rundir.check_candidates(cfg.run.dir, [("m", "fx_sub", "c", "new")])
+        rundir.recorded_jobs(cfg.run.dir, [("m", "fx_sub", "c", "new")])
+
+
+def test_recorded_jobs_is_the_resume_set_and_refuses_a_changed_sample(tmp_path):
+    cfg = load_config(_cfg_file(tmp_path))
+    assert rundir.recorded_jobs(cfg.run.dir, [("m", "fx_argmax", "a", "x")]) == set()  # no records yet
+    with ShardWriter(cfg.run.dir, "w0") as w:
+        w.append(_rec("fx_argmax", "a", digest=cfg.digest()))
+        w.append(_rec("fx_exp", "b", digest=cfg.digest()))
+    same = [("m", "fx_argmax", "a", "fx_argmax/a"), ("m", "fx_sub", "new", "fx_sub/new")]
+    assert rundir.recorded_jobs(cfg.run.dir, same) == {"fx_argmax/a", "fx_exp/b"}
+    with pytest.raises(ConfigError, match="1 sample\\(s\\) .*m/fx_argmax/a"):
+        rundir.recorded_jobs(cfg.run.dir, [("m", "fx_argmax", "a", "edited")])
 
 
 def test_results_parquet_alone_is_checked_like_a_shard(tmp_path, capsys, fixture_tasks_dir):
