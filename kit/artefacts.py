@@ -25,6 +25,8 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 
+from kit.outcomes import Outcome, Where
+
 #: ELF ``e_machine`` names (pyelftools' spelling of the System V ABI values) → ``platform.machine()`` names
 ELF_MACHINES = {"EM_386": "i686", "EM_ARM": "armv7l", "EM_X86_64": "x86_64", "EM_AARCH64": "aarch64",
                 "EM_RISCV": "riscv64"}
@@ -154,17 +156,26 @@ def pack(sources: dict[str, Path]) -> Bundle:
 
 
 @dataclass(frozen=True)
+class BuildHalf:
+    """What the build half of a job measured (small: the driver keeps it should every timing try be lost):
+    where and when it ran, the build and verification outcomes, and its seconds."""
+
+    where: Where
+    outcome: Outcome
+    wall_s: float
+
+
+@dataclass(frozen=True)
 class Built:
     """What a build worker hands to a timing worker for one job.
 
-    ``fields``: the record fields gathered so far (build_s, diagnostics, trials, max errors);
-    ``libs``: the candidate's shared libraries (``lib/*.so*``); ``model``: the task converted by the
-    candidate's converter (.mnn bytes); ``native_model``: the task converted by the native converter, or
-    None when native cannot convert it (``native_error`` says why); ``native_key``: the native build the
-    candidate must be timed against; ``built_by``: the build worker's name.
+    ``half``: what the build half measured; ``libs``: the candidate's shared libraries (``lib/*.so*``);
+    ``model``: the task converted by the candidate's converter (.mnn bytes); ``native_model``: the task
+    converted by the native converter, or None when native cannot convert it (``native_error`` says why);
+    ``native_key``: the native build the candidate must be timed against; ``built_by``: the build worker's name.
     """
 
-    fields: dict
+    half: BuildHalf
     libs: Bundle
     model: bytes
     native_model: bytes | None

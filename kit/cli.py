@@ -135,7 +135,7 @@ def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
             return 0 if verdict["status"] == "ok" else 1
         if args.cmd == "calibrate":
             cfg = _config(args, rest)
-            from kit.evaluate import calibrate
+            from kit.calibrate import calibrate
 
             return calibrate(cfg)
         if args.cmd == "tasks":

@@ -17,7 +17,7 @@ from collections.abc import Collection, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kit.pipeline import Job
+    from kit.jobs import Job
 
 
 class JobQueue:

@@ -7,6 +7,7 @@ Shown when stderr is a terminal (or ``MKB_PROGRESS=1``); silent in logs and CI.
 from __future__ import annotations
 
 import collections
+import logging
 import os
 import sys
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ from rich.progress import (
 )
 
 from kit.records import Record, Status
+
+log = logging.getLogger("kit")
 
 
 def job_progress() -> Progress:
@@ -45,6 +48,14 @@ def job_progress() -> Progress:
 def progress_shown() -> bool:
     """Whether :func:`job_progress` draws: stderr is a terminal, or ``MKB_PROGRESS=1``."""
     return sys.stderr.isatty() or os.environ.get("MKB_PROGRESS") == "1"
+
+
+def log_record(rec: Record) -> None:
+    """Without a progress bar (nohup, CI, a cluster job): one INFO line per record, instead of the bar."""
+    if progress_shown():
+        return
+    log.info("%s/%s/%s: %s (%d tries) %s", rec.task_id, rec.method, rec.sample_id, rec.status.value, rec.attempts,
+             rec.error_message[:120])
 
 
 #: pipeline stages in order, and the stage each failing status stopped at

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kit.config import EvalConfig
-    from kit.pipeline import Worker
+    from kit.worker import Worker
 
 FILE = "provenance.json"
 #: keys that must agree between the sessions of one run for its numbers to be comparable
@@ -183,6 +183,50 @@ def save(run_dir: Path, previous: dict[str, Any] | None, current: dict[str, Any]
     merged = merge(previous, current)
     _write(run_dir, merged)
     return merged
+
+
+class SessionLog:
+    """This session's entry of a run's ``provenance.json``, saved each time it grows.
+
+    Made when a session is about to run jobs (a session that runs nothing leaves no trace): :meth:`start` with
+    the first build worker's facts (:func:`collect`) and, for a Ray run, the dispatch settings; then
+    :meth:`timing_worker` for each timing worker's node, whose CPU model becomes the run's ``cpu_model`` (the
+    build node's is kept as ``build_cpu_model``), since timings are that CPU's.
+
+    Raises (every method):
+        ProvenanceError: the file there is damaged (when the log is made).
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.before = load(run_dir)  # the file as this session found it (a resumed run)
+        self.current: dict[str, Any] | None = None
+
+    @property
+    def started(self) -> bool:
+        return self.current is not None
+
+    def start(self, facts: dict[str, Any], dispatch: dict[str, Any] | None = None) -> None:
+        """Record the session (once; later calls are ignored): ``facts`` and, when given, ``dispatch``
+        (with an empty ``timing_workers`` list)."""
+        if self.current is not None:
+            return
+        self.current = copy.deepcopy(facts)
+        if dispatch is not None:
+            self.current["dispatch"] = dict(dispatch) | {"timing_workers": []}
+        save(self.run_dir, self.before, self.current)
+
+    def timing_worker(self, info: dict[str, Any]) -> None:
+        """Add a timing worker (``name``, ``host``, ``arch``, ``cpu_model``) to the session's dispatch."""
+        if self.current is None or "dispatch" not in self.current:
+            return
+        timers = self.current["dispatch"]["timing_workers"]
+        if not timers:
+            self.current["build_cpu_model"] = self.current.get("cpu_model")
+            self.current["build_arch"] = self.current.get("arch")
+            self.current["cpu_model"], self.current["arch"] = info["cpu_model"], info["arch"]
+        timers.append(info)
+        save(self.run_dir, self.before, self.current)
 
 
 def _write(run_dir: Path, prov: dict[str, Any]) -> None:

@@ -98,7 +98,7 @@ def recorded_jobs(run_dir: Path, samples: Iterable[tuple[str, str, str, str]]) -
     """The resume set of ``run_dir`` (every job id with a record there), after refusing to resume when a
     sample it has a record of now has other candidate files.
 
-    A job id covers the candidate's sha256 (:func:`kit.pipeline.make_job_id`), so an edited candidate would
+    A job id covers the candidate's sha256 (:func:`kit.jobs.make_job_id`), so an edited candidate would
     be evaluated again beside its old record: two records of one (method, task, sample), which scoring
     refuses.  ``samples`` are ``(method, task_id, sample_id, job_id)`` of this run's jobs.
 

@@ -185,6 +185,37 @@ class ShardWriter:
         self.close()
 
 
+class RecordSink:
+    """Where a run's records go as they arrive: one :class:`ShardWriter` per worker name (names made safe
+    for file names), each record written at once.  A context manager; closing flushes every writer."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir)
+        self._writers: dict[str, ShardWriter] = {}
+
+    def append(self, worker: str, record: Record) -> None:
+        """Write ``record`` to the shard of ``worker`` (the worker that produced it)."""
+        name = shard_name(worker)
+        if name not in self._writers:
+            self._writers[name] = ShardWriter(self.run_dir, name)
+        self._writers[name].append(record)
+
+    def close(self) -> None:
+        for w in self._writers.values():
+            w.close()
+
+    def __enter__(self) -> typing.Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def shard_name(worker: str) -> str:
+    """``worker`` as a shard's worker id: every character but letters, digits, ``_`` and ``.`` becomes ``_``."""
+    return "".join(c if (c.isascii() and c.isalnum()) or c in "_." else "_" for c in worker) or "worker"
+
+
 def shard_paths(run_dir: Path) -> list[Path]:
     """Complete shard files of ``run_dir``, sorted by name (``*.tmp`` and other files ignored)."""
     d = Path(run_dir) / SHARDS_DIR

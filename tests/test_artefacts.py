@@ -10,6 +10,7 @@ import pytest
 
 from kit.artefacts import (
     ArtefactError,
+    BuildHalf,
     Built,
     Bundle,
     elf_arch,
@@ -19,9 +20,12 @@ from kit.artefacts import (
     runtime_libs,
 )
 from kit.config import EvalConfig
-from kit.pipeline import Job, Timer, time_job
+from kit.jobs import Job
+from kit.outcomes import BuildOutcome, Outcome, Where
+from kit.pipeline import time_job
 from kit.records import ErrorKind, Status
 from kit.tasks import load_suite
+from kit.worker import Timer
 
 FIXTURE_TASKS = Path(__file__).resolve().parent / "fixture_engine" / "tasks"
 
@@ -123,8 +127,9 @@ def _job() -> Job:
 
 
 def _built(libs: Bundle, native_key: str = "k1") -> Built:
-    return Built(fields={"build_s": 1.5, "wall_s": 2.0, "worker": "nabc.w0"}, libs=libs, model=b"model",
-                 native_model=b"native", native_key=native_key, built_by="nabc.w0")
+    half = BuildHalf(Where(worker="nabc.w0"), Outcome(build=BuildOutcome(build_s=1.5)), wall_s=2.0)
+    return Built(half=half, libs=libs, model=b"model", native_model=b"native", native_key=native_key,
+                 built_by="nabc.w0")
 
 
 def _timer(tmp_path: Path) -> Timer:

@@ -6,10 +6,12 @@ The cluster (one module-scoped start): a head with 2 CPUs and resource ``x86`` a
 
     unshare -n sh -c 'ip link set lo up; .venv/bin/pytest tests/test_dispatch.py -q'
 
-The jobs' *work* here is a module-level job function (injected through ``run_distributed(job_fn=...)``)
+The jobs' *work* here is a module-level job function (injected through ``RayExecutor(job_fn=...)``)
 that really sleeps, takes the node gate, writes files and kills its own actor process with ``os._exit``;
 the scheduling, retry, shard and placement mechanics exercised are the production ones.  The end-to-end
 test through :func:`kit.pipeline.run_job` on the fixture engine is ``test_end_to_end_fixture_engine``.
+Jobs run the way ``mkb eval`` runs them: :func:`kit.evaluate.execute` (the resume set, then the executor) on
+a :class:`kit.dispatch.RayExecutor` (:func:`run_distributed` below).
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ import ray
 from conftest_fixture import fixture_config_text
 
 from kit.config import EvalConfig
+from kit.dispatch.actors import DEFAULT_JOB, DEFAULT_SETUP, DEFAULT_TIME
 from kit.gate import NodeGate
-from kit.pipeline import Job
+from kit.jobs import Job, make_jobs
 from kit.records import CORRECT, Record, Status
 from kit.shards import scan
 from kit.tasks import load_suite
@@ -194,6 +197,17 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
 
 
 # -- helpers ------------------------------------------------------------------------------------------------
+def run_distributed(cfg: EvalConfig, jobs: list[Job], run_dir: Path, *, setup_fn=DEFAULT_SETUP, job_fn=DEFAULT_JOB,
+                    time_fn=DEFAULT_TIME) -> dict:
+    """The middle of ``mkb eval``'s outline on Ray: skip what ``run_dir`` has recorded, run the rest."""
+    from kit.dispatch import RayExecutor
+    from kit.evaluate import execute
+    from kit.shards import done_job_ids
+
+    executor = RayExecutor(cfg, setup_fn=setup_fn, job_fn=job_fn, time_fn=time_fn)
+    return execute(jobs, done_job_ids(run_dir), run_dir, executor)
+
+
 def _cfg(tmp: Path, **dispatch) -> EvalConfig:
     return EvalConfig(
         run={"dir": tmp / "run"},
@@ -242,7 +256,6 @@ def _node_of(worker: str, nodes: set[str]) -> str:
 
 # -- tests --------------------------------------------------------------------------------------------------
 def test_every_job_once_and_placement_by_resource(cluster, tmp_path):
-    from kit.dispatch import run_distributed
 
     cfg = _cfg(tmp_path, workers=4, timing_resource="aarch64")
     jobs = _jobs(cfg, [f"ok-{i}" for i in range(10)])
@@ -270,7 +283,6 @@ def test_every_job_once_and_placement_by_resource(cluster, tmp_path):
 
 def test_timing_exclusive_per_node(cluster, tmp_path):
     """Two actors on the x86 head share one cache dir: no timing phase overlaps any other job's phase."""
-    from kit.dispatch import run_distributed
 
     cfg = _cfg(tmp_path, workers=2, timing_resource="x86")
     jobs = _jobs(cfg, [f"gate-{i}" for i in range(8)])
@@ -293,7 +305,6 @@ def test_timing_exclusive_per_node(cluster, tmp_path):
 
 
 def test_actor_death_retry_and_worker_lost(cluster, tmp_path):
-    from kit.dispatch import run_distributed
 
     cfg = _cfg(tmp_path, workers=2, timing_resource="aarch64", max_retries=1)
     jobs = _jobs(cfg, ["die1-a", "ok-1", "dieall-b", "ok-2", "raise-d", "ok-3", "die1-c"])
@@ -317,7 +328,6 @@ def test_actor_death_retry_and_worker_lost(cluster, tmp_path):
 def test_setup_error_aborts_with_its_type(cluster, tmp_path):
     """A worker whose setup raises ends the run with that exception (the CLI prints it): its own message,
     not Ray's wrapper whose message is the remote traceback."""
-    from kit.dispatch import run_distributed
 
     cfg = _cfg(tmp_path, workers=1, timing_resource="aarch64")
     jobs = _jobs(cfg, ["ok-1"])
@@ -333,7 +343,7 @@ def failing_setup(cfg: EvalConfig, index: int, name: str) -> dict:
 
 
 def test_missing_timing_resource_is_a_clear_error(cluster, tmp_path):
-    from kit.dispatch import DispatchError, run_distributed
+    from kit.dispatch import DispatchError
 
     cfg = _cfg(tmp_path, timing_resource="riscv64")
     with pytest.raises(DispatchError, match="dispatch.timing_resource.*riscv64"):
@@ -346,14 +356,13 @@ NEEDS_TOOLS = pytest.mark.skipif(not (shutil.which("cmake") and shutil.which("ni
 
 @NEEDS_TOOLS
 def test_end_to_end_fixture_engine(cluster, tmp_path, capsys):
-    """The production path: default setup (kit.evaluate.setup_worker: pristine tree, workspace w<i>, native
-    build) and kit.pipeline.run_job in two actors on the aarch64 node, on the fixture engine's samples."""
-    from kit.dispatch import evaluate_distributed
+    """The production path: `mkb eval`'s outline (kit.evaluate.evaluate) with the default setup
+    (kit.worker.setup_worker: pristine tree, workspace w<i>, native build) and kit.pipeline.run_job in two actors
+    on the aarch64 node, on the fixture engine's samples."""
+    from kit.evaluate import evaluate
 
     cfg = _fixture_cfg(tmp_path, workers=2, timing_resource="aarch64")
-    tasks = load_suite(cfg.tasks.dir, "all", ["fx_argmax"])
-    all_ids = {t.id for t in load_suite(cfg.tasks.dir, "all")}
-    assert evaluate_distributed(cfg, tasks, all_ids) == 0
+    assert evaluate(cfg) == 0
     assert ray.is_initialized()  # an existing connection is left open
     rows = _records(cfg.run.dir)
     got = {r["sample_id"]: r["status"] for r in rows}
@@ -390,11 +399,10 @@ def test_split_build_and_timing_nodes_ship_artefacts(cluster, tmp_path):
     """dispatch.build_resource: two build workers on the x86 head build and verify; the one timing worker
     on the aarch64 node times what they ship through the object store, against the native baseline it was
     shipped at start (its own cache has no native build)."""
-    from kit.dispatch import evaluate_distributed
+    from kit.evaluate import evaluate
 
     cfg = _fixture_cfg(tmp_path, workers=2, build_resource="x86", timing_resource="aarch64")
-    tasks = load_suite(cfg.tasks.dir, "all", ["fx_argmax"])
-    assert evaluate_distributed(cfg, tasks, {t.id for t in load_suite(cfg.tasks.dir, "all")}) == 0
+    assert evaluate(cfg) == 0
     rows = _records(cfg.run.dir)
     by = {r["sample_id"]: r for r in rows}
     why = {s: r["error_message"][:2000] for s, r in by.items()}
@@ -429,8 +437,6 @@ def die_once_then_time(job: Job, built, timer) -> Record:
 
 @NEEDS_TOOLS
 def test_split_timing_worker_death_rebuilds_and_retries(cluster, tmp_path):
-    from kit.dispatch import run_distributed
-    from kit.evaluate import make_jobs
 
     cfg = _fixture_cfg(tmp_path, workers=1, build_resource="x86", timing_resource="aarch64", max_retries=1)
     tasks = load_suite(cfg.tasks.dir, "all", ["fx_argmax"])
@@ -444,7 +450,7 @@ def test_split_timing_worker_death_rebuilds_and_retries(cluster, tmp_path):
 
 
 def test_missing_build_resource_is_a_clear_error(cluster, tmp_path):
-    from kit.dispatch import DispatchError, run_distributed
+    from kit.dispatch import DispatchError
 
     cfg = _cfg(tmp_path, build_resource="riscv64", timing_resource="aarch64")
     with pytest.raises(DispatchError, match="dispatch.build_resource.*riscv64"):
@@ -491,7 +497,7 @@ mode = "ray"
 def test_losing_the_only_worker_node_is_a_clear_error_not_a_hang(cluster, tmp_path):
     """The one node carrying dispatch.timing_resource dies mid-run: its worker cannot be replaced anywhere,
     and the driver says so (naming the field) instead of waiting for a node forever; what finished is kept."""
-    from kit.dispatch import DispatchError, run_distributed
+    from kit.dispatch import DispatchError
 
     node = cluster["add_node"]('{"lone": 1}', "lone")
     cfg = _cfg(tmp_path, workers=1, timing_resource="lone", max_retries=5)
@@ -515,8 +521,6 @@ def test_split_timing_lost_on_every_try_keeps_the_build_outcome(cluster, tmp_pat
     """The timing worker dies on each try: the record says so (timing_failed / worker_lost), and keeps what
     the build node measured — it compiled and verified, so it counts for CSR and FCR, never as fast."""
     from kit import metrics
-    from kit.dispatch import run_distributed
-    from kit.evaluate import make_jobs
 
     cfg = _fixture_cfg(tmp_path, workers=1, build_resource="x86", timing_resource="aarch64", max_retries=1)
     tasks = load_suite(cfg.tasks.dir, "all", ["fx_argmax"])
@@ -534,8 +538,6 @@ def test_split_timing_lost_on_every_try_keeps_the_build_outcome(cluster, tmp_pat
 @NEEDS_TOOLS
 def test_split_with_timing_disabled_starts_no_timing_worker(cluster, tmp_path):
     """timing.enabled = false: build workers write the final records; no node needs the timing label."""
-    from kit.dispatch import run_distributed
-    from kit.evaluate import make_jobs
 
     cfg = _fixture_cfg(tmp_path, workers=1, build_resource="x86", timing_resource="riscv64")
     cfg = cfg.model_copy(update={"timing": cfg.timing.model_copy(update={"enabled": False})})
@@ -562,8 +564,7 @@ def slow_time(job: Job, built, timer) -> Record:
 def test_losing_the_only_timing_node_is_a_clear_error_not_a_hang(cluster, tmp_path):
     """Build on the x86 head, time on a node of its own that dies mid-run: the timing slot cannot be placed
     again, and the driver says so (naming dispatch.timing_resource); what finished is kept, once each."""
-    from kit.dispatch import DispatchError, run_distributed
-    from kit.evaluate import make_jobs
+    from kit.dispatch import DispatchError
 
     node = cluster["add_node"]('{"tlone": 1}', "tlone")
     cfg = _fixture_cfg(tmp_path, workers=1, build_resource="x86", timing_resource="tlone", max_retries=3)
@@ -583,7 +584,8 @@ def test_losing_the_only_timing_node_is_a_clear_error_not_a_hang(cluster, tmp_pa
 
 def test_an_address_where_nothing_answers_is_a_clear_error_at_once():
     """`ray.init` would retry for minutes; the kit tries one TCP connection and names dispatch.address."""
-    from kit.dispatch import DispatchError, _check_reachable
+    from kit.dispatch import DispatchError
+    from kit.dispatch.cluster import _check_reachable
 
     with socket.socket() as s:  # a port that was just free and has no listener
         s.bind(("127.0.0.1", 0))
@@ -603,7 +605,7 @@ def test_an_address_where_nothing_answers_is_a_clear_error_at_once():
 def test_a_ray_client_address_without_ray_client_says_what_to_install(monkeypatch):
     """`ray://` joins through Ray Client, which plain `ray` lacks: connect() says to install the kit's `client`
     extra instead of passing Ray's advice (`pip install ray[client]`, any version) along."""
-    from kit import dispatch
+    from kit.dispatch import cluster as dispatch
 
     def no_init(*args, **kwargs):
         raise AssertionError("ray.init must not be called")

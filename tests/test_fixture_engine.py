@@ -313,8 +313,8 @@ def test_started_runner_waits_at_its_rendezvous_until_go(engine: Engine, tasks: 
     task = tasks["fx_exp"]
     _, model = convert(engine, task)
     inputs = make_inputs(task, 0)
-    kw = dict(warmup=1, iterations=4, op_types=tuple(task.mnn_op_types), timeout_s=60)
-    started = mrunner.start_model(engine.runner, model, inputs, ["y"], scratch=engine.work / "go", **kw)
+    settings = mrunner.RunSettings(warmup=1, iterations=4, op_types=tuple(task.mnn_op_types), timeout_s=60)
+    started = mrunner.start_model(engine.runner, model, inputs, ["y"], scratch=engine.work / "go", settings=settings)
     assert isinstance(started, mrunner.StartedRun)
     # blocked reading stdin (it may still be between printing the ready line and its read when start returns)
     assert wait_for_state(started.waiting.pid) == "S"
@@ -326,14 +326,14 @@ def test_started_runner_waits_at_its_rendezvous_until_go(engine: Engine, tasks: 
     ref = run_reference(task.onnx_path, inputs)
     assert compare(res.outputs["y"], ref["y"], task.tolerance.atol, task.tolerance.rtol).ok
 
-    cancelled = mrunner.start_model(engine.runner, model, inputs, ["y"], scratch=engine.work / "cancel", **kw)
+    cancelled = mrunner.start_model(engine.runner, model, inputs, ["y"], scratch=engine.work / "cancel", settings=settings)
     assert isinstance(cancelled, mrunner.StartedRun)
     cancelled.cancel()
     assert not Path(f"/proc/{cancelled.waiting.pid}").exists()  # killed and reaped
     # a model it cannot load: the result of the failed start, no rendezvous
     garbage = engine.work / "garbage.mnn"
     garbage.write_bytes(b"not a model")
-    failed = mrunner.start_model(engine.runner, garbage, inputs, ["y"], scratch=engine.work / "bad", **kw)
+    failed = mrunner.start_model(engine.runner, garbage, inputs, ["y"], scratch=engine.work / "bad", settings=settings)
     assert isinstance(failed, mrunner.RunResult) and not failed.ok and failed.proc.returncode == 3
 
 

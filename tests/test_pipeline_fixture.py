@@ -17,10 +17,11 @@ import pytest
 
 from kit.cli import main
 from kit.config import load_config
-from kit.evaluate import check, evaluate, setup_worker
+from kit.evaluate import check, evaluate
 from kit.records import Status
 from kit.shards import done_job_ids, scan
 from kit.tasks import load_suite
+from kit.worker import setup_worker
 
 pytestmark = pytest.mark.slow
 
@@ -206,7 +207,7 @@ def test_killed_job_leaves_workspace_repairable(evaluated):
     code = (
         "import os, signal, sys\n"
         "from kit.config import load_config\n"
-        "from kit.evaluate import setup_worker\n"
+        "from kit.worker import setup_worker\n"
         "from kit.mnn import register\n"
         "from kit.tasks import load_suite\n"
         f"cfg = load_config({str(cfg_path)!r})\n"
@@ -238,7 +239,7 @@ def test_next_owner_kills_what_a_killed_worker_left_running(evaluated, tmp_path)
         "import os, signal, threading, time\n"
         "from kit import proc\n"
         "from kit.config import load_config\n"
-        "from kit.evaluate import setup_worker\n"
+        "from kit.worker import setup_worker\n"
         f"w = setup_worker(load_config({str(cfg_path)!r}), index=0)\n"
         # like ninja: the "compiler" runs in a process group of its own inside the build's session
         f"cmd = ['sh', '-c', '{sys.executable} -c \\'import os, time; os.setpgid(0, 0); time.sleep(300)\\' & echo $! > {gpid}; wait']\n"
@@ -302,8 +303,8 @@ def test_timing_holds_the_node_only_while_the_runners_run(evaluated, tmp_path, m
         model = worker.native_model(task)
         assert model is not None
         side = worker.native_side
-        tr = stiming.time_candidate(cfg, task, worker.native.runner, (model, side), (model, side), tmp_path,
-                                    hold=holder("exclusive"), prepare=holder("shared"))
+        tr = stiming.time_candidate(task, worker.native.runner, (model, side), (model, side), tmp_path,
+                                    worker.settings.timing, hold=holder("exclusive"), prepare=holder("shared"))
     finally:
         worker.workspace.release()
     runs = 2 * cfg.timing.rounds

@@ -2,8 +2,8 @@
 every job recorded exactly once, and the same metrics as an uninterrupted evaluation of the same jobs.
 
 The driver is this file run as a script (``python tests/test_resume.py drive CFG PIDFILE``): it calls
-:func:`kit.dispatch.evaluate_distributed` with ``dispatch.mode = "ray"`` and no address, i.e. an embedded
-Ray started by the driver, on the jobs :func:`kit.evaluate.make_jobs` makes from the fixture engine's
+:func:`kit.evaluate.evaluate` on a :class:`kit.dispatch.RayExecutor` with ``dispatch.mode = "ray"`` and no
+address, i.e. an embedded Ray started by the driver, on the jobs :func:`kit.jobs.make_jobs` makes from the fixture engine's
 sample candidates.  The per-job work is the module-level :func:`work` below (a deterministic verdict from
 the sample name, after a short sleep); the workers' setup takes a per-index lock the way a workspace does,
 so a worker that outlived its killed driver would make the rerun fail.
@@ -32,7 +32,7 @@ from conftest_fixture import fixture_config_text
 
 from kit import proc
 from kit.config import EvalConfig, load_config
-from kit.pipeline import Job
+from kit.jobs import Job
 from kit.records import Record, Status
 
 FIXTURE_ROOT = Path(__file__).resolve().parent / "fixture_engine"
@@ -68,14 +68,12 @@ def work(job: Job, state: dict) -> Record:
 
 
 def drive(cfg_path: str, pid_file: str) -> int:
-    from kit.dispatch import evaluate_distributed
-    from kit.tasks import load_suite
+    from kit.dispatch import RayExecutor
+    from kit.evaluate import evaluate
 
     Path(pid_file).write_text(str(os.getpid()))
     cfg = load_config(cfg_path)
-    tasks = load_suite(cfg.tasks.dir, cfg.tasks.split)
-    all_ids = {t.id for t in load_suite(cfg.tasks.dir, "all")}
-    return evaluate_distributed(cfg, tasks, all_ids, setup_fn=setup_state, job_fn=work)
+    return evaluate(cfg, RayExecutor(cfg, setup_fn=setup_state, job_fn=work))
 
 
 # -- the test -----------------------------------------------------------------------------------------------
@@ -108,7 +106,7 @@ def _procs_mentioning(text: str) -> list[int]:
 @pytest.mark.slow
 def test_driver_sigkill_then_rerun_finishes(tmp_path):
     from kit import metrics
-    from kit.evaluate import make_jobs
+    from kit.jobs import make_jobs
     from kit.shards import ShardWriter, scan, shard_paths
     from kit.tasks import load_suite
 

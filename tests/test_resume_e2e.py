@@ -2,8 +2,8 @@
 again: every job recorded exactly once, none lost, and the statuses and metrics of an uninterrupted run.
 
 Unlike ``tests/test_resume.py`` (an injected per-job function) this runs the real command,
-``python -m kit.cli eval --config CFG``, i.e. :func:`kit.dispatch.evaluate_distributed` with its default
-setup (:func:`kit.evaluate.setup_worker`: pristine tree, locked workspace ``w<i>``, native build) and
+``python -m kit.cli eval --config CFG``, i.e. :func:`kit.evaluate.evaluate` on a :class:`kit.dispatch.RayExecutor`
+with its default setup (:func:`kit.worker.setup_worker`: pristine tree, locked workspace ``w<i>``, native build) and
 :func:`kit.pipeline.run_job` (register, build, convert, verify, time) on the fixture engine's sample
 candidates, with ``dispatch.mode = "ray"`` and no address (an embedded Ray started by the driver).
 
@@ -114,7 +114,7 @@ def _log(path: Path) -> str:
 
 def test_real_eval_driver_sigkill_then_rerun_matches_uninterrupted_run(tmp_path, fixture_engine):
     from kit import metrics
-    from kit.evaluate import make_jobs
+    from kit.jobs import make_jobs
     from kit.shards import RESULTS_FILE, scan, shard_paths
     from kit.tasks import load_suite
 

@@ -18,6 +18,7 @@ from conftest_fixture import wait_for_state
 from onnx import TensorProto, helper, numpy_helper
 
 from kit.compare import compare
+from kit.mnn import convert as mconvert
 from kit.mnn import runner as mr
 
 pytestmark = pytest.mark.mnn
@@ -36,7 +37,7 @@ def _mnn_dirs():
     worker = None
     if not BUILD:
         from kit.config import load_config
-        from kit.evaluate import setup_worker
+        from kit.worker import setup_worker
 
         worker = setup_worker(load_config())
         SRC_DIR, BUILD_DIR = worker.workspace.src, worker.workspace.build
@@ -170,7 +171,7 @@ def converted(work) -> dict[str, tuple[Path, Path]]:
         onnx_path = work / "models" / f"{name}.onnx"
         onnx_path.parent.mkdir(parents=True, exist_ok=True)
         onnx.save(model, onnx_path)
-        conv = mr.convert(BUILD_DIR / "MNNConvert", onnx_path, work / "models" / f"{name}.mnn", timeout_s=120)
+        conv = mconvert.convert(BUILD_DIR / "MNNConvert", onnx_path, work / "models" / f"{name}.mnn", timeout_s=120)
         assert conv.ok, f"{name}: {conv.reason}\n{conv.log}"
         assert conv.unsupported_ops == ()
         result[name] = (onnx_path, conv.model_path)
@@ -202,16 +203,7 @@ def test_verify_mode_matches_onnxruntime(case, runner_bin, converted, work):
     onnx_path, mnn_path = converted[case]
     _, specs, outputs = CASES[case]
     inputs = _rng_inputs(specs, seed=1)
-    res = mr.run_model(
-        runner_bin,
-        mnn_path,
-        inputs,
-        outputs,
-        threads=1,
-        precision="high",
-        timeout_s=60,
-        scratch=work / "run" / case,
-    )
+    res = mr.run_model(runner_bin, mnn_path, inputs, outputs, settings=mr.RunSettings(threads=1, precision="high", timeout_s=60), scratch=work / "run" / case)
     assert res.ok, res.error
     assert res.op_ms == [] and res.total_ms == []
     ref = _reference(onnx_path, inputs, outputs)
@@ -227,10 +219,7 @@ def test_timing_mode_counts_ops_and_times_selected_types(runner_bin, converted, 
     _, mnn_path = converted["softmax"]
     inputs = _rng_inputs(CASES["softmax"][1])
     n = 4
-    sel = mr.run_model(
-        runner_bin, mnn_path, inputs, ["y"], threads=1, warmup=1, iterations=n, op_types=("Softmax",),
-        timeout_s=60, scratch=work / "timing_sel",
-    )  # fmt: skip
+    sel = mr.run_model(runner_bin, mnn_path, inputs, ["y"], settings=mr.RunSettings(threads=1, warmup=1, iterations=n, op_types=("Softmax",), timeout_s=60), scratch=work / "timing_sel")
     assert sel.ok, sel.error
     assert len(sel.op_ms) == n and len(sel.total_ms) == n
     assert sel.op_types.get("Softmax") == 1
@@ -240,10 +229,7 @@ def test_timing_mode_counts_ops_and_times_selected_types(runner_bin, converted, 
     ref = _reference(converted["softmax"][0], inputs, ["y"])
     assert compare(sel.outputs["y"], ref["y"]).ok
 
-    none = mr.run_model(
-        runner_bin, mnn_path, inputs, ["y"], iterations=2, op_types=("NoSuchOp",), timeout_s=60,
-        scratch=work / "timing_none",
-    )  # fmt: skip
+    none = mr.run_model(runner_bin, mnn_path, inputs, ["y"], settings=mr.RunSettings(iterations=2, op_types=("NoSuchOp",), timeout_s=60), scratch=work / "timing_none")
     assert none.ok and none.op_ms == [0.0, 0.0] and all(t > 0 for t in none.total_ms)
 
 
@@ -252,8 +238,8 @@ def test_started_runner_runs_only_after_go(runner_bin, converted, work):
     same kind of result as run_model; cancel() leaves nothing behind."""
     _, mnn_path = converted["softmax"]
     inputs = _rng_inputs(CASES["softmax"][1])
-    kw = dict(warmup=1, iterations=3, op_types=("Softmax",), timeout_s=60)
-    started = mr.start_model(runner_bin, mnn_path, inputs, ["y"], scratch=work / "go", **kw)
+    settings = mr.RunSettings(warmup=1, iterations=3, op_types=("Softmax",), timeout_s=60)
+    started = mr.start_model(runner_bin, mnn_path, inputs, ["y"], scratch=work / "go", settings=settings)
     assert isinstance(started, mr.StartedRun)
 
     # blocked reading stdin (it may still be between printing the ready line and its read when start returns)
@@ -265,7 +251,7 @@ def test_started_runner_runs_only_after_go(runner_bin, converted, work):
     assert mr.READY_LINE not in res.proc.stdout
     ref = _reference(converted["softmax"][0], inputs, ["y"])
     assert compare(res.outputs["y"], ref["y"]).ok
-    other = mr.start_model(runner_bin, mnn_path, inputs, ["y"], scratch=work / "go_cancel", **kw)
+    other = mr.start_model(runner_bin, mnn_path, inputs, ["y"], scratch=work / "go_cancel", settings=settings)
     assert isinstance(other, mr.StartedRun)
     other.cancel()
     assert not Path(f"/proc/{other.waiting.pid}").exists()
@@ -274,16 +260,7 @@ def test_started_runner_runs_only_after_go(runner_bin, converted, work):
 def test_timing_mode_shows_raster_ops_of_geometry(runner_bin, converted, work):
     _, mnn_path = converted["concat"]
     inputs = _rng_inputs(CASES["concat"][1])
-    res = mr.run_model(
-        runner_bin,
-        mnn_path,
-        inputs,
-        ["y"],
-        iterations=3,
-        op_types=("*",),
-        timeout_s=60,
-        scratch=work / "timing_raster",
-    )
+    res = mr.run_model(runner_bin, mnn_path, inputs, ["y"], settings=mr.RunSettings(iterations=3, op_types=("*",), timeout_s=60), scratch=work / "timing_raster")
     assert res.ok, res.error
     assert res.op_types.get("Raster", 0) >= 1
     assert all(0 < o <= t for o, t in zip(res.op_ms, res.total_ms))
@@ -297,8 +274,8 @@ def test_same_runner_runs_against_other_libraries(runner_bin, converted, work):
     (copy / "express").mkdir(parents=True, exist_ok=True)
     shutil.copy2(BUILD_DIR / "libMNN.so", copy / "libMNN.so")
     shutil.copy2(BUILD_DIR / "express" / "libMNN_Express.so", copy / "express" / "libMNN_Express.so")
-    base = mr.run_model(runner_bin, mnn_path, inputs, ["y"], timeout_s=60, scratch=work / "lib_base")
-    other = mr.run_model(runner_bin, mnn_path, inputs, ["y"], copy, timeout_s=60, scratch=work / "lib_copy")
+    base = mr.run_model(runner_bin, mnn_path, inputs, ["y"], settings=mr.RunSettings(timeout_s=60), scratch=work / "lib_base")
+    other = mr.run_model(runner_bin, mnn_path, inputs, ["y"], copy, settings=mr.RunSettings(timeout_s=60), scratch=work / "lib_copy")
     assert base.ok and other.ok, other.error
     np.testing.assert_array_equal(base.outputs["y"], other.outputs["y"])
     assert other.proc.returncode == 0
@@ -306,7 +283,7 @@ def test_same_runner_runs_against_other_libraries(runner_bin, converted, work):
     broken = work / "libbroken"
     broken.mkdir(exist_ok=True)
     (broken / "libMNN.so").write_bytes(b"not an ELF file")
-    bad = mr.run_model(runner_bin, mnn_path, inputs, ["y"], broken, timeout_s=60, scratch=work / "lib_broken")
+    bad = mr.run_model(runner_bin, mnn_path, inputs, ["y"], broken, settings=mr.RunSettings(timeout_s=60), scratch=work / "lib_broken")
     assert not bad.ok
     assert "libMNN.so" in bad.error
 
@@ -315,24 +292,22 @@ def test_run_errors_exit_3_with_a_message(runner_bin, converted, work):
     garbage = work / "garbage.mnn"
     garbage.write_bytes(b"\x00" * 64)
     inputs = _rng_inputs(CASES["softmax"][1])
-    res = mr.run_model(runner_bin, garbage, inputs, ["y"], timeout_s=60, scratch=work / "err_garbage")
+    res = mr.run_model(runner_bin, garbage, inputs, ["y"], settings=mr.RunSettings(timeout_s=60), scratch=work / "err_garbage")
     assert not res.ok and res.proc.returncode == mr.EXIT_RUN_ERROR and res.signal is None
     assert "cannot load model" in res.error
 
     _, mnn_path = converted["softmax"]
-    res = mr.run_model(
-        runner_bin, mnn_path, inputs, ["no_such_output"], timeout_s=60, scratch=work / "err_out"
-    )
+    res = mr.run_model(runner_bin, mnn_path, inputs, ["no_such_output"], settings=mr.RunSettings(timeout_s=60), scratch=work / "err_out")
     assert not res.ok and res.proc.returncode == mr.EXIT_RUN_ERROR, res.proc.output
 
     _, mm_path = converted["matmul"]
     bad_shapes = {"a": np.ones((6, 10), np.float32), "b": np.ones((11, 7), np.float32)}
-    res = mr.run_model(runner_bin, mm_path, bad_shapes, ["y"], timeout_s=60, scratch=work / "err_shape")
+    res = mr.run_model(runner_bin, mm_path, bad_shapes, ["y"], settings=mr.RunSettings(timeout_s=60), scratch=work / "err_shape")
     assert not res.ok and res.proc.returncode == mr.EXIT_RUN_ERROR
     assert "forward failed" in res.error and "Shape Error" in res.error
 
     wrong = {"x": np.zeros((4, 33), dtype=np.int32)}
-    res = mr.run_model(runner_bin, mnn_path, wrong, ["y"], timeout_s=60, scratch=work / "err_dtype")
+    res = mr.run_model(runner_bin, mnn_path, wrong, ["y"], settings=mr.RunSettings(timeout_s=60), scratch=work / "err_dtype")
     assert not res.ok and res.proc.returncode == mr.EXIT_RUN_ERROR
     assert "input 'x' is int32" in res.error
 
@@ -347,7 +322,7 @@ def test_convert_reports_unsupported_ops_and_missing_output(work):
     onnx.save(model, onnx_path)
     out = work / "xor.mnn"
     out.write_bytes(b"stale")  # must not count as a result
-    res = mr.convert(BUILD_DIR / "MNNConvert", onnx_path, out, timeout_s=120)
+    res = mconvert.convert(BUILD_DIR / "MNNConvert", onnx_path, out, timeout_s=120)
     assert not res.ok
     assert "ONNX::BitwiseXor" in res.unsupported_ops
     assert "not supported" in res.reason and "Not Support" in res.log
@@ -356,18 +331,15 @@ def test_convert_reports_unsupported_ops_and_missing_output(work):
 
 def test_parse_unsupported():
     log = "[12:00:00] writeFb.cpp:218: These Op Not Support: ONNX::A | ONNX::B \nConverted Failed!\n"
-    assert mr.parse_unsupported(log) == ("ONNX::A", "ONNX::B")
-    assert mr.parse_unsupported("Converted Success!\n") == ()
+    assert mconvert.parse_unsupported(log) == ("ONNX::A", "ONNX::B")
+    assert mconvert.parse_unsupported("Converted Success!\n") == ()
 
 
 @pytest.mark.parametrize(("threads", "precision"), [(2, "high"), (1, "normal"), (2, "low")])
 def test_threads_and_precision_are_accepted(threads, precision, runner_bin, converted, work):
     onnx_path, mnn_path = converted["maxpool"]
     inputs = _rng_inputs(CASES["maxpool"][1], seed=3)
-    res = mr.run_model(
-        runner_bin, mnn_path, inputs, ["y"], threads=threads, precision=precision, iterations=1,
-        timeout_s=60, scratch=work / f"prec_{threads}_{precision}",
-    )  # fmt: skip
+    res = mr.run_model(runner_bin, mnn_path, inputs, ["y"], settings=mr.RunSettings(threads=threads, precision=precision, iterations=1, timeout_s=60), scratch=work / f"prec_{threads}_{precision}")
     assert res.ok, res.error
     assert res.op_types.get("Pooling") == 1
     # max pooling selects values: exact in fp32; fp16 (low precision, where supported) rounds to ~1e-3
@@ -375,4 +347,4 @@ def test_threads_and_precision_are_accepted(threads, precision, runner_bin, conv
     cmp = compare(res.outputs["y"], _reference(onnx_path, inputs, ["y"])["y"], atol=atol, rtol=0.0)
     assert cmp.ok, cmp.reason
     with pytest.raises(ValueError, match="precision"):
-        mr.run_model(runner_bin, mnn_path, inputs, ["y"], precision="fp16", scratch=work / "prec_bad")
+        mr.run_model(runner_bin, mnn_path, inputs, ["y"], settings=mr.RunSettings(precision="fp16"), scratch=work / "prec_bad")

@@ -68,7 +68,7 @@ def task() -> Task:
 def setup(tmp_path):
     src = make_tree(tmp_path / "mnn")
     cfg = EvalConfig(mnn={"source_dir": src, "cache_dir": tmp_path / "cache", "engine": "fixture"})
-    pristine = ensure_pristine(cfg)
+    pristine = ensure_pristine(cfg.mnn)
     ws = open_workspace(tmp_path / "cache" / "ws", pristine)
     yield src, pristine, ws
     ws.release()
@@ -87,13 +87,13 @@ def test_pinned_digest_is_enforced_for_mnn(tmp_path):
     src = make_tree(tmp_path / "mnn")
     cfg = EvalConfig(mnn={"source_dir": src, "cache_dir": tmp_path / "cache", "engine": "mnn"})
     with pytest.raises(SourceError, match="content digest"):
-        ensure_pristine(cfg)
+        ensure_pristine(cfg.mnn)
 
 
 def test_missing_source_dir_is_named(tmp_path):
     cfg = EvalConfig(mnn={"source_dir": tmp_path / "nope", "cache_dir": tmp_path / "cache"})
     with pytest.raises(SourceError, match="mnn.source_dir"):
-        ensure_pristine(cfg)
+        ensure_pristine(cfg.mnn)
 
 
 def test_pristine_copy_is_made_by_one_process_at_a_time(tmp_path):
@@ -109,14 +109,14 @@ def test_pristine_copy_is_made_by_one_process_at_a_time(tmp_path):
     result: list = []
     with open(trees / "lock", "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # another worker is materializing the tree
-        t = threading.Thread(target=lambda: result.append(ensure_pristine(cfg)))
+        t = threading.Thread(target=lambda: result.append(ensure_pristine(cfg.mnn)))
         t.start()
         t.join(timeout=2.0)
         assert t.is_alive() and result == []  # waiting for the lock
         assert not any(p.name.startswith("staging-") for p in trees.iterdir())  # and not copying meanwhile
     t.join(timeout=60)
     assert not t.is_alive() and tree_digest(result[0].root) == tree_digest(src)
-    assert ensure_pristine(cfg).root == result[0].root  # the next one finds it
+    assert ensure_pristine(cfg.mnn).root == result[0].root  # the next one finds it
 
 
 def test_workspace_files_are_hard_links_except_generated(setup):
@@ -204,15 +204,17 @@ def test_disallowed_name_is_a_harness_error(setup):
 
 
 def test_dropping_a_registered_op_type_is_a_compile_error(setup):
-    """A replaced file that no longer registers an op type the original registers would silently drop it."""
+    """A replaced file that no longer registers an op type the original registers would silently drop it
+    (kit.mnn.register refuses it; the build stage names the status)."""
+    from kit.outcomes import StageFailure
     from kit.records import ErrorKind, Status
-    from kit.stages import StageFailure
+    from kit.stages.build import candidate_in
 
     _, pristine, ws = setup
     orig = pristine.root / "source/backend/cpu/CPUArgMax.cpp"
     orig_text = orig.read_text()
-    with pytest.raises(StageFailure) as ei:
-        register.apply(ws, task(), {"CPUArgMax.cpp": "REGISTER_CPU_OP_CREATOR(Other, OpType_Other)\n"})
+    with pytest.raises(StageFailure) as ei, candidate_in(ws, task(), {"CPUArgMax.cpp": "REGISTER_CPU_OP_CREATOR(Other, OpType_Other)\n"}):
+        pass
     assert ei.value.status == Status.COMPILE_ERROR and ei.value.kind == ErrorKind.MISSING_SYMBOL
     assert "OpType_ArgMax" in ei.value.message
     assert (ws.src / "source/backend/cpu/CPUArgMax.cpp").read_text() == orig_text  # nothing written
@@ -222,12 +224,13 @@ def test_dropping_a_registered_op_type_is_a_compile_error(setup):
 
 
 def test_new_file_may_not_overwrite_an_existing_file(setup, tmp_path):
+    from kit.outcomes import StageFailure
     from kit.records import Status
-    from kit.stages import StageFailure
+    from kit.stages.build import candidate_in
 
     _, _, ws = setup
     t = task().model_copy(update={"mnn": MnnTarget(files=["source/backend/cpu/CPUArgMax.cpp"],
                                                    new_files=["source/backend/cpu/CPU*.hpp"])})
-    with pytest.raises(StageFailure) as ei:
-        register.apply(ws, t, {"CPUArgMax.hpp": "// overwrite"})
+    with pytest.raises(StageFailure) as ei, candidate_in(ws, t, {"CPUArgMax.hpp": "// overwrite"}):
+        pass
     assert ei.value.status == Status.REJECTED_INPUT and "existing MNN file" in ei.value.message

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit import proc
-from kit.config import EvalConfig
 from kit.mnn.workspace import Workspace
 from kit.records import Diagnostic
 
@@ -33,6 +32,22 @@ _LD2 = re.compile(r"^(?:/\S*/)?ld(?:\.\w+)?: (?P<msg>(?!warning).*)$")
 
 
 @dataclass(frozen=True)
+class BuildOptions:
+    """How workspaces (and the native baseline) are configured and built.
+
+    ``engine``: ``mnn`` or ``fixture`` (the kit's test engine: its own CMake flags); ``cmake_args``: extra
+    CMake arguments; ``jobs``: ninja's ``-j``; ``timeout_s``: seconds for one build; ``ccache``: compile through
+    ccache when it is installed, its cache under ``cache_dir / "ccache"``."""
+
+    engine: str
+    cache_dir: Path
+    cmake_args: tuple[str, ...] = ()
+    jobs: int = 1
+    timeout_s: float = 1200.0
+    ccache: bool = True
+
+
+@dataclass(frozen=True)
 class BuildResult:
     """Outcome of one build.  ``wall_s`` in seconds; ``diagnostics`` errors first."""
 
@@ -44,9 +59,10 @@ class BuildResult:
     configure_s: float = 0.0
 
 
-def build_env(cfg: EvalConfig, ws_root: Path) -> dict[str, str]:
+def build_env(cache_dir: Path, ws_root: Path) -> dict[str, str]:
+    """The build's environment: ccache's directory under ``cache_dir``, the workspace as its base dir."""
     extra = {
-        "CCACHE_DIR": str(cfg.mnn.cache_dir / "ccache"),
+        "CCACHE_DIR": str(cache_dir / "ccache"),
         "CCACHE_BASEDIR": str(ws_root),
         "CCACHE_NOHASHDIR": "1",
         "CCACHE_MAXSIZE": "10G",
@@ -54,19 +70,20 @@ def build_env(cfg: EvalConfig, ws_root: Path) -> dict[str, str]:
     return proc.base_env(extra)
 
 
-def cmake_command(cfg: EvalConfig, src: Path) -> list[str]:
+def cmake_command(opts: BuildOptions, src: Path) -> list[str]:
+    """The first configure's command line for the tree at ``src``."""
     args = ["cmake", "-G", "Ninja", str(src), "-DCMAKE_BUILD_TYPE=Release"]
-    args += ENGINE_CMAKE_ARGS[cfg.mnn.engine]
-    if cfg.build.ccache and proc.which("ccache"):
+    args += ENGINE_CMAKE_ARGS[opts.engine]
+    if opts.ccache and proc.which("ccache"):
         args += ["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
-    return args + list(cfg.mnn.cmake_args)
+    return args + list(opts.cmake_args)
 
 
 class ConfigureError(Exception):
     """CMake failed on a tree the kit controls (message holds its output)."""
 
 
-def configure(ws: Workspace, cfg: EvalConfig, timeout_s: float = 600.0) -> float:
+def configure(ws: Workspace, opts: BuildOptions, timeout_s: float = 600.0) -> float:
     """Configure ``ws.build`` if it is new or a re-configure is pending; return seconds spent.
 
     Raises:
@@ -76,24 +93,25 @@ def configure(ws: Workspace, cfg: EvalConfig, timeout_s: float = 600.0) -> float
     fresh = not (ws.build / "build.ninja").is_file()
     if not fresh and not ws.state().get("needs_configure", False):
         return 0.0
-    argv = cmake_command(cfg, ws.src) if fresh else ["cmake", "."]
-    res = proc.run(argv, cwd=ws.build, env=build_env(cfg, ws.root), timeout_s=timeout_s)
+    argv = cmake_command(opts, ws.src) if fresh else ["cmake", "."]
+    res = proc.run(argv, cwd=ws.build, env=build_env(opts.cache_dir, ws.root), timeout_s=timeout_s)
     if not res.ok:
         raise ConfigureError(f"cmake failed in {ws.build} (exit {res.returncode}):\n{res.output[-6000:]}")
     ws.set_state(needs_configure=False)
     return res.wall_s
 
 
-def build(ws: Workspace, cfg: EvalConfig, timeout_s: float | None = None, targets: list[str] | None = None) -> BuildResult:
+def build(ws: Workspace, opts: BuildOptions, timeout_s: float | None = None, targets: list[str] | None = None) -> BuildResult:
     """Run ninja in ``ws.build``.  Returns a :class:`BuildResult` (never raises for compile errors).
 
     Raises:
         ConfigureError: the re-configure before the build failed (a harness problem).
     """
-    configure_s = configure(ws, cfg)
-    argv = ["ninja", "-j", str(cfg.build.jobs), "-k", "0", *(targets or [])]
+    configure_s = configure(ws, opts)
+    argv = ["ninja", "-j", str(opts.jobs), "-k", "0", *(targets or [])]
     res = proc.run(
-        argv, cwd=ws.build, env=build_env(cfg, ws.root), timeout_s=timeout_s or cfg.build.timeout_s, log_limit=2 << 20
+        argv, cwd=ws.build, env=build_env(opts.cache_dir, ws.root), timeout_s=timeout_s or opts.timeout_s,
+        log_limit=2 << 20,
     )
     diags = parse_diagnostics(res.output, ws.src)
     tail = "\n".join(res.output.splitlines()[-60:])

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from kit import proc
 from kit.artefacts import Bundle, pack, runtime_libs
-from kit.config import EvalConfig
 from kit.mnn import build as mbuild
 from kit.mnn.source import Pristine
 from kit.mnn.workspace import Workspace
@@ -69,13 +68,15 @@ def runner_source_digest() -> str:
     return h.hexdigest()
 
 
-def native_key(cfg: EvalConfig, pristine: Pristine) -> str:
+def native_key(opts: mbuild.BuildOptions, pristine: Pristine) -> str:
+    """sha256 (hex, 16 chars) of what the native build depends on: tree digest, engine, compiler, CMake
+    arguments and (for MNN) the runner's sources."""
     parts = {
         "tree": pristine.digest,
-        "engine": cfg.mnn.engine,
+        "engine": opts.engine,
         "compiler": compiler_id(),
-        "cmake": mbuild.cmake_command(cfg, Path("SRC"))[3:],
-        "runner": runner_source_digest() if cfg.mnn.engine == "mnn" else "",
+        "cmake": mbuild.cmake_command(opts, Path("SRC"))[3:],
+        "runner": runner_source_digest() if opts.engine == "mnn" else "",
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -94,21 +95,21 @@ def workspace_lib_dir(ws: Workspace) -> Path:
     return libs
 
 
-def ensure_native(cfg: EvalConfig, pristine: Pristine, ws: Workspace) -> Native:
+def ensure_native(opts: mbuild.BuildOptions, pristine: Pristine, ws: Workspace) -> Native:
     """Build the pristine tree in ``ws`` (which must be clean) and save the baseline, unless cached.
 
     Raises:
         NativeBuildError: the pristine tree fails to configure or build, or an expected output is missing.
     """
-    key = native_key(cfg, pristine)
-    native = Native(key, cfg.mnn.cache_dir / "native" / key)
+    key = native_key(opts, pristine)
+    native = Native(key, opts.cache_dir / "native" / key)
     if (native.dir / "done").is_file():
         return native
     repaired = ws.check_and_repair()
     if repaired:
         raise NativeBuildError(f"workspace {ws.root} was not clean for the native build: {repaired[:5]}")
     try:
-        res = mbuild.build(ws, cfg)
+        res = mbuild.build(ws, opts)
     except mbuild.ConfigureError as exc:
         raise NativeBuildError(str(exc)) from exc
     if not res.ok:
@@ -126,7 +127,7 @@ def ensure_native(cfg: EvalConfig, pristine: Pristine, ws: Workspace) -> Native:
     if not conv.is_file():
         raise NativeBuildError(f"{conv}: the converter was not built")
     shutil.copy2(conv, staging / "bin" / "MNNConvert")
-    if cfg.mnn.engine == "mnn":
+    if opts.engine == "mnn":
         from kit.mnn import runner as mrunner
 
         mrunner.build_runner(ws.src, ws.build, staging / "bin" / "mkb_runner", timeout_s=300)
@@ -135,7 +136,7 @@ def ensure_native(cfg: EvalConfig, pristine: Pristine, ws: Workspace) -> Native:
         if not built.is_file():
             raise NativeBuildError(f"{built}: the fixture engine's runner was not built")
         shutil.copy2(built, staging / "bin" / "mkb_runner")
-    meta = {"key": key, "tree_digest": pristine.digest, "engine": cfg.mnn.engine, "compiler": compiler_id()}
+    meta = {"key": key, "tree_digest": pristine.digest, "engine": opts.engine, "compiler": compiler_id()}
     (staging / "meta.json").write_text(json.dumps(meta, indent=1))
     (staging / "done").write_text("ok\n")
     if native.dir.exists():
@@ -155,8 +156,8 @@ def native_bundle(native: Native) -> Bundle:
     return pack(runtime_libs(native.runner, native.lib_dir) | {"bin/mkb_runner": native.runner})
 
 
-def install_shipped(cfg: EvalConfig, key: str, bundle: Bundle) -> Path:
-    """Write a shipped native baseline to ``<cache>/shipped/<key>`` (once per node and key; atomic rename)
+def install_shipped(cache_dir: Path, key: str, bundle: Bundle) -> Path:
+    """Write a shipped native baseline to ``cache_dir/shipped/<key>`` (once per node and key; atomic rename)
     and return that directory (``lib/``, ``bin/mkb_runner``).
 
     Kept apart from ``<cache>/native`` because it has no converter: a build on this node never takes it
@@ -166,7 +167,7 @@ def install_shipped(cfg: EvalConfig, key: str, bundle: Bundle) -> Path:
         kit.artefacts.ArtefactError: the bundle's machine code is not for this node's architecture.
     """
     bundle.check_runs_here(f"the native baseline {key}")
-    dest = cfg.mnn.cache_dir / "shipped" / key
+    dest = cache_dir / "shipped" / key
     if (dest / "done").is_file():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)

@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 
 from kit import proc
 from kit.mnn.workspace import GENERATED_FILES, Workspace
-from kit.records import ErrorKind, Status
-from kit.stages import StageFailure
 from kit.tasks import Task
 
 _REGISTER_LINE = re.compile(r"^\s*(REGISTER_[A-Z0-9_]+\s*\(.*)$", re.MULTILINE)
@@ -29,6 +27,21 @@ _REGISTER_LINE = re.compile(r"^\s*(REGISTER_[A-Z0-9_]+\s*\(.*)$", re.MULTILINE)
 
 class RegisterError(Exception):
     """Registration generation failed (message holds the generator's output)."""
+
+
+class PlacementError(Exception):
+    """The candidate's files cannot go into the tree as they are (nothing was written).
+
+    ``reason`` is :attr:`OVERWRITES` (a new file would replace an existing MNN file the task does not list as
+    replaceable) or :attr:`DROPS_REGISTRATION` (a replaced file no longer registers an op type the original
+    registers: MNN would silently lose that op); the message names the file."""
+
+    OVERWRITES = "overwrites"
+    DROPS_REGISTRATION = "drops_registration"
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass
@@ -61,9 +74,8 @@ def check_placement(ws: Workspace, task: Task, files: Mapping[str, str]) -> list
 
     Raises:
         ValueError: a name the task does not allow (a harness bug: candidates are checked before).
-        StageFailure: REJECTED_INPUT when a *new* file would overwrite an existing MNN file that the task does
-            not list as replaceable; COMPILE_ERROR (MISSING_SYMBOL) when a replaced file drops an op type that
-            the original registers (MNN would silently lose that op).
+        PlacementError: a *new* file would overwrite an existing MNN file that the task does not list as
+            replaceable, or a replaced file drops an op type that the original registers.
     """
     placed = []
     for name in sorted(files):
@@ -71,8 +83,8 @@ def check_placement(ws: Workspace, task: Task, files: Mapping[str, str]) -> list
         if rel is None:
             raise ValueError(f"{name}: not allowed for task {task.id}")
         if rel not in task.mnn.files and (ws.pristine.root / rel).exists():
-            raise StageFailure(
-                Status.REJECTED_INPUT, ErrorKind.ALLOWLIST,
+            raise PlacementError(
+                PlacementError.OVERWRITES,
                 f"{name}: a new file may not replace the existing MNN file {rel} (replaceable: {task.mnn.files})",
             )
         placed.append((rel, files[name]))
@@ -84,8 +96,8 @@ def check_placement(ws: Workspace, task: Task, files: Mapping[str, str]) -> list
         if orig.is_file():
             lost = _registered_op_types(orig.read_text(encoding="utf-8", errors="replace")) - new_types
             if lost:
-                raise StageFailure(
-                    Status.COMPILE_ERROR, ErrorKind.MISSING_SYMBOL,
+                raise PlacementError(
+                    PlacementError.DROPS_REGISTRATION,
                     f"{rel}: the candidate no longer registers {sorted(lost)}, which the original file registers "
                     "(MNN would silently lose these ops)",
                 )
@@ -98,7 +110,7 @@ def apply(ws: Workspace, task: Task, files: Mapping[str, str], timeout_s: float 
     The caller has already checked every name against the task's allowlist (:meth:`Task.place`).
 
     Raises:
-        ValueError, StageFailure: see :func:`check_placement` (nothing is written then).
+        ValueError, PlacementError: see :func:`check_placement` (nothing is written then).
         RegisterError: the registration generator failed.
     """
     swap = Swap()

@@ -1,4 +1,4 @@
-"""Convert ONNX models with MNNConvert and run them with the kit's own runner (``runner/mkb_runner.cpp``).
+"""Build and run the kit's own runner (``runner/mkb_runner.cpp``) on converted models (:mod:`kit.mnn.convert`).
 
 The runner protocol (also implemented by the fixture engine)::
 
@@ -40,8 +40,6 @@ EXIT_RUN_ERROR = 3
 EXIT_USAGE = 2
 PRECISIONS = ("high", "normal", "low")
 
-_CONVERT_SUCCESS = "Converted Success!"
-_NOT_SUPPORTED = re.compile(r"These Op Not Support:\s*(.*)")
 
 
 class RunnerBuildError(RuntimeError):
@@ -131,98 +129,6 @@ def build_runner(
     return out
 
 
-# ---------------------------------------------------------------------------------------------- convert
-
-
-@dataclass(frozen=True)
-class ConvertResult:
-    """Outcome of one MNNConvert run.
-
-    ``ok`` only when the log says "Converted Success!" and ``model_path`` exists and is non-empty (MNNConvert
-    exits 0 on failure).  ``unsupported_ops`` lists what "These Op Not Support:" named (e.g. ``ONNX::BitwiseXor``).
-    ``log`` is stdout+stderr.  ``reason`` says why it failed ("" when ok).
-    """
-
-    ok: bool
-    model_path: Path
-    unsupported_ops: tuple[str, ...]
-    log: str
-    reason: str
-    proc: proc.ProcResult
-
-    @property
-    def timed_out(self) -> bool:
-        return self.proc.timed_out
-
-    @property
-    def signal(self) -> int | None:
-        return self.proc.signal
-
-
-def parse_unsupported(log: str) -> tuple[str, ...]:
-    """The op names of every "These Op Not Support: A | B" line of an MNNConvert log, in order, no repeats."""
-    names: list[str] = []
-    for match in _NOT_SUPPORTED.finditer(log):
-        for name in match.group(1).split("|"):
-            name = name.strip()
-            if name and name not in names:
-                names.append(name)
-    return tuple(names)
-
-
-def convert(
-    mnnconvert: Path,
-    onnx_path: Path,
-    out_mnn: Path,
-    env: Mapping[str, str] | None = None,
-    timeout_s: float = 300.0,
-    *,
-    extra_args: Sequence[str] = (),
-    memory_limit_bytes: int | None = None,
-) -> ConvertResult:
-    """Convert ``onnx_path`` to ``out_mnn`` with ``MNNConvert -f ONNX ... --bizCode MNN --keepInputFormat=1``.
-
-    ``out_mnn`` is deleted first so a stale file never counts; the converter runs in ``out_mnn``'s directory.
-    ``env`` defaults to :func:`kit.proc.base_env` (pass ``LD_LIBRARY_PATH`` here to run it against other libs).
-
-    Raises:
-        FileNotFoundError: ``mnnconvert`` or ``onnx_path`` does not exist.
-    """
-    mnnconvert, onnx_path, out_mnn = Path(mnnconvert), Path(onnx_path), Path(out_mnn)
-    if not onnx_path.is_file():
-        raise FileNotFoundError(f"ONNX model {onnx_path} not found")
-    if not mnnconvert.is_file():
-        raise FileNotFoundError(f"converter {mnnconvert} not found")
-    out_mnn.parent.mkdir(parents=True, exist_ok=True)
-    out_mnn.unlink(missing_ok=True)
-    argv = [
-        str(mnnconvert), "-f", "ONNX", "--modelFile", str(onnx_path.resolve()), "--MNNModel", str(out_mnn.resolve()),
-        "--bizCode", "MNN", "--keepInputFormat=1", *extra_args,
-    ]  # fmt: skip
-    result = proc.run(
-        argv, cwd=out_mnn.parent, env=env if env is not None else proc.base_env(), timeout_s=timeout_s,
-        memory_limit_bytes=memory_limit_bytes,
-    )
-    log = result.output
-    unsupported = parse_unsupported(log)
-    exists = out_mnn.is_file() and out_mnn.stat().st_size > 0
-    if result.timed_out:
-        reason = f"MNNConvert timed out after {timeout_s:g} s"
-    elif result.signal is not None:
-        reason = f"MNNConvert killed by signal {result.signal}"
-    elif unsupported:
-        reason = "ops not supported by the converter: " + ", ".join(unsupported)
-    elif _CONVERT_SUCCESS not in log:
-        reason = f"MNNConvert did not report success (exit {result.returncode})"
-    elif not exists:
-        reason = f"MNNConvert reported success but {out_mnn} is missing or empty"
-    elif result.returncode != 0:
-        reason = f"MNNConvert exited {result.returncode}"
-    else:
-        reason = ""
-    return ConvertResult(not reason, out_mnn, unsupported, log, reason, result)
-
-
 # ---------------------------------------------------------------------------------------------- run
 
 
@@ -291,24 +197,38 @@ def _read_timing(path: Path, iterations: int) -> tuple[list[float], list[float],
     return op_ms, total_ms, op_types
 
 
+@dataclass(frozen=True)
+class RunSettings:
+    """How the runner is invoked besides the model, its inputs and the libraries: what native and candidate
+    runs must share.
+
+    ``threads``: MNN CPU threads; ``precision``: MNN BackendConfig precision (``high`` is fp32 on CPU);
+    ``warmup`` untimed then ``iterations`` timed forward passes (``iterations = 0``: one run, outputs only);
+    ``op_types``: MNN op type names whose times make ``op_ms`` (``"*"`` = every op); ``timeout_s``: seconds
+    (each half for :func:`start_model`); ``memory_limit_bytes``: RLIMIT_AS of the runner process (None: none).
+    """
+
+    threads: int = 1
+    precision: str = "high"
+    warmup: int = 0
+    iterations: int = 0
+    op_types: tuple[str, ...] = ("*",)
+    timeout_s: float = 120.0
+    memory_limit_bytes: int | None = None
+
+
 def run_model(
     runner: Path,
     model: Path,
     inputs: Mapping[str, np.ndarray],
     output_names: Sequence[str],
     lib_dir: Path | None = None,
+    settings: RunSettings = RunSettings(),
     *,
-    threads: int = 1,
-    precision: str = "high",
-    warmup: int = 0,
-    iterations: int = 0,
-    op_types: Sequence[str] = ("*",),
-    timeout_s: float = 120.0,
     scratch: Path,
-    memory_limit_bytes: int | None = None,
     env: Mapping[str, str] | None = None,
 ) -> RunResult:
-    """Run ``model`` once (``iterations=0``) or ``warmup`` + ``iterations`` times with ``runner``.
+    """Run ``model`` once (``settings.iterations = 0``) or ``warmup`` + ``iterations`` times with ``runner``.
 
     Args:
         inputs: graph input name → array, in the model's input order; int64/bool/other integer arrays are sent
@@ -316,7 +236,7 @@ def run_model(
         output_names: the graph outputs to fetch, in order.
         lib_dir: a directory holding another ``libMNN.so`` (and optionally ``express/``) to run against;
             None = the libraries the runner was linked with.
-        op_types: MNN op type names whose times make ``op_ms`` (``"*"`` = every op).
+        settings: threads, precision, warm-up and timed iterations, op types, timeout, memory limit.
         scratch: a directory of this call's own; ``scratch/in`` and ``scratch/out`` are recreated.
         env: base environment (default :func:`kit.proc.base_env`); ``LD_LIBRARY_PATH`` is set from ``lib_dir``.
     Returns:
@@ -326,10 +246,9 @@ def run_model(
         FileNotFoundError: the runner, the model or ``lib_dir/libMNN.so`` is missing.
         RunnerProtocolError: the runner rejected its command line or wrote incomplete results.
     """
-    call = _Call.prepare(runner, model, inputs, output_names, lib_dir, threads=threads, precision=precision,
-                         warmup=warmup, iterations=iterations, op_types=op_types, scratch=scratch, env=env)
-    result = proc.run(call.argv, cwd=call.scratch, env=call.env, timeout_s=timeout_s,
-                      memory_limit_bytes=memory_limit_bytes)
+    call = _Call.prepare(runner, model, inputs, output_names, lib_dir, settings, scratch=scratch, env=env)
+    result = proc.run(call.argv, cwd=call.scratch, env=call.env, timeout_s=settings.timeout_s,
+                      memory_limit_bytes=settings.memory_limit_bytes)
     return call.finish(result)
 
 
@@ -360,31 +279,25 @@ def start_model(
     inputs: Mapping[str, np.ndarray],
     output_names: Sequence[str],
     lib_dir: Path | None = None,
+    settings: RunSettings = RunSettings(),
     *,
-    threads: int = 1,
-    precision: str = "high",
-    warmup: int = 0,
-    iterations: int = 0,
-    op_types: Sequence[str] = ("*",),
-    timeout_s: float = 120.0,
     scratch: Path,
-    memory_limit_bytes: int | None = None,
     env: Mapping[str, str] | None = None,
 ) -> StartedRun | RunResult:
     """:func:`run_model` in two halves: start the runner with ``--wait-go 1`` and return once it has loaded the
     model and read the inputs (a :class:`StartedRun`; its :meth:`StartedRun.go` runs the rest), or the
-    :class:`RunResult` of a runner that failed before (``ok`` False).  ``timeout_s`` applies to each half.
+    :class:`RunResult` of a runner that failed before (``ok`` False).  ``settings.timeout_s`` applies to each
+    half.
 
     Raises:
         what :func:`run_model` raises.
     """
-    call = _Call.prepare(runner, model, inputs, output_names, lib_dir, threads=threads, precision=precision,
-                         warmup=warmup, iterations=iterations, op_types=op_types, scratch=scratch, env=env)
+    call = _Call.prepare(runner, model, inputs, output_names, lib_dir, settings, scratch=scratch, env=env)
     started = proc.start([*call.argv, "--wait-go", "1"], ready_line=READY_LINE, cwd=call.scratch, env=call.env,
-                         timeout_s=timeout_s, memory_limit_bytes=memory_limit_bytes)
+                         timeout_s=settings.timeout_s, memory_limit_bytes=settings.memory_limit_bytes)
     if isinstance(started, proc.ProcResult):
         return call.finish(started)
-    return StartedRun(call, started, timeout_s)
+    return StartedRun(call, started, settings.timeout_s)
 
 
 @dataclass
@@ -401,11 +314,12 @@ class _Call:
     @classmethod
     def prepare(
         cls, runner: Path, model: Path, inputs: Mapping[str, np.ndarray], output_names: Sequence[str],
-        lib_dir: Path | None, *, threads: int, precision: str, warmup: int, iterations: int,
-        op_types: Sequence[str], scratch: Path, env: Mapping[str, str] | None,
+        lib_dir: Path | None, settings: RunSettings, *, scratch: Path, env: Mapping[str, str] | None,
     ) -> _Call:
         """Check the arguments, recreate ``scratch/in`` (with the inputs) and ``scratch/out``."""
         runner, model, scratch = Path(runner), Path(model), Path(scratch)
+        threads, precision, op_types = settings.threads, settings.precision, settings.op_types
+        warmup, iterations = settings.warmup, settings.iterations
         if precision not in PRECISIONS:
             raise ValueError(f"precision {precision!r} not in {PRECISIONS}")
         if threads < 1 or warmup < 0 or iterations < 0:

@@ -21,7 +21,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit.config import EvalConfig
+from kit.config import MnnSection
 from kit.tasks import sha256_file
 
 #: top-level folders left out of the digest (demo apps; three iOS assets are missing from some mirrors)
@@ -134,24 +134,24 @@ def _unpack(tarball: Path, dest: Path) -> None:
         tf.extractall(dest, members=[m for m in members if m.name and not m.name.startswith("/")], filter="data")
 
 
-def ensure_pristine(cfg: EvalConfig) -> Pristine:
-    """Return the verified pristine copy of the configured tree, creating it on first use.
+def ensure_pristine(mnn: MnnSection) -> Pristine:
+    """Return the verified pristine copy of the tree ``mnn`` (the config's ``[mnn]``) names, creating it on
+    first use.
 
     Raises:
         SourceError: source_dir missing or not an MNN tree, digest mismatch (``mnn.check_tree``), or no
             source_dir and the tarball cannot be downloaded.
     """
-    trees = cfg.mnn.cache_dir / "trees"
+    trees = mnn.cache_dir / "trees"
     trees.mkdir(parents=True, exist_ok=True)
     # one process at a time per cache: two workers starting on a fresh cache would otherwise both copy the
     # tree, and the second would replace the copy the first is already hard-linking its workspace from
     with open(trees / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return _ensure_pristine_locked(cfg, trees)
+        return _ensure_pristine_locked(mnn, trees)
 
 
-def _ensure_pristine_locked(cfg: EvalConfig, trees: Path) -> Pristine:
-    m = cfg.mnn
+def _ensure_pristine_locked(m: MnnSection, trees: Path) -> Pristine:
     check = m.check_tree and m.engine == "mnn"
 
     if m.source_dir is not None:

@@ -16,32 +16,39 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from kit.config import EvalConfig
+from kit.images import is_emulated
 from kit.inputs import make_inputs
 from kit.mnn import runner as mrunner
+from kit.outcomes import StageFailure, TimingOutcome
 from kit.records import ErrorKind, Status
-from kit.stages import StageFailure
 from kit.stages.verify import Side, process_failure
 from kit.tasks import Task
 
 
-@dataclass
-class TimingResult:
-    """Medians in ms, raw samples in ms, speedup and its CI (None without a native side)."""
+@dataclass(frozen=True)
+class TimingOptions:
+    """``rounds`` interleaved rounds of ``warmup`` untimed and ``iterations`` timed forward passes per side,
+    each run within ``timeout_s`` seconds (each half); ``bootstrap`` resamples for the CI; ``seed`` draws the
+    inputs and seeds the bootstrap; ``run``: threads, precision and memory limit of the runner (the same as
+    verification's)."""
 
-    candidate_samples_ms: list[float]
-    native_samples_ms: list[float] = field(default_factory=list)
-    candidate_ms: float | None = None
-    native_ms: float | None = None
-    speedup: float | None = None
-    speedup_ci_low: float | None = None
-    speedup_ci_high: float | None = None
-    basis: str = "op"
+    warmup: int = 10
+    iterations: int = 100
+    rounds: int = 3
+    bootstrap: int = 1000
+    timeout_s: float = 300.0
+    seed: int = 0
+    run: mrunner.RunSettings = mrunner.RunSettings()
+
+    def settings(self, task: Task) -> mrunner.RunSettings:
+        """The runner settings of one timing run of ``task``: the same for both sides."""
+        return replace(self.run, warmup=self.warmup, iterations=self.iterations,
+                       op_types=tuple(task.mnn_op_types), timeout_s=self.timeout_s)
 
 
 def bootstrap_ci(native: np.ndarray, cand: np.ndarray, n: int, seed: int = 0) -> tuple[float, float]:
@@ -54,7 +61,7 @@ def bootstrap_ci(native: np.ndarray, cand: np.ndarray, n: int, seed: int = 0) ->
     return float(lo), float(hi)
 
 
-def _started(cfg: EvalConfig, task: Task, runner: Path, model: Path, side: Side, inputs, scratch: Path,
+def _started(task: Task, runner: Path, model: Path, side: Side, inputs, scratch: Path, opts: TimingOptions,
              what: str) -> mrunner.StartedRun:
     """Start one timing run up to the runner's rendezvous (model loaded, inputs read).
 
@@ -62,12 +69,8 @@ def _started(cfg: EvalConfig, task: Task, runner: Path, model: Path, side: Side,
         StageFailure: TIMING_FAILED when the runner fails before it (or breaks its protocol).
     """
     with _protocol(what):
-        started = mrunner.start_model(
-            runner, model, inputs, [o.name for o in task.outputs], side.lib_dir, threads=cfg.timing.threads,
-            precision=cfg.timing.precision, warmup=cfg.timing.warmup, iterations=cfg.timing.iterations,
-            op_types=tuple(task.mnn_op_types), timeout_s=cfg.timing.timeout_s, scratch=scratch,
-            memory_limit_bytes=cfg.verify.memory_limit_mb << 20,
-        )
+        started = mrunner.start_model(runner, model, inputs, [o.name for o in task.outputs], side.lib_dir,
+                                      opts.settings(task), scratch=scratch)
     if isinstance(started, mrunner.RunResult):
         _check(started, what)
         raise StageFailure(Status.TIMING_FAILED, ErrorKind.EXIT_CODE, f"{what} timing run: the runner exited "
@@ -75,7 +78,7 @@ def _started(cfg: EvalConfig, task: Task, runner: Path, model: Path, side: Side,
     return started
 
 
-def _go(cfg: EvalConfig, started: mrunner.StartedRun, what: str) -> mrunner.RunResult:
+def _go(started: mrunner.StartedRun, opts: TimingOptions, what: str) -> mrunner.RunResult:
     """Run a started timing run (warm-up and timed iterations) and check its samples.
 
     Raises:
@@ -84,9 +87,9 @@ def _go(cfg: EvalConfig, started: mrunner.StartedRun, what: str) -> mrunner.RunR
     with _protocol(what):
         res = started.go()
     _check(res, what)
-    if len(res.op_ms) != cfg.timing.iterations:
+    if len(res.op_ms) != opts.iterations:
         raise StageFailure(
-            Status.TIMING_FAILED, ErrorKind.INTERNAL, f"{what}: {len(res.op_ms)} samples, expected {cfg.timing.iterations}"
+            Status.TIMING_FAILED, ErrorKind.INTERNAL, f"{what}: {len(res.op_ms)} samples, expected {opts.iterations}"
         )
     return res
 
@@ -105,19 +108,30 @@ def _check(res: mrunner.RunResult, what: str) -> None:
     fail = process_failure(res.proc, f"{what} timing run")
     if fail is not None:
         # the candidate already passed verification: a failure now is a timing failure (flaky crash counts too)
-        raise StageFailure(Status.TIMING_FAILED, fail.kind, fail.message, **fail.fields)
+        raise StageFailure(Status.TIMING_FAILED, fail.kind, fail.message, signal=fail.signal)
+
+
+def _plan(rounds: int, with_native: bool) -> list[tuple[str, int]]:
+    """(who, round) of every run: the order alternates per round, N C, C N, ... (candidate only without a
+    native side)."""
+    plan = []
+    for r in range(rounds):
+        for who in (["native", "candidate"] if r % 2 == 0 else ["candidate", "native"]):
+            if who == "candidate" or with_native:
+                plan.append((who, r))
+    return plan
 
 
 def time_candidate(
-    cfg: EvalConfig,
     task: Task,
     runner: Path,
     candidate: tuple[Path, Side],
     native: tuple[Path, Side] | None,
     scratch: Path,
+    opts: TimingOptions,
     hold: Callable[[], AbstractContextManager[object]] = nullcontext,
     prepare: Callable[[], AbstractContextManager[object]] = nullcontext,
-) -> TimingResult:
+) -> TimingOutcome:
     """Time ``candidate`` (model, side) against ``native`` (or alone when ``native`` is None).
 
     Every run's runner is started first, inside ``prepare()`` (the node's shared hold: the start-up of a runner
@@ -128,25 +142,30 @@ def time_candidate(
     Raises:
         StageFailure: TIMING_FAILED when a run fails or yields no usable samples.
     """
-    inputs = make_inputs(task, cfg.verify.seed)
-    plan = []  # (who, round): order alternates per round, N C, C N, ...
-    for r in range(cfg.timing.rounds):
-        for who in (["native", "candidate"] if r % 2 == 0 else ["candidate", "native"]):
-            if who == "candidate" or native is not None:
-                plan.append((who, r))
+    inputs = make_inputs(task, opts.seed)
+    plan = _plan(opts.rounds, native is not None)
     started: list[mrunner.StartedRun] = []
     cand_runs, nat_runs = [], []
     try:
         with prepare():
             for who, r in plan:
                 model, side = candidate if who == "candidate" else native  # type: ignore[misc]
-                started.append(_started(cfg, task, runner, model, side, inputs, scratch / f"{who[0]}{r}", who))
+                started.append(_started(task, runner, model, side, inputs, scratch / f"{who[0]}{r}", opts, who))
         with hold():
             for (who, _), run in zip(plan, started):
-                (cand_runs if who == "candidate" else nat_runs).append(_go(cfg, run, who))
+                (cand_runs if who == "candidate" else nat_runs).append(_go(run, opts, who))
     finally:
         for run in started:
             run.cancel()
+    return _outcome(task, cand_runs, nat_runs, opts)
+
+
+def _outcome(task: Task, cand_runs: list[mrunner.RunResult], nat_runs: list[mrunner.RunResult],
+             opts: TimingOptions) -> TimingOutcome:
+    """Medians, speedup and CI from the runs' samples (op basis unless the sides ran different op types).
+
+    Raises:
+        StageFailure: TIMING_FAILED when the candidate's op time is zero or invalid."""
     basis = "op"
     if nat_runs and cand_runs[0].op_types != nat_runs[0].op_types:
         basis = "model"
@@ -163,12 +182,14 @@ def time_candidate(
             f"candidate op time is zero or invalid (target op types {task.mnn_op_types} not executed?): "
             f"op types seen {cand_runs[0].op_types}",
         )
-    out = TimingResult(candidate_samples_ms=cs.tolist(), candidate_ms=float(np.median(cs)), basis=basis)
-    if nat_runs:
-        ns = samples(nat_runs)
-        if ns.size and np.median(ns) > 0:
-            out.native_samples_ms = ns.tolist()
-            out.native_ms = float(np.median(ns))
-            out.speedup = out.native_ms / out.candidate_ms
-            out.speedup_ci_low, out.speedup_ci_high = bootstrap_ci(ns, cs, cfg.timing.bootstrap, seed=cfg.verify.seed)
+    out = TimingOutcome(candidate_samples_ms=tuple(cs.tolist()), candidate_ms=float(np.median(cs)), basis=basis,
+                        threads=opts.run.threads, precision=opts.run.precision,
+                        # under qemu the numbers are not the target CPU's: recorded, never scored as a speedup
+                        emulated=is_emulated())
+    ns = samples(nat_runs) if nat_runs else np.empty(0)
+    if ns.size and np.median(ns) > 0:
+        native_ms = float(np.median(ns))
+        lo, hi = bootstrap_ci(ns, cs, opts.bootstrap, seed=opts.seed)
+        out = replace(out, native_samples_ms=tuple(ns.tolist()), native_ms=native_ms,
+                      speedup=native_ms / out.candidate_ms, speedup_ci_low=lo, speedup_ci_high=hi)
     return out

@@ -9,18 +9,31 @@ at once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kit import proc
 from kit.compare import compare
-from kit.config import EvalConfig
 from kit.inputs import make_inputs
+from kit.mnn import convert as mconvert
 from kit.mnn import runner as mrunner
+from kit.outcomes import StageFailure, VerifyOutcome
 from kit.records import ErrorKind, Status, Trial
 from kit.reference import run_reference
-from kit.stages import StageFailure
 from kit.tasks import Task
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    """``trials`` seeded input sets (seeds ``seed``, ``seed + 1``, ...); ``convert_timeout_s`` and
+    ``run_timeout_s``: seconds for one converter and one runner process; ``run``: threads, precision and
+    memory limit of the runner (the same as timing's), whose ``memory_limit_bytes`` caps the converter too."""
+
+    trials: int = 5
+    seed: int = 0
+    convert_timeout_s: float = 120.0
+    run_timeout_s: float = 60.0
+    run: mrunner.RunSettings = mrunner.RunSettings()
 
 
 @dataclass(frozen=True)
@@ -51,25 +64,22 @@ def process_failure(res: proc.ProcResult, what: str, kind_on_exit: ErrorKind = E
     return None
 
 
-def run_checked(cfg: EvalConfig, runner: Path, model: Path, inputs, out_names, lib_dir: Path, **kw) -> mrunner.RunResult:
-    """:func:`kit.mnn.runner.run_model` with the config's threads, precision and memory limit.
-
-    A runner that breaks its protocol (exits 0 without outputs, exits with its usage code) ran candidate code
-    that called ``exit()`` or corrupted its state: that is the candidate's failure, not the kit's.
+def run_checked(runner: Path, model: Path, inputs, out_names, lib_dir: Path, settings: mrunner.RunSettings,
+                scratch: Path) -> mrunner.RunResult:
+    """:func:`kit.mnn.runner.run_model`, where a runner that breaks its protocol (exits 0 without outputs,
+    exits with its usage code) ran candidate code that called ``exit()`` or corrupted its state: that is the
+    candidate's failure, not the kit's.
 
     Raises:
         StageFailure: RUNTIME_CRASH (EXIT_CODE) for a protocol violation.
     """
     try:
-        return mrunner.run_model(
-            runner, model, inputs, out_names, lib_dir, threads=cfg.timing.threads, precision=cfg.timing.precision,
-            memory_limit_bytes=cfg.verify.memory_limit_mb << 20, **kw,
-        )
+        return mrunner.run_model(runner, model, inputs, out_names, lib_dir, settings, scratch=scratch)
     except mrunner.RunnerProtocolError as exc:
         raise StageFailure(Status.RUNTIME_CRASH, ErrorKind.EXIT_CODE, f"runner broke its protocol: {exc}") from None
 
 
-def convert(cfg: EvalConfig, task: Task, side: Side, out: Path) -> Path:
+def convert(task: Task, side: Side, out: Path, opts: VerifyOptions) -> Path:
     """Convert ``task``'s ONNX model with ``side``'s converter into ``out``.
 
     Raises:
@@ -80,9 +90,9 @@ def convert(cfg: EvalConfig, task: Task, side: Side, out: Path) -> Path:
     if side.converter is None:
         raise ValueError("convert: this side has no converter (a timing node receives converted models)")
     out.parent.mkdir(parents=True, exist_ok=True)
-    res = mrunner.convert(
-        side.converter, task.onnx_path, out, env=mrunner.runner_env(side.lib_dir), timeout_s=cfg.verify.convert_timeout_s,
-        memory_limit_bytes=cfg.verify.memory_limit_mb << 20,
+    res = mconvert.convert(
+        side.converter, task.onnx_path, out, env=mrunner.runner_env(side.lib_dir), timeout_s=opts.convert_timeout_s,
+        memory_limit_bytes=opts.run.memory_limit_bytes,
     )
     if res.proc.timed_out or res.proc.signal is not None:
         fail = process_failure(res.proc, "MNNConvert")
@@ -94,55 +104,32 @@ def convert(cfg: EvalConfig, task: Task, side: Side, out: Path) -> Path:
     return out
 
 
-def verify(cfg: EvalConfig, task: Task, model: Path, side: Side, runner: Path, scratch: Path) -> list[Trial]:
-    """Run ``model`` on ``cfg.verify.trials`` seeded input sets and compare with ONNX Runtime.
+def verify(task: Task, model: Path, side: Side, runner: Path, scratch: Path, opts: VerifyOptions) -> VerifyOutcome:
+    """Run ``model`` on ``opts.trials`` seeded input sets and compare with ONNX Runtime.
 
     Returns the trials (all passed).
 
     Raises:
-        StageFailure: VERIFY_MISMATCH (with the trials), RUNTIME_CRASH or RUNTIME_TIMEOUT.
+        StageFailure: VERIFY_MISMATCH, RUNTIME_CRASH or RUNTIME_TIMEOUT, with the trials run so far as its
+            ``partial``.
     """
     trials: list[Trial] = []
     out_names = [o.name for o in task.outputs]
+    settings = replace(opts.run, warmup=0, iterations=0, op_types=("*",), timeout_s=opts.run_timeout_s)
     first_failure: Trial | None = None
     first_kind = ErrorKind.VALUE
-    for k in range(cfg.verify.trials):
-        seed = cfg.verify.seed + k
+    for k in range(opts.trials):
+        seed = opts.seed + k
         inputs = make_inputs(task, seed)
         ref = run_reference(task.onnx_path, inputs)
-        res = run_checked(
-            cfg,
-            runner,
-            model,
-            inputs,
-            out_names,
-            side.lib_dir,
-            warmup=0,
-            iterations=0,
-            op_types=("*",),
-            timeout_s=cfg.verify.run_timeout_s,
-            scratch=scratch / f"trial{k}",
-        )
+        res = run_checked(runner, model, inputs, out_names, side.lib_dir, settings, scratch / f"trial{k}")
         fail = process_failure(res.proc, "runner")
         if fail is not None:
-            fail.fields["trials"] = trials
+            fail.partial = VerifyOutcome(tuple(trials))
             raise fail
-        worst_abs = worst_rel = 0.0
-        ok, reason, kind = True, "", ErrorKind.NONE
-        for name in out_names:
-            if name not in res.outputs:
-                ok, reason, kind = False, f"output {name!r} missing", ErrorKind.GRAPH
-                break
-            c = compare(res.outputs[name], ref[name], task.tolerance.atol, task.tolerance.rtol)
-            if c.max_abs_err is not None:
-                worst_abs = max(worst_abs, c.max_abs_err)
-                worst_rel = max(worst_rel, c.max_rel_err or 0.0)
-            if not c.ok:
-                ok, reason, kind = False, f"{name}: {c.reason}", c.kind
-                break
-        t = Trial(seed=seed, ok=ok, max_abs_err=worst_abs, max_rel_err=worst_rel, reason=reason)
+        t, kind = _trial(task, seed, res, ref, out_names)
         trials.append(t)
-        if not ok and first_failure is None:
+        if not t.ok and first_failure is None:
             first_failure, first_kind = t, kind
     if first_failure is not None:
         bad = sum(not t.ok for t in trials)
@@ -150,6 +137,24 @@ def verify(cfg: EvalConfig, task: Task, model: Path, side: Side, runner: Path, s
             Status.VERIFY_MISMATCH,
             first_kind,
             f"{bad}/{len(trials)} trials failed; first (seed {first_failure.seed}): {first_failure.reason}",
-            trials=trials,
+            partial=VerifyOutcome(tuple(trials)),
         )
-    return trials
+    return VerifyOutcome(tuple(trials))
+
+
+def _trial(task: Task, seed: int, res: mrunner.RunResult, ref, out_names: list[str]) -> tuple[Trial, ErrorKind]:
+    """One trial's verdict: every output compared with the reference (the first failing output decides)."""
+    worst_abs = worst_rel = 0.0
+    ok, reason, kind = True, "", ErrorKind.NONE
+    for name in out_names:
+        if name not in res.outputs:
+            ok, reason, kind = False, f"output {name!r} missing", ErrorKind.GRAPH
+            break
+        c = compare(res.outputs[name], ref[name], task.tolerance.atol, task.tolerance.rtol)
+        if c.max_abs_err is not None:
+            worst_abs = max(worst_abs, c.max_abs_err)
+            worst_rel = max(worst_rel, c.max_rel_err or 0.0)
+        if not c.ok:
+            ok, reason, kind = False, f"{name}: {c.reason}", c.kind
+            break
+    return Trial(seed=seed, ok=ok, max_abs_err=worst_abs, max_rel_err=worst_rel, reason=reason), kind

@@ -1,0 +1,30 @@
+"""Benchmarks (``nox -s bench``): ratios measured side by side in one run; nothing here is a test.
+
+1. **overhead**: wall time of the kit evaluating one candidate (``run_job`` in a warm worker) vs the raw steps
+   it wraps, run directly (copy files in, ninja, MNNConvert, runner verify trials, runner timing rounds on both
+   sides, copy files back, ninja).  Interleaved A B A B; prints the ratio of medians (target <= 1.2).
+2. **resume setup**: wall time of a second ``mkb eval`` of a config whose jobs are all recorded (target <= 10 s,
+   no MNN rebuild).
+3. **scaling** (``--scaling``): the sample set, repeated under ``--copies`` method names, evaluated serially (no
+   Ray, the loop of ``mkb eval`` with ``dispatch.mode = "serial"``), over Ray with 1 worker and over Ray with 2
+   workers, each into a fresh run directory after a warm-up run (native baseline, both workspaces, ccache).
+   The three modes run in ``--rounds`` interleaved rounds, the order rotated each round (S 1 2, 1 2 S, 2 S 1) so
+   a drift of the host's speed hits every mode alike; each ratio is computed within a round (adjacent runs)
+   and the median over rounds is quoted with its range, the table shows each figure's median over rounds.
+   Each mode is timed in parts: the fixed start (serial: ``setup_worker``; Ray: ``ray.init`` + the first worker
+   ready), the steady work (serial: the job loop; Ray: ``work_s`` of the Ray executor, first
+   worker ready to last record) and the stop.  Prints, side by side: the fixed starts, steady throughput,
+   scaling efficiency = throughput(2) / (2 * throughput(1)), Ray's overhead per job = (Ray 1 worker work_s -
+   serial work_s) / jobs (also in % of the serial time per job), the bound the node-exclusive timing lock puts
+   on the efficiency, the time per job spent waiting for that lock (every worker's gate is a :class:`TimedGate`),
+   the seconds builds were paused for the other worker's timing, the host's CPU load, and the end-to-end
+   figures.  Every worker builds with ``ninja -j1`` (``--one-worker-jobs J`` gives the serial and 1-worker runs
+   J jobs instead, e.g. all CPUs: the best one worker does alone, a stricter baseline than per-worker scaling).
+   Run it on a quiet host (it warns when the host is busy before it starts).
+
+Engine: the real MNN tree when ``MKB_MNN__SOURCE_DIR`` is set (task ``--task``, sample from
+``candidates/sample``), else the fixture engine shipped with the tests.
+
+    python -m kit.bench [--task ID] [--sample correct] [--repeats 3]
+    python -m kit.bench --scaling [--rounds R] [--copies N] [--one-worker-jobs J]   (Ray needs loopback networking)
+"""

@@ -1,0 +1,29 @@
+"""The command line of ``python -m kit.bench`` (``nox -s bench``)."""
+
+from __future__ import annotations
+
+import argparse
+
+import kit.bench
+from kit.bench.overhead import overhead
+from kit.bench.scaling import scaling
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m kit.bench", description=kit.bench.__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--task", default=None, help="task id (default: fx_argmax on the fixture engine, "
+                    "the sample set's ArgMax task on real MNN)")
+    ap.add_argument("--sample", default="correct")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--scaling", action="store_true", help="run the 1-vs-2-worker scaling benchmark instead")
+    ap.add_argument("--copies", type=int, default=None, help="scaling: evaluate the sample set under this many "
+                    "method names (default: 8 on the fixture engine, 1 on real MNN)")
+    ap.add_argument("--one-worker-jobs", type=int, default=1, help="scaling: ninja -j of the serial and "
+                    "1-worker runs (default 1, as each of the 2 workers: per-worker scaling)")
+    ap.add_argument("--rounds", type=int, default=None, help="scaling: interleaved rounds of the three modes "
+                    "(default: 3 on the fixture engine, 2 on real MNN)")
+    args = ap.parse_args(argv)
+    if args.scaling:
+        return scaling(args.copies, args.one_worker_jobs, args.rounds)
+    return overhead(args.task, args.sample, args.repeats)

@@ -1,0 +1,22 @@
+"""Spread an evaluation over local cores or a Ray cluster (``dispatch.mode = "processes" | "ray"``): the only
+Ray code of the kit.
+
+* :mod:`~kit.dispatch.cluster`: connecting, node labels, worker counts, the same-kit check;
+* :mod:`~kit.dispatch.actors`: the build and timing workers (Ray actors owning a workspace or a shipped
+  native baseline for their life);
+* :mod:`~kit.dispatch.driver`: the ``ray.wait`` loop: hand out jobs with task affinity, collect records,
+  retry jobs whose worker died, ship built artefacts to timing nodes;
+* :mod:`~kit.dispatch.executor`: :class:`RayExecutor`, what :mod:`kit.evaluate` runs pending jobs with.
+
+Timing exclusivity is not scheduled here: :class:`kit.gate.NodeGate` (a file lock in the node's cache
+directory) lets one timing phase run per node with nothing building beside it, whichever actor holds it.
+Remote nodes need the same ``kit`` installed (checked: :func:`~kit.dispatch.cluster.kit_digest`), the task
+suite at ``tasks.dir`` and the MNN source at ``mnn.source_dir`` at the same paths; ``mnn.cache_dir`` is per
+node.  Candidate files travel inside the jobs (a task is ~1 KB pickled, so each job carries its task).
+``docs/cluster.md`` describes running on a cluster.
+"""
+
+from kit.dispatch.cluster import DispatchError, connect, kit_digest, timer_nodes, timing_nodes, worker_count
+from kit.dispatch.executor import RayExecutor
+
+__all__ = ["DispatchError", "RayExecutor", "connect", "kit_digest", "timer_nodes", "timing_nodes", "worker_count"]

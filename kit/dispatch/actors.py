@@ -1,0 +1,145 @@
+"""The Ray actors of a run: build workers (:class:`JobActor`) and timing workers (:class:`TimeActor`).
+
+Each actor calls its setup once in its ``__init__`` — by default :func:`kit.worker.setup_worker`, which
+locks workspace ``w<index>`` on its node for the actor's life, or :func:`kit.worker.setup_timer` — and then
+runs one job at a time: ``job_fn(job, state)`` (default :func:`kit.pipeline.run_job`), the build half
+(:func:`kit.pipeline.build_job`) when timing runs elsewhere, or ``time_fn(job, built, timer)`` (default
+:func:`kit.pipeline.time_job`) on a timing node.  An actor's ``name`` is ``n<node id, 8 hex>.w<index>``
+(``.t<index>`` for a timing worker); it becomes ``Record.worker`` and the shard name.  A setup that raises
+is kept and re-raised by every call, so the driver sees the exception's own type.  Each actor has a second
+thread (``max_concurrency=2``) that answers :meth:`Actor.stage` while a job runs.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import ray
+
+from kit.artefacts import BuildHalf, Built, Bundle
+from kit.config import EvalConfig
+from kit.dispatch.cluster import kit_digest
+from kit.jobs import Job
+from kit.mnn.native import native_bundle
+from kit.pipeline import build_job, run_job, time_job
+from kit.provenance import collect, cpu_model
+from kit.records import Record
+from kit.worker import Worker, setup_timer, setup_worker
+
+#: ``setup_fn(cfg, index, name) -> state``: runs once per build actor (default: :func:`kit.worker.setup_worker`)
+SetupFn = Callable[[EvalConfig, int, str], Any]
+#: ``job_fn(job, state) -> Record``: runs once per try of a job (default: :func:`kit.pipeline.run_job`)
+JobFn = Callable[[Job, Any], Record]
+#: ``time_fn(job, built, timer) -> Record``: the timing half of a job on a timing worker
+#: (default: :func:`kit.pipeline.time_job`)
+TimeFn = Callable[[Job, Built, Any], Record]
+
+DEFAULT_SETUP: SetupFn = setup_worker
+DEFAULT_JOB: JobFn = run_job
+DEFAULT_TIME: TimeFn = time_job
+
+
+class Actor:
+    """What both kinds of worker share: where they run, the current stage, closing."""
+
+    cfg: EvalConfig
+    name: str
+    state: Any
+    setup_error: BaseException | None
+
+    def _start(self, cfg: EvalConfig, name: str) -> None:
+        self.cfg = cfg
+        self.kit_digest = kit_digest()  # the sources this process imports from now on
+        self.node_id = ray.get_runtime_context().get_node_id()
+        self.name = name.format(node=self.node_id[:8])
+        self.state = None
+        self.setup_error = None
+
+    def ready(self) -> dict[str, Any]:
+        """Where this worker runs: name, node id, host, node IP, pid, arch.  Raises the setup error."""
+        if self.setup_error is not None:
+            raise self.setup_error
+        return {
+            "name": self.name,
+            "node_id": self.node_id,
+            "host": socket.gethostname(),
+            "ip": ray.util.get_node_ip_address(),
+            "pid": os.getpid(),
+            "arch": platform.machine(),
+            "kit_digest": self.kit_digest,
+            "native_key": getattr(self.state, "native_key", None),  # Worker and Timer both have one
+        }
+
+    def stage(self) -> str:
+        """The stage of the job running now ("build", "verify", "time"; "" if none or unknown).  Answered
+        while a job runs (the actor has a second thread for it)."""
+        return str(getattr(self.state, "stage", "") or "")
+
+    def close(self) -> None:
+        """Release the workspace lock (the process exit would release it too)."""
+        ws = getattr(self.state, "workspace", None)
+        if ws is not None and hasattr(ws, "release"):
+            ws.release()
+
+
+class JobActor(Actor):
+    """A build worker: owns ``setup_fn``'s state (a workspace) for its life and runs jobs in it one at a
+    time — whole jobs (:meth:`run`), or their build half when timing is elsewhere (:meth:`build`)."""
+
+    def __init__(self, cfg: EvalConfig, index: int, setup_fn: SetupFn, job_fn: JobFn) -> None:
+        self._start(cfg, f"n{{node}}.w{index}")
+        self.job_fn = job_fn
+        try:
+            self.state = setup_fn(cfg, index, self.name)
+        except Exception as exc:  # noqa: BLE001 - re-raised by ready()/run() so the driver sees its type
+            self.setup_error = exc
+
+    def run(self, job: Job) -> Record:
+        if self.setup_error is not None:
+            raise self.setup_error
+        return self.job_fn(job, self.state)
+
+    def build(self, job: Job) -> tuple[Record | BuildHalf, Built | None]:
+        """(record, None) when the job ended here, else (what the build half measured, the artefacts for a
+        timing worker); the driver reads the first (small: it keeps the build's outcome should every
+        timing try be lost) and hands the second to a timing worker by reference."""
+        if self.setup_error is not None:
+            raise self.setup_error
+        out = build_job(job, self.state)
+        return (out, None) if isinstance(out, Record) else (out.half, out)
+
+    def native_bundle(self) -> Bundle:
+        """This worker's native baseline (libraries + runner) for timing workers."""
+        if self.setup_error is not None:
+            raise self.setup_error
+        return native_bundle(self.state.native)
+
+    def provenance(self) -> dict[str, Any]:
+        """This session's provenance on this worker's node (:func:`kit.provenance.collect`)."""
+        return collect(self.cfg, self.state if isinstance(self.state, Worker) else None)
+
+
+class TimeActor(Actor):
+    """A timing worker (one per ``dispatch.timing_resource`` node when ``dispatch.build_resource`` is set):
+    installs the shipped native baseline once, then times shipped candidates one at a time."""
+
+    def __init__(self, cfg: EvalConfig, index: int, native_key: str, native: Bundle, time_fn: TimeFn) -> None:
+        self._start(cfg, f"n{{node}}.t{index}")
+        self.time_fn = time_fn
+        try:
+            self.state = setup_timer(cfg, index, self.name, native_key, native)
+        except Exception as exc:  # noqa: BLE001 - re-raised by ready() so the driver sees its type
+            self.setup_error = exc
+
+    def time(self, job: Job, built: Built) -> Record:
+        if self.setup_error is not None:
+            raise self.setup_error
+        return self.time_fn(job, built, self.state)
+
+    def provenance(self) -> dict[str, Any]:
+        """This timing node's name, host, architecture and CPU model."""
+        return {"name": self.name, "host": socket.gethostname(), "arch": platform.machine(), "cpu_model": cpu_model()}

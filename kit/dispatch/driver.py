@@ -1,0 +1,418 @@
+"""The driver of a Ray run: the ``ray.wait`` loop that hands jobs to ready actors, receives their records,
+and replaces actors that die.
+
+* **Records.** The driver receives each :class:`~kit.records.Record` as it completes (``ray.wait``) and
+  passes it to the run's sink (:class:`kit.shards.RecordSink`: one shard file per record, named after the
+  actor that produced it), so only the driver writes files and a killed driver loses only the jobs in flight.
+* **Faults.** If an actor dies during a job (``RayActorError``), a new actor takes its slot and the job is
+  retried, up to ``dispatch.max_retries`` times; then the job gets a ``worker_lost`` record.  If ``job_fn``
+  raises, the job gets a ``harness_error`` record.  Either way every job yields exactly one record, with
+  ``Record.attempts`` = number of tries.  A failing setup aborts the run with its own exception
+  (the one the worker raised, not Ray's wrapper around it, whose message carries the remote traceback).
+* **Build and timing nodes apart** (``dispatch.build_resource`` set): the build actors run the build half
+  of a job; what it ships (the candidate libraries the runner loads, candidate model, native model: ~4.4 MB
+  for MNN on x86_64) stays in Ray's object store as a second return value, and the driver hands that
+  reference to one of the timing actors, one per node carrying ``timing_resource`` (pinned by node
+  affinity).  Timing actors receive the native baseline (libraries + runner) from a build actor once at
+  start; every build actor must have built the same native baseline.  A build actor stops taking jobs
+  while ``2 x timing actors`` artefacts wait.  A timing actor that dies, or artefacts lost with their node,
+  send the job back to be built again (counted as a try); after the last try the job's record keeps the
+  build's results (:func:`kit.jobs.timing_lost_record`).  With ``timing.enabled = false`` no timing actor
+  starts and build actors write the final records.
+* **Progress.** The live display counts jobs running / passed / failed per stage (build, verify, time);
+  busy actors report their stage through their second thread (:meth:`kit.dispatch.actors.Actor.stage`).
+* **Provenance.** The first ready build worker's facts and the dispatch settings, then each timing worker's
+  node, go to the session's :class:`kit.provenance.SessionLog`.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import ray
+from ray.exceptions import ActorUnschedulableError, ObjectLostError, RayActorError, RayTaskError
+
+from kit.artefacts import BuildHalf
+from kit.config import EvalConfig
+from kit.dispatch.actors import JobActor, JobFn, SetupFn, TimeActor, TimeFn
+from kit.dispatch.cluster import RESOURCE_FRACTION, DispatchError, alive_nodes, kit_digest, timer_nodes
+from kit.jobqueue import JobQueue
+from kit.jobs import Job, lost_record, timing_lost_record
+from kit.progress import StageTally, log_record
+from kit.provenance import SessionLog
+from kit.records import Record, Status
+from kit.shards import RecordSink
+
+log = logging.getLogger("kit")
+
+#: seconds between progress refreshes while no result arrives
+POLL_S = 0.5
+
+
+@dataclass
+class _Slot:
+    index: int
+    role: str = "job"  # "job": whole jobs; "build": build halves; "time": timing halves (pinned to node_id)
+    node_id: str | None = None
+    actor: Any = None
+    name: str = ""
+    info: dict[str, Any] = field(default_factory=dict)
+    ready: bool = False
+    setup_deaths: int = 0  # consecutive deaths before ready()
+    dead: bool = False  # gave up on this slot
+    stage: str = ""  # last stage the worker reported for its running job
+    last_task: str | None = None  # task id of the last job handed to this worker (kit.jobqueue affinity)
+
+
+#: seconds between checks that waiting workers still have a node to start on
+PLACE_CHECK_S = 5.0
+#: seconds between asking busy workers for their stage
+STAGE_POLL_S = 1.0
+
+
+class Driver:
+    """The ``ray.wait`` loop: hands jobs to ready actors, passes records to ``sink``, replaces dead actors.
+
+    With ``dispatch.build_resource`` a job goes to a build worker (``build``), and what it ships to a queue
+    for the timing workers (``time``); a build worker stops taking jobs while that queue holds
+    ``2 x timing workers`` (so shipped artefacts do not pile up in the object store)."""
+
+    def __init__(
+        self, cfg: EvalConfig, sink: RecordSink, notes: SessionLog, setup_fn: SetupFn, job_fn: JobFn,
+        time_fn: TimeFn, n_workers: int,
+    ) -> None:
+        self.kit_digest = kit_digest()
+        self.cfg = cfg
+        self.sink = sink
+        self.notes = notes
+        self.setup_fn = setup_fn
+        self.job_fn = job_fn
+        self.time_fn = time_fn
+        d = cfg.dispatch
+        self.split = d.build_resource is not None
+        # a second thread per actor answers stage() while a job runs; the driver never sends two jobs
+        opts: dict[str, Any] = {"num_cpus": 1, "max_restarts": 0, "max_concurrency": 2}
+        placement = d.build_resource if self.split else d.timing_resource
+        if placement is not None:
+            opts["resources"] = {placement: RESOURCE_FRACTION}
+        self.actor_cls = ray.remote(**opts)(JobActor)
+        self.slots = [_Slot(i, "build" if self.split else "job") for i in range(n_workers)]
+        timers = timer_nodes(cfg)  # none with timing off: build workers write the final records
+        if timers:
+            # no CPU reserved: exclusivity on the node comes from the node gate, and a node that carries
+            # both labels must still place its build workers
+            self.timer_cls = ray.remote(
+                num_cpus=0, max_restarts=0, max_concurrency=2, resources={d.timing_resource: RESOURCE_FRACTION}
+            )(TimeActor)
+            self.slots += [_Slot(i, "time", node_id=nid) for i, nid in enumerate(timers)]
+        self.n_timers = sum(1 for s in self.slots if s.role == "time")
+        self.native_key: str | None = None
+        self.time_queue: collections.deque[tuple[Job, Any]] = collections.deque()
+        self.payloads: dict[Any, Any] = {}  # build's record ref -> its artefacts ref
+        self.built_halves: dict[str, BuildHalf] = {}  # job id -> what its last finished build measured
+        self.inflight: dict[Any, tuple[str, _Slot, Job | None]] = {}
+        self.tries: dict[str, int] = collections.Counter()
+        self.first_start: dict[str, str] = {}
+        self.infos: list[dict[str, Any]] = []
+        self.last_poll = 0.0
+        self.last_place_check = 0.0
+        #: monotonic time the first worker became ready and the last record arrived (Ray's fixed start excluded)
+        self.first_ready: float | None = None
+        self.last_record: float | None = None
+
+    # -- actors ---------------------------------------------------------------------------------------
+    def _spawn(self, slot: _Slot) -> None:
+        slot.ready, slot.stage = False, ""
+        if slot.role == "time":
+            src = next((s for s in self.slots if s.role == "build" and s.ready), None)
+            if src is None:  # spawned by _on_ready of the first build worker
+                slot.actor = None
+                return
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            native_ref = src.actor.native_bundle.remote()  # resolved by Ray into the constructor's argument
+            strategy = NodeAffinitySchedulingStrategy(node_id=slot.node_id, soft=False)
+            slot.actor = self.timer_cls.options(scheduling_strategy=strategy).remote(
+                self.cfg, slot.index, src.info["native_key"], native_ref, self.time_fn
+            )
+        else:
+            slot.actor = self.actor_cls.remote(self.cfg, slot.index, self.setup_fn, self.job_fn)
+        self.inflight[slot.actor.ready.remote()] = ("ready", slot, None)
+
+    def _retire(self, slot: _Slot) -> None:
+        if slot.actor is not None:
+            try:
+                ray.kill(slot.actor, no_restart=True)
+            except Exception as exc:  # noqa: BLE001 - already gone
+                log.debug("ray.kill(%s): %s", slot.name, exc)
+        slot.actor, slot.ready = None, False
+
+    def start(self) -> None:
+        for slot in self.slots:
+            self._spawn(slot)
+
+    def close(self) -> None:
+        """Release every live actor's workspace, then end the actors (the sink is the caller's to close)."""
+        refs = [s.actor.close.remote() for s in self.slots if s.actor is not None and s.ready]
+        try:
+            ray.wait(refs, num_returns=len(refs), timeout=30)
+        except Exception as exc:  # noqa: BLE001 - best effort: killing the actor releases its locks too
+            log.debug("closing workers: %s", exc)
+        for s in self.slots:
+            self._retire(s)
+
+    # -- the loop -------------------------------------------------------------------------------------
+    def _busy(self, slot: _Slot) -> bool:
+        return any(s is slot and kind in ("job", "build", "time") for kind, s, _ in self.inflight.values())
+
+    def _jobs_inflight(self) -> bool:
+        return any(kind in ("job", "build", "time") for kind, _, _ in self.inflight.values())
+
+    def _hand_out(self, queue: JobQueue) -> None:
+        for slot in self.slots:
+            if not slot.ready or self._busy(slot):
+                continue
+            if slot.role == "time":
+                if self.time_queue:
+                    job, payload = self.time_queue.popleft()
+                    self.inflight[slot.actor.time.remote(job, payload)] = ("time", slot, job)
+                continue
+            if not queue or (slot.role == "build" and self.n_timers and len(self.time_queue) >= 2 * self.n_timers):
+                continue
+            others = {s.last_task for s in self.slots if s is not slot and s.role != "time" and s.last_task}
+            job = queue.take(slot.last_task, others)
+            slot.last_task = job.task.id
+            self.tries[job.job_id] += 1
+            self.first_start.setdefault(job.job_id, datetime.now(UTC).isoformat(timespec="seconds"))
+            if slot.role == "job":
+                self.inflight[slot.actor.run.remote(job)] = ("job", slot, job)
+            else:
+                rec_ref, payload_ref = slot.actor.build.options(num_returns=2).remote(job)
+                self.inflight[rec_ref] = ("build", slot, job)
+                self.payloads[rec_ref] = payload_ref
+
+    def _poll_stages(self) -> None:
+        now = time.monotonic()
+        if now - self.last_poll < STAGE_POLL_S:
+            return
+        self.last_poll = now
+        polling = {id(s) for kind, s, _ in self.inflight.values() if kind == "stage"}
+        for slot in self.slots:
+            if slot.ready and id(slot) not in polling and self._busy(slot):
+                self.inflight[slot.actor.stage.remote()] = ("stage", slot, None)
+
+    def running_by_stage(self) -> collections.Counter:
+        """Jobs running now per stage (a worker that has not reported yet counts under its role's first stage)."""
+        counts: collections.Counter = collections.Counter()
+        for slot in self.slots:
+            if self._busy(slot):
+                counts[slot.stage or ("time" if slot.role == "time" else "build")] += 1
+        return counts
+
+    def _check_placeable(self, queue: JobQueue) -> None:
+        """Raise :class:`DispatchError` when workers wait to start but no alive node can take them (their
+        node died and none other carries the resource): Ray would wait for such a node forever."""
+        now = time.monotonic()
+        if now - self.last_place_check < PLACE_CHECK_S:
+            return
+        self.last_place_check = now
+        if not any(s.actor is not None and not s.ready and not s.dead for s in self.slots):
+            return
+        d = self.cfg.dispatch
+        nodes = alive_nodes()
+        field_name, res = ("build_resource", d.build_resource) if self.split else ("timing_resource", d.timing_resource)
+        workers_ok = any(n["Resources"].get("CPU", 0) > 0 and (res is None or n["Resources"].get(res, 0) > 0)
+                         for n in nodes)
+        if not workers_ok and not any(s.ready for s in self.slots if s.role != "time"):
+            left = len(queue) + len(self.time_queue)
+            raise DispatchError(f"dispatch.{field_name}: no alive node with a CPU carries {res!r} any more and no "
+                                f"worker is left ({left} jobs left; rerun to resume when nodes are back)")
+
+    def _check_alive(self, queue: JobQueue) -> None:
+        """Raise :class:`DispatchError` when no worker is left for the jobs still to do."""
+        self._check_placeable(queue)
+        left = len(queue) + len(self.time_queue)
+        if all(s.dead for s in self.slots if s.role != "time"):
+            raise DispatchError(f"dispatch: every worker died during setup ({left} jobs left; rerun to resume)")
+        if self.n_timers and all(s.dead for s in self.slots if s.role == "time"):
+            raise DispatchError(
+                f"dispatch.timing_resource: no timing worker is left on the nodes carrying "
+                f"{self.cfg.dispatch.timing_resource!r} (they died during setup or their node is gone; "
+                f"{left} jobs left; rerun to resume)"
+            )
+
+    def run(self, jobs: Sequence[Job], progress: Any, bar: Any, tally: StageTally) -> None:
+        """Run every job of ``jobs`` to its record (the actors are started by :meth:`start`)."""
+        queue = JobQueue(jobs)
+        while queue or self.time_queue or self._jobs_inflight():
+            self._check_alive(queue)
+            self._hand_out(queue)
+            if not self.inflight:
+                time.sleep(POLL_S)
+                continue
+            self._poll_stages()
+            done, _ = ray.wait(list(self.inflight), num_returns=1, timeout=POLL_S)
+            for ref in done:
+                self._on_done(ref, queue, tally)
+            progress.update(bar, completed=tally.done, status=tally.line(self.running_by_stage(), len(self.time_queue)))
+
+    def _on_done(self, ref: Any, queue: JobQueue, tally: StageTally) -> None:
+        kind, slot, job = self.inflight.pop(ref)
+        if kind == "ready":
+            self._on_ready(ref, slot)
+            return
+        if kind == "stage":
+            try:
+                slot.stage = ray.get(ref) if self._busy(slot) else ""
+            except Exception:  # noqa: BLE001 - the worker died; its job's ref reports that
+                slot.stage = ""
+            return
+        assert job is not None
+        shard = slot.name  # the actor that ran this try (before a replacement renames the slot)
+        rec = self._on_result(kind, ref, slot, job, 1 + self.cfg.dispatch.max_retries, queue)
+        slot.stage = ""
+        # the freed worker gets its next job before the record is written (two fsyncs, ~7 ms a record
+        # on 2 cores, that the worker would otherwise wait out)
+        self._hand_out(queue)
+        if rec is not None:
+            self.last_record = time.monotonic()
+            self.sink.append(shard, rec)
+            tally.add(rec)
+            log_record(rec)
+
+    def _on_ready(self, ref: Any, slot: _Slot) -> None:
+        try:
+            info = ray.get(ref)
+        except ActorUnschedulableError as exc:  # pinned to a node that is gone: this slot is over
+            log.warning("worker slot %s%d cannot be placed any more (its node is gone); dropped: %s",
+                        slot.role, slot.index, _first_lines(str(exc)))
+            slot.actor, slot.ready, slot.dead = None, False, True
+            return
+        except RayActorError as exc:  # died while setting up: try a fresh actor a few times
+            slot.setup_deaths += 1
+            self._retire(slot)
+            if slot.setup_deaths > 1 + self.cfg.dispatch.max_retries:
+                log.warning("worker slot %s%d died %d times during setup; dropped: %s",
+                            slot.role, slot.index, slot.setup_deaths, exc)
+                slot.dead = True
+            else:
+                self._spawn(slot)
+            return
+        except RayTaskError as exc:  # setup raised: a setup error (bad tree, failed native build) ends the run
+            raise _setup_error(exc, slot) from exc
+        self._check_alike(info, slot)
+        slot.ready, slot.setup_deaths, slot.name, slot.info = True, 0, info["name"], info
+        self.infos.append(info)
+        if self.first_ready is None:
+            self.first_ready = time.monotonic()
+        log.info("worker %s ready on %s (%s, pid %s)", info["name"], info["host"], info["ip"], info["pid"])
+        if slot.role != "time" and not self.notes.started:
+            self._write_provenance(slot)
+        if slot.role == "time":
+            self._add_timing_provenance(slot)
+        if slot.role == "build":  # timing workers get the native baseline from a ready build worker
+            for t in self.slots:
+                if t.role == "time" and t.actor is None and not t.dead:
+                    self._spawn(t)
+
+    def _check_alike(self, info: dict[str, Any], slot: _Slot) -> None:
+        """Raise :class:`DispatchError` when a ready worker runs other kit sources than the driver, or a build
+        worker built another native baseline than the first one."""
+        if info["kit_digest"] != self.kit_digest:
+            raise DispatchError(
+                f"worker {info['name']} on {info['host']} ({info['ip']}) runs kit sources {info['kit_digest']}, "
+                f"the driver {self.kit_digest}: install the same kit on every node (and do not edit it mid-run)"
+            )
+        if self.split and slot.role == "build":
+            if self.native_key is None:
+                self.native_key = info["native_key"]
+            elif info["native_key"] != self.native_key:
+                first = next(i for i in self.infos if i.get("native_key") == self.native_key)
+                raise DispatchError(
+                    f"build workers {first['name']} ({first['host']}) and {info['name']} ({info['host']}) built "
+                    f"different native baselines ({self.native_key} vs {info['native_key']}: another compiler, "
+                    f"architecture or tree): the nodes with dispatch.build_resource must be alike"
+                )
+
+    def _on_result(
+        self, kind: str, ref: Any, slot: _Slot, job: Job, max_tries: int, queue: JobQueue
+    ) -> Record | None:
+        tries = self.tries[job.job_id]
+        payload = self.payloads.pop(ref, None)
+        try:
+            rec: Record | BuildHalf = ray.get(ref)
+        except (RayActorError, ObjectLostError) as exc:  # the worker (or the node holding the artefacts) died
+            name = slot.name
+            if isinstance(exc, RayActorError):
+                self._retire(slot)
+                self._spawn(slot)
+            if tries < max_tries:
+                log.warning("worker %s died during %s/%s/%s (try %d of %d); retrying", name, job.task.id, job.method,
+                            job.sample_id, tries, max_tries)
+                queue.appendleft(job)
+                return None
+            msg = f"worker died on each of {tries} tries; last: {name}: {_first_lines(str(exc))}"
+            built = self.built_halves.pop(job.job_id, None)
+            if kind == "time" and built is not None:
+                return timing_lost_record(job, built, tries, msg, name)
+            return lost_record(job, tries, Status.WORKER_LOST, msg, name, self.first_start[job.job_id])
+        except RayTaskError as exc:  # the job function itself raised (run_job never does for a candidate's fault)
+            msg = f"job function raised on {slot.name}: {exc}"
+            return lost_record(job, tries, Status.HARNESS_ERROR, msg, slot.name, self.first_start[job.job_id])
+        if isinstance(rec, BuildHalf):  # built and verified: its artefacts wait for a timing worker
+            assert kind == "build" and payload is not None
+            self.built_halves[job.job_id] = rec
+            self.time_queue.append((job, payload))
+            return None
+        self.built_halves.pop(job.job_id, None)
+        return rec.model_copy(update={"attempts": tries})
+
+    def _write_provenance(self, slot: _Slot) -> None:
+        try:
+            facts = ray.get(slot.actor.provenance.remote(), timeout=120)
+        except Exception as exc:  # noqa: BLE001 - provenance is informative; the run goes on
+            log.warning("provenance from %s failed: %s", slot.name, exc)
+            return
+        d = self.cfg.dispatch
+        self.notes.start(facts, dispatch={
+            "mode": d.mode, "address": d.address, "timing_resource": d.timing_resource,
+            "build_resource": d.build_resource, "workers": len(self.slots) - self.n_timers, "first_worker": slot.info,
+        })
+
+    def _add_timing_provenance(self, slot: _Slot) -> None:
+        if not self.notes.started:
+            return
+        try:
+            info = ray.get(slot.actor.provenance.remote(), timeout=120)
+        except Exception as exc:  # noqa: BLE001 - informative only
+            log.warning("provenance from %s failed: %s", slot.name, exc)
+            return
+        self.notes.timing_worker(info)
+
+
+def _setup_error(exc: RayTaskError, slot: _Slot) -> BaseException:
+    """The exception a worker's setup raised, as it raised it (what ``ray.get`` raises is Ray's wrapper:
+    an instance of the same type, but its message is the remote traceback), noted with the worker it came
+    from; the wrapper itself when Ray could not ship the original."""
+    cause = getattr(exc, "cause", None)
+    if not isinstance(cause, Exception) or isinstance(cause, RayTaskError):
+        return exc
+    where = f"worker slot {'t' if slot.role == 'time' else 'w'}{slot.index}"
+    # the wrapper's first line: "ray::_JobActor.ready() (pid=..., ip=..., ...)"
+    at = re.search(r"\(pid=(\d+), ip=([^,)]+)", str(exc))
+    if at:
+        where += f" (pid {at[1]} on {at[2]})"
+    log.info("the setup of %s failed; ending the run", where)
+    cause.add_note(f"raised by the setup of Ray {where}")
+    return cause
+
+
+def _first_lines(text: str, n: int = 3) -> str:
+    return " | ".join(line.strip() for line in text.strip().splitlines()[:n])

@@ -1,0 +1,227 @@
+"""Jobs and their records: what a run is made of and the one place a job's record is built.
+
+A :class:`Job` is one candidate sample (or a rejected one) for one task; its ``job_id`` hashes task, method,
+sample, the candidate's sha256 and the config digest, so a resumed run skips exactly the jobs it recorded.
+:func:`plan_jobs` makes the jobs of a configuration and reads the run directory's resume set;
+:func:`job_record` turns what a job gathered (:class:`kit.outcomes.Outcome`) and how it failed into its
+:class:`~kit.records.Record`; the other factories build the records of jobs that produced none themselves
+(rejected before any build, unknown task ids, lost workers).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kit import candidates as kcand
+from kit.outcomes import Outcome, StageFailure, Where
+from kit.records import ErrorKind, Record, Status
+from kit.rundir import recorded_jobs
+from kit.tasks import Task
+
+if TYPE_CHECKING:
+    from kit.artefacts import BuildHalf
+    from kit.config import EvalConfig
+
+#: longest ``error_message`` a record keeps (characters)
+MAX_MESSAGE = 4000
+
+
+@dataclass(frozen=True)
+class Job:
+    """One candidate (or a rejected one) for one task.
+
+    ``files`` is None for a rejected candidate; then ``reject_kind``/``reject_reason`` say why.
+    """
+
+    task: Task
+    method: str
+    sample_id: str
+    candidate_sha256: str
+    config_digest: str
+    files: dict[str, str] | None = None
+    reject_kind: ErrorKind = ErrorKind.NONE
+    reject_reason: str = ""
+
+    @property
+    def job_id(self) -> str:
+        return make_job_id(self.task.id, self.method, self.sample_id, self.candidate_sha256, self.config_digest)
+
+
+def make_job_id(task_id: str, method: str, sample_id: str, candidate_sha256: str, config_digest: str) -> str:
+    """sha256 over task id, method, sample id, candidate sha256 and config digest (hex, 24 chars)."""
+    key = "\0".join([task_id, method, sample_id, candidate_sha256, config_digest])
+    return hashlib.sha256(key.encode()).hexdigest()[:24]
+
+
+def now_utc() -> str:
+    """The current time as ISO-8601 UTC, to the second (``Record.started_at``)."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _identity(job: Job) -> dict[str, Any]:
+    """The record fields that identify ``job`` (ids, hashes, task metadata)."""
+    t = job.task
+    return dict(job_id=job.job_id, method=job.method, task_id=t.id, sample_id=job.sample_id,
+                candidate_sha256=job.candidate_sha256, config_digest=job.config_digest, category=t.category,
+                op_type=t.op_type, mechanism=t.mechanism, split=t.split)
+
+
+def _results(outcome: Outcome) -> dict[str, Any]:
+    """The record fields of the stages that ran."""
+    out: dict[str, Any] = {}
+    b, v, t = outcome.build, outcome.verify, outcome.timing
+    if b is not None:
+        out |= dict(build_s=b.build_s, diagnostics=list(b.diagnostics), build_log_tail=b.log_tail)
+    if v is not None:
+        out |= dict(trials=list(v.trials), max_abs_err=v.max_abs_err, max_rel_err=v.max_rel_err)
+    if t is not None:
+        out |= dict(candidate_ms=t.candidate_ms, native_ms=t.native_ms, speedup=t.speedup,
+                    speedup_ci_low=t.speedup_ci_low, speedup_ci_high=t.speedup_ci_high,
+                    candidate_samples_ms=list(t.candidate_samples_ms), native_samples_ms=list(t.native_samples_ms),
+                    timing_threads=t.threads, timing_precision=t.precision, timing_basis=t.basis,
+                    timing_emulated=t.emulated)
+        if t.no_native_reason is not None:
+            out |= dict(error_kind=ErrorKind.NO_NATIVE,
+                        error_message=f"native MNN cannot convert this task: {t.no_native_reason[:500]}")
+    return out
+
+
+def job_record(job: Job, where: Where, outcome: Outcome, failure: StageFailure | None = None, *,
+               wall_s: float | None = None, attempts: int = 1) -> Record:
+    """The record of ``job``: its identity, ``where`` it ran, the results of the stages in ``outcome``, and
+    ``failure``'s status, error kind, message (at most :data:`MAX_MESSAGE` characters) and signal (status
+    ``ok`` without a failure).  ``wall_s``: seconds the job took (None: not measured)."""
+    fields = _identity(job) | asdict(where) | _results(outcome)
+    if failure is not None:
+        fields |= dict(status=failure.status, error_kind=failure.kind, error_message=failure.message[:MAX_MESSAGE])
+        if failure.signal is not None:
+            fields["signal"] = failure.signal
+    else:
+        fields["status"] = Status.OK
+    return Record(**fields, wall_s=wall_s, attempts=attempts)
+
+
+def rejected_record(job: Job) -> Record:
+    """The record of a rejected candidate (no workspace, no build)."""
+    failure = StageFailure(Status.REJECTED_INPUT, job.reject_kind, job.reject_reason)
+    return job_record(job, Where(started_at=now_utc()), Outcome(), failure)
+
+
+def lost_record(job: Job, attempts: int, status: Status, message: str, worker: str = "", started_at: str = "") -> Record:
+    """The record of a job that produced none itself (``worker_lost`` or ``harness_error``)."""
+    failure = StageFailure(status, ErrorKind.INTERNAL, message)
+    return job_record(job, Where(worker=worker, started_at=started_at), Outcome(), failure, attempts=attempts)
+
+
+def timing_lost_record(job: Job, built: BuildHalf, attempts: int, message: str, timing_worker: str) -> Record:
+    """The record of a job that built and verified (``built``: what its build half measured) but whose
+    timing worker, or the node holding its artefacts, died on every try: ``timing_failed`` with error
+    kind ``worker_lost`` — it counts as compiled and correct (what was measured stands), never as fast."""
+    failure = StageFailure(Status.TIMING_FAILED, ErrorKind.WORKER_LOST, message)
+    return job_record(job, replace(built.where, timing_worker=timing_worker), built.outcome, failure,
+                      wall_s=built.wall_s, attempts=attempts)
+
+
+def orphan_record(rej: kcand.Rejection, digest: str) -> Record:
+    """The record of a sample whose task id is not in the suite (no task, so no job to run)."""
+    return Record(
+        job_id=make_job_id(rej.task_id, rej.method, rej.sample_id, rej.sha256, digest),
+        method=rej.method,
+        task_id=rej.task_id,
+        sample_id=rej.sample_id,
+        candidate_sha256=rej.sha256,
+        config_digest=digest,
+        status=Status.REJECTED_INPUT,
+        error_kind=rej.error_kind,
+        error_message=rej.reason,
+        started_at=now_utc(),
+    )
+
+
+def job_from(c: kcand.CandidateOrRejection, task: Task, digest: str) -> Job:
+    """The job of candidate (or rejection) ``c`` for ``task`` under config digest ``digest``."""
+    if isinstance(c, kcand.Candidate):
+        return Job(task, c.method, c.sample_id, c.sha256, digest, files=dict(c.files))
+    return Job(task, c.method, c.sample_id, c.sha256, digest, reject_kind=c.error_kind, reject_reason=c.reason)
+
+
+def make_jobs(
+    cfg: EvalConfig, tasks: list[Task], all_ids: set[str], mnn_root: Path | None
+) -> tuple[list[Job], list[Record]]:
+    """One job per candidate sample of every configured source (and the native method if enabled, its files
+    read from the tree at ``mnn_root``), plus the finished records of samples naming unknown task ids.
+    ``all_ids``: every task id of the suite (samples of known tasks outside ``tasks`` are skipped).
+
+    Raises:
+        kit.candidates.CandidateSourceError: a source path is missing or malformed.
+    """
+    by_id = {t.id: t for t in tasks}
+    ignore = all_ids - set(by_id)
+    digest = cfg.digest()
+    jobs: list[Job] = []
+    orphans: list[Record] = []
+    for src in cfg.candidates.sources:
+        for c in kcand.load_candidates(src, by_id, cfg.candidates.max_file_bytes, ignore_ids=ignore):
+            task = by_id.get(c.task_id)
+            if task is None:
+                assert isinstance(c, kcand.Rejection)
+                orphans.append(orphan_record(c, digest))
+                continue
+            jobs.append(job_from(c, task, digest))
+    if cfg.candidates.native and mnn_root is not None:
+        for t in tasks:
+            jobs.append(job_from(kcand.native_candidate(t, mnn_root), t, digest))
+    return jobs, orphans
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The jobs of a run, the records of samples naming unknown tasks, and the job ids already recorded in
+    the run directory (the resume set)."""
+
+    jobs: list[Job]
+    orphans: list[Record]
+    done: set[str]
+
+    @property
+    def pending(self) -> list[Job]:
+        """The jobs not recorded yet, each job id once, in order."""
+        return pending(self.jobs, self.done)
+
+
+@dataclass(frozen=True)
+class RunStats:
+    """What an executor did: ``workers`` it ran the jobs on, records it produced (``ran``), and ``work_s``:
+    seconds from the first worker ready to the last record (the fixed start of workers excluded)."""
+
+    workers: int
+    ran: int
+    work_s: float
+
+
+def pending(jobs: list[Job], done: set[str]) -> list[Job]:
+    """The jobs of ``jobs`` whose id is not in ``done``, each job id once, in order."""
+    out: dict[str, Job] = {}
+    for j in jobs:
+        if j.job_id not in done:
+            out.setdefault(j.job_id, j)
+    return list(out.values())
+
+
+def plan_jobs(cfg: EvalConfig, tasks: list[Task], all_ids: set[str], mnn_root: Path | None) -> Plan:
+    """:func:`make_jobs` for ``cfg.run.dir``, and the job ids already recorded there (the resume set), after
+    checking that no sample recorded there has changed its candidate files since
+    (:func:`kit.rundir.recorded_jobs`: one read of the records for both).
+
+    Raises:
+        kit.config.ConfigError: a recorded sample changed.
+        kit.candidates.CandidateSourceError: as :func:`make_jobs`.
+    """
+    jobs, orphans = make_jobs(cfg, tasks, all_ids, mnn_root)
+    done = recorded_jobs(cfg.run.dir, [(j.method, j.task.id, j.sample_id, j.job_id) for j in jobs]
+                         + [(r.method, r.task_id, r.sample_id, r.job_id) for r in orphans])
+    return Plan(jobs, orphans, done)

@@ -1,0 +1,122 @@
+"""What each stage of a job returns, and how a stage fails.
+
+A job runs build → verify → time; each stage returns its own result (:class:`BuildOutcome`,
+:class:`VerifyOutcome`, :class:`TimingOutcome`) or raises :class:`StageFailure` with the status it stands for
+and, where the stage had measured something before it failed, that partial result (a failed build's
+diagnostics, the trials run before a mismatch or a crash).  The pipeline collects them in an
+:class:`Outcome`; :func:`kit.jobs.job_record` is the one function that turns an outcome (and a failure) into
+the job's :class:`~kit.records.Record`.
+
+Units are in the field names (seconds ``_s``, milliseconds ``_ms``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kit.records import Diagnostic, ErrorKind, Status, Trial
+
+
+@dataclass(frozen=True)
+class BuildOutcome:
+    """One build of a workspace with a candidate's files in it.
+
+    ``build_s``: configure + ninja seconds (paused seconds excluded); ``diagnostics``: the compiler/linker
+    messages worth showing (every error, warnings and notes of the candidate's own files only);
+    ``log_tail``: the last lines of the build log, kept only when the build failed."""
+
+    build_s: float
+    diagnostics: tuple[Diagnostic, ...] = ()
+    log_tail: str = ""
+
+
+@dataclass(frozen=True)
+class VerifyOutcome:
+    """The seeded verification trials, in order (all passed unless the stage failed)."""
+
+    trials: tuple[Trial, ...] = ()
+
+    @property
+    def max_abs_err(self) -> float | None:
+        """Worst absolute error over the trials' outputs (None without a compared output)."""
+        errs = [t.max_abs_err for t in self.trials if t.max_abs_err is not None]
+        return max(errs) if errs else None
+
+    @property
+    def max_rel_err(self) -> float | None:
+        errs = [t.max_rel_err for t in self.trials if t.max_rel_err is not None]
+        return max(errs) if errs else None
+
+
+@dataclass(frozen=True)
+class TimingOutcome:
+    """Native vs candidate timing (:mod:`kit.stages.timing` states the method).
+
+    Medians and raw per-iteration samples in ms of the task's target op types (or of the whole forward
+    pass, ``basis = "model"``); ``speedup = native_ms / candidate_ms`` with its 95 % bootstrap CI; the native
+    fields are None/empty when native MNN cannot convert the task (``no_native_reason`` says why; None
+    when there is a native side).
+    ``emulated``: measured under user-mode emulation (qemu): recorded, never scored."""
+
+    candidate_samples_ms: tuple[float, ...]
+    candidate_ms: float
+    native_samples_ms: tuple[float, ...] = ()
+    native_ms: float | None = None
+    speedup: float | None = None
+    speedup_ci_low: float | None = None
+    speedup_ci_high: float | None = None
+    basis: str = "op"
+    threads: int | None = None
+    precision: str = ""
+    emulated: bool = False
+    no_native_reason: str | None = None
+
+
+@dataclass
+class Outcome:
+    """What a job has gathered so far: the result of each stage that ran (None: not reached)."""
+
+    build: BuildOutcome | None = None
+    verify: VerifyOutcome | None = None
+    timing: TimingOutcome | None = None
+
+    def add(self, part: BuildOutcome | VerifyOutcome | TimingOutcome | None) -> None:
+        """Keep ``part`` as the result of its stage (None: nothing to keep)."""
+        if isinstance(part, BuildOutcome):
+            self.build = part
+        elif isinstance(part, VerifyOutcome):
+            self.verify = part
+        elif isinstance(part, TimingOutcome):
+            self.timing = part
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where and when a job ran (the record's non-result fields): the build worker's ``arch``, ``host``,
+    ``worker`` and ``mnn_version``, the ISO-8601 UTC ``started_at``, and the timing worker when timing ran
+    on another node (``dispatch.build_resource``)."""
+
+    arch: str = ""
+    host: str = ""
+    worker: str = ""
+    mnn_version: str = ""
+    started_at: str = ""
+    timing_worker: str = ""
+    timing_host: str = ""
+
+
+class StageFailure(Exception):
+    """A stage failed: the job's record gets ``status`` and ``kind``, ``message`` (truncated in the record),
+    the ``signal`` of a process that died by one, and ``partial``, the failing stage's own result so far
+    (e.g. the trials run before a mismatch).  Raised by the stages; also built (not raised) for the records of
+    jobs that produced none themselves (rejected, lost, harness errors)."""
+
+    def __init__(self, status: Status, kind: ErrorKind, message: str, *, signal: int | None = None,
+                 partial: BuildOutcome | VerifyOutcome | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.kind = kind
+        self.message = message
+        self.signal = signal
+        self.partial = partial
+

@@ -1,0 +1,68 @@
+"""The serial executor (``dispatch.mode = "serial"``): one worker in this process, jobs one after the other.
+
+The jobs of one task run one after the other (:class:`kit.jobqueue.JobQueue` order, as a Ray worker takes
+them), tasks in the order their first job comes; each record goes to the run's sink as it comes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from kit.config import EvalConfig
+from kit.jobqueue import JobQueue
+from kit.jobs import Job, RunStats
+from kit.pipeline import run_job
+from kit.progress import LiveStatus, StageTally, job_progress, log_record
+from kit.provenance import SessionLog, collect
+from kit.records import Record
+from kit.shards import RecordSink
+from kit.worker import Worker, setup_worker
+
+
+class SerialExecutor:
+    """Runs jobs in one :class:`~kit.worker.Worker` of this process (``setup(cfg)``, default
+    :func:`kit.worker.setup_worker`; its workspace is released at the end).  A context manager like
+    :class:`kit.dispatch.RayExecutor` (nothing to connect)."""
+
+    def __init__(self, cfg: EvalConfig, setup: Callable[[EvalConfig], Worker] = setup_worker,
+                 job_fn: Callable[[Job, Worker], Record] = run_job) -> None:
+        self.cfg = cfg
+        self.setup = setup
+        self.job_fn = job_fn
+
+    def __enter__(self) -> SerialExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def where(self) -> str:
+        return "1 worker in this process"
+
+    def run(self, jobs: Sequence[Job], sink: RecordSink, notes: SessionLog, label: str = "eval") -> RunStats:
+        """Set up the worker, then run ``jobs`` one by one in it (task-grouped order); each record goes to
+        ``sink`` as it comes.
+
+        Raises:
+            what the setup raises (:class:`kit.mnn.source.SourceError`, :class:`kit.mnn.native.NativeBuildError`).
+        """
+        worker = self.setup(self.cfg)
+        try:
+            notes.start(collect(self.cfg, worker))
+            ready = time.monotonic()
+            tally = StageTally(total=len(jobs))
+            with job_progress() as progress:
+                status = LiveStatus(tally, worker)  # shows the stage worker.stage names while a job runs
+                bar = progress.add_task(label, total=len(jobs), status=status)
+                for job in JobQueue(jobs):
+                    status.label = f"{job.task.id}/{job.method}/{job.sample_id}"
+                    rec = self.job_fn(job, worker)
+                    sink.append(worker.name, rec)
+                    tally.add(rec)
+                    status.label = ""
+                    progress.update(bar, advance=1)
+                    log_record(rec)
+            return RunStats(workers=1, ran=tally.done, work_s=time.monotonic() - ready)
+        finally:
+            worker.workspace.release()

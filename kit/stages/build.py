@@ -1,0 +1,86 @@
+"""Build: the candidate's files registered in the worker's workspace, then an incremental build.
+
+:func:`candidate_in` swaps the files in for the rest of the job (verification runs the libraries and the
+converter built from them) and restores the workspace's sources after it, whatever happens;
+:func:`build` runs ninja and classifies the outcome (compile error, linker error, timeout).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import replace
+
+from kit.mnn import build as mbuild
+from kit.mnn import register
+from kit.mnn.workspace import Workspace
+from kit.outcomes import BuildOutcome, StageFailure
+from kit.records import Diagnostic, ErrorKind, Status
+from kit.tasks import Task
+
+#: the statuses a file that cannot be placed stands for (:class:`kit.mnn.register.PlacementError`)
+_PLACEMENT = {
+    register.PlacementError.OVERWRITES: (Status.REJECTED_INPUT, ErrorKind.ALLOWLIST),
+    register.PlacementError.DROPS_REGISTRATION: (Status.COMPILE_ERROR, ErrorKind.MISSING_SYMBOL),
+}
+#: at most this many diagnostics go into a record
+MAX_DIAGNOSTICS = 50
+
+
+@contextmanager
+def candidate_in(ws: Workspace, task: Task, files: Mapping[str, str]) -> Iterator[register.Swap]:
+    """``files`` (basename → text) registered in ``ws`` for the block (the workspace is checked and repaired
+    first); its sources are restored when the block ends, whatever happens.
+
+    Raises:
+        StageFailure: REJECTED_INPUT (ALLOWLIST) when a new file would replace an MNN file the task does not
+            list, COMPILE_ERROR (MISSING_SYMBOL) when a replaced file drops an op type's registration.
+        kit.mnn.register.RegisterError: the registration generator failed (a harness fault).
+    """
+    swap = register.Swap()
+    try:
+        ws.check_and_repair()
+        try:
+            swap = register.apply(ws, task, files)
+        except register.PlacementError as exc:
+            status, kind = _PLACEMENT[exc.reason]
+            raise StageFailure(status, kind, str(exc)) from None
+        yield swap
+    finally:
+        register.restore(ws, swap)
+
+
+def relevant(diags: list[Diagnostic], swap: register.Swap, ok: bool) -> list[Diagnostic]:
+    """Diagnostics worth showing: every error (a removed symbol fails in another file), but warnings and
+    notes only from the candidate's own files; at most :data:`MAX_DIAGNOSTICS`."""
+    mine = set(swap.replaced) | set(swap.added)
+    keep = [d for d in diags if d.file in mine or (not ok and d.severity in ("error", "fatal error", "linker"))]
+    return keep[:MAX_DIAGNOSTICS]
+
+
+def build(ws: Workspace, swap: register.Swap, opts: mbuild.BuildOptions,
+          hold: Callable[[], AbstractContextManager[object]] = nullcontext) -> BuildOutcome:
+    """Build ``ws`` (with ``swap``'s files in it) inside ``hold()`` (the node's shared hold).
+
+    Raises:
+        StageFailure: COMPILE_TIMEOUT (TIMEOUT) or COMPILE_ERROR (COMPILER, or LINKER when every error is the
+            linker's), with the :class:`BuildOutcome` (diagnostics, log tail) as its ``partial``.
+        kit.mnn.build.ConfigureError: the re-configure failed (a harness fault).
+    """
+    with hold():
+        b = mbuild.build(ws, opts)
+    outcome = BuildOutcome(
+        build_s=b.wall_s + b.configure_s,
+        diagnostics=tuple(relevant(b.diagnostics, swap, b.ok and not b.timed_out)),
+        log_tail=b.log_tail[-4000:],
+    )
+    if b.timed_out:
+        raise StageFailure(Status.COMPILE_TIMEOUT, ErrorKind.TIMEOUT, f"build exceeded {opts.timeout_s} s",
+                           partial=outcome)
+    if not b.ok:
+        errors = [d for d in b.diagnostics if d.severity in ("error", "fatal error", "linker")]
+        kind = ErrorKind.LINKER if errors and all(d.severity == "linker" for d in errors) else ErrorKind.COMPILER
+        first = errors[0] if errors else None
+        msg = f"{first.file}:{first.line}: {first.message}" if first else "build failed (see build_log_tail)"
+        raise StageFailure(Status.COMPILE_ERROR, kind, msg, partial=outcome)
+    return replace(outcome, log_tail="")

@@ -1,0 +1,191 @@
+"""What a worker owns and how it is set up.
+
+A build worker (:class:`Worker`) owns, for its life, a workspace (a private copy of the pristine tree and its
+build directory, locked), the native baseline built from the same tree, and its node's gate (builds shared,
+timing exclusive).  A timing worker (:class:`Timer`, when timing runs on other nodes than builds) owns the
+native baseline shipped to it from a build worker.  :class:`JobSettings` are the options the stages and
+``kit.mnn`` receive, derived from the configuration once: nothing below this module reads an
+:class:`~kit.config.EvalConfig`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from kit import proc
+from kit.artefacts import Bundle
+from kit.config import EvalConfig, MnnSection
+from kit.gate import NodeGate
+from kit.mnn import build as mbuild
+from kit.mnn.native import Native, ensure_native, install_shipped
+from kit.mnn.runner import RunSettings
+from kit.mnn.source import Pristine, ensure_pristine
+from kit.mnn.workspace import Workspace, open_workspace
+from kit.outcomes import StageFailure
+from kit.stages import verify as sverify
+from kit.stages.timing import TimingOptions
+from kit.stages.verify import Side, VerifyOptions
+from kit.tasks import Task, sha256_file
+
+log = logging.getLogger("kit")
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    """The options of every stage of a job, from one configuration (see :func:`job_settings`)."""
+
+    build: mbuild.BuildOptions
+    verify: VerifyOptions
+    timing: TimingOptions
+    timing_enabled: bool
+    mnn_version: str
+
+
+def job_settings(cfg: EvalConfig) -> JobSettings:
+    """The stage options of ``cfg``.  Verification and timing run the runner with the same threads, precision
+    and memory limit (``timing.threads``, ``timing.precision``, ``verify.memory_limit_mb``); timing draws its
+    inputs and seeds its bootstrap with ``verify.seed``."""
+    run = RunSettings(threads=cfg.timing.threads, precision=cfg.timing.precision,
+                      memory_limit_bytes=cfg.verify.memory_limit_mb << 20)
+    v, t = cfg.verify, cfg.timing
+    return JobSettings(
+        build=mbuild.BuildOptions(engine=cfg.mnn.engine, cache_dir=cfg.mnn.cache_dir,
+                                  cmake_args=tuple(cfg.mnn.cmake_args), jobs=cfg.build.jobs,
+                                  timeout_s=cfg.build.timeout_s, ccache=cfg.build.ccache),
+        verify=VerifyOptions(trials=v.trials, seed=v.seed, convert_timeout_s=v.convert_timeout_s,
+                             run_timeout_s=v.run_timeout_s, run=run),
+        timing=TimingOptions(warmup=t.warmup, iterations=t.iterations, rounds=t.rounds, bootstrap=t.bootstrap,
+                             timeout_s=t.timeout_s, seed=v.seed, run=run),
+        timing_enabled=t.enabled,
+        mnn_version=cfg.mnn.version,
+    )
+
+
+@dataclass
+class Worker:
+    """What a build worker owns for its life: its workspace, the native baseline, its node's gate."""
+
+    cfg: EvalConfig
+    workspace: Workspace
+    native: Native
+    name: str = "w0"
+    mnn_version: str = ""
+    #: node-local lock: builds/verification shared, timing exclusive (None: no exclusivity)
+    gate: NodeGate | None = None
+    #: the stage the current job is in ("build", "verify", "time"; "" between jobs), for progress displays
+    stage: str = ""
+    _native_models: dict[str, Path | None] = field(default_factory=dict)
+    _native_errors: dict[str, str] = field(default_factory=dict)
+
+    @cached_property
+    def settings(self) -> JobSettings:
+        return job_settings(self.cfg)
+
+    @property
+    def native_key(self) -> str:
+        return self.native.key
+
+    @property
+    def native_side(self) -> Side:
+        return Side(self.native.converter, self.native.lib_dir)
+
+    def native_error(self, task: Task) -> str:
+        """Why native MNN cannot convert ``task`` ("" when it can, or before :meth:`native_model` was asked)."""
+        return self._native_errors.get(task.id, "")
+
+    def native_model(self, task: Task) -> Path | None:
+        """The task converted by the native converter (cached on disk), or None if native cannot convert."""
+        if task.id in self._native_models:
+            return self._native_models[task.id]
+        # keyed by the ONNX file's content: two suites may share a task id with different models
+        stem = f"{task.id}-{sha256_file(task.onnx_path)[:16]}"
+        out = self.native.models / f"{stem}.mnn"
+        failed = self.native.models / f"{stem}.failed"
+        model: Path | None = None
+        if out.is_file():
+            model = out
+        elif failed.is_file():
+            self._native_errors[task.id] = failed.read_text()
+        else:
+            tmp = self.native.models / f"{stem}.{self.name}.tmp.mnn"
+            try:
+                sverify.convert(task, self.native_side, tmp, self.settings.verify)
+                tmp.replace(out)
+                model = out
+            except StageFailure as exc:
+                failed.write_text(exc.message)
+                self._native_errors[task.id] = exc.message
+                tmp.unlink(missing_ok=True)
+        self._native_models[task.id] = model
+        return model
+
+
+@dataclass
+class Timer:
+    """What a timing worker owns (``dispatch.build_resource``): the native baseline shipped from a build
+    worker (``native_dir/lib``, ``native_dir/bin/mkb_runner``) and its node's gate."""
+
+    cfg: EvalConfig
+    native_dir: Path
+    native_key: str
+    name: str = "t0"
+    gate: NodeGate | None = None
+    stage: str = ""
+
+    @cached_property
+    def settings(self) -> JobSettings:
+        return job_settings(self.cfg)
+
+    @property
+    def runner(self) -> Path:
+        return self.native_dir / "bin" / "mkb_runner"
+
+    @property
+    def lib_dir(self) -> Path:
+        return self.native_dir / "lib"
+
+
+def workspace_base(mnn: MnnSection, pristine: Pristine) -> Path:
+    """The folder of the workspaces made from ``pristine`` (one per engine and tree digest) in the cache."""
+    return mnn.cache_dir / "workspaces" / f"{mnn.engine}-{pristine.digest[:16]}"
+
+
+def setup_worker(cfg: EvalConfig, index: int | None = None, name: str | None = None) -> Worker:
+    """Pristine tree, a locked workspace (``w<index>``; the first free one when None) and the native baseline
+    (built on first use, then cached).
+
+    Raises:
+        kit.mnn.source.SourceError, kit.mnn.native.NativeBuildError: the tree cannot be had or built.
+    """
+    pristine = ensure_pristine(cfg.mnn)
+    ws = open_workspace(workspace_base(cfg.mnn, pristine), pristine, index)
+    # ours now: kill what a dead previous owner of this workspace left running (e.g. its compilers)
+    killed = proc.track_children(ws.root / "procs")
+    if killed:
+        log.warning("workspace %s: killed %d process group(s) left by a dead worker", ws.root, len(killed))
+    gate = NodeGate(cfg.mnn.cache_dir / "node.lock")
+    opts = job_settings(cfg).build
+    # the native lock first: never wait for another lock while holding the gate (see kit.gate)
+    with open(cfg.mnn.cache_dir / "native.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with gate.shared():
+            native = ensure_native(opts, pristine, ws)
+            mbuild.configure(ws, opts)
+    return Worker(cfg, ws, native, name=name or ws.root.name, mnn_version=cfg.mnn.version, gate=gate)
+
+
+def setup_timer(cfg: EvalConfig, index: int, name: str, native_key: str, native: Bundle) -> Timer:
+    """A timing worker (``dispatch.build_resource`` set): install the native baseline shipped from a build
+    worker on this node and take the node's gate.
+
+    Raises:
+        kit.artefacts.ArtefactError: the shipped baseline is for another architecture than this node's.
+    """
+    # no child tracking here: a timer's children (the runner) are direct children and die with it
+    # (PR_SET_PDEATHSIG), and a timer owns no directory another run's timer could not be using too
+    shipped = install_shipped(cfg.mnn.cache_dir, native_key, native)
+    return Timer(cfg, shipped, native_key, name=name, gate=NodeGate(cfg.mnn.cache_dir / "node.lock"))
