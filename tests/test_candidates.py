@@ -1,4 +1,4 @@
-"""Parsing LLM responses into candidate files and the allowlist checks (kit/candidates.py)."""
+"""Parsing LLM responses into candidate files and the allowlist checks (kit/candidates/)."""
 
 from __future__ import annotations
 
