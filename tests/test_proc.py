@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kit import proc
+from kit.proc import spawn
 
 
 def test_exit_code_and_output():
@@ -91,9 +92,9 @@ def _wait_until(cond, what: str, limit_s: float = 30.0) -> None:
 
 @pytest.fixture
 def restore_tracking():
-    saved = proc._track_dir
+    saved = spawn._track_dir
     yield
-    proc._track_dir = saved
+    spawn._track_dir = saved
 
 
 def test_running_children_are_recorded_and_unrecorded(tmp_path, restore_tracking):
@@ -174,8 +175,8 @@ def test_session_members_lists_live_members_only(tmp_path):
 
 def test_without_the_util_linux_helpers_a_preexec_fn_sets_the_same(monkeypatch, tmp_path):
     """The fallback path: limits, a missing program and the session behave as with prlimit/setpriv."""
-    monkeypatch.setattr(proc, "_PRLIMIT", None)
-    assert proc._wrapper(None, None) is None
+    monkeypatch.setattr(spawn, "_PRLIMIT", None)
+    assert spawn._wrapper(None, None) is None
     res = proc.run([sys.executable, "-c", "bytearray(512 * 1024 * 1024)"], memory_limit_bytes=256 * 1024 * 1024)
     assert not res.ok and "MemoryError" in res.stderr
     with pytest.raises(FileNotFoundError):
