@@ -1,0 +1,321 @@
+"""Writing a report of one or more runs into a folder (:func:`build_report`).
+
+``build_report([run_a, run_b], out_dir, tasks)`` reads each run's records (its shards, or
+``results.parquet`` when it has no shards), computes :func:`kit.metrics.summary` per run and labels every
+method with its run (``<run>/<method>`` when there are several runs), and writes into ``out_dir``:
+
+- ``report.html``: everything below, plots embedded as base64 PNG (no external file needed);
+- ``report.md``: the same tables, plots linked from ``plots/*.png``;
+- ``report.json``: the summary rows (same numbers as :func:`kit.metrics.summary`), per category rows,
+  failures, compile errors, provenance, calibration;
+- ``summary.csv``: one row per run, method (, split) and category (``category == "all"`` for the overall row).
+
+Sections: headline table (paper Table 4/5: CSR, FCR, fast_p with bootstrap 95 % CIs), stage funnel (Fig. 3),
+per-category CSR/FCR/fast_1.0 (Fig. 4/5), speedup distribution with the noise floor band, failure breakdown by
+status and error kind, the most common compile errors, run provenance.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from kit import metrics
+from kit.report.inputs import ReportError, Run, read_runs
+from kit.report.plots import plot_categories, plot_failures, plot_funnel, plot_speedups
+from kit.report.tables import (
+    HEADLINE_PS,
+    Scores,
+    category_table,
+    headline_table,
+    kind_table,
+    no_native_table,
+    provenance_table,
+    score_runs,
+    status_table,
+)
+
+REPORT_SCHEMA_VERSION = 1
+_TITLE = "MobileKernelBench report"
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    """The files :func:`build_report` wrote."""
+
+    html: Path
+    markdown: Path
+    json: Path
+    csv: Path
+    plots: dict[str, Path]
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return "n/a" if math.isnan(v) else f"{v:.4g}"
+    if isinstance(v, list):
+        return ", ".join(map(str, v))
+    return str(v)
+
+
+def _html_table(df: pl.DataFrame, cls: str = "") -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>" for row in df.iter_rows()
+    )
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _md_table(df: pl.DataFrame) -> str:
+    def esc(s: str) -> str:
+        return s.replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(esc(c) for c in df.columns) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(esc(_cell(v)) for v in row) + " |" for row in df.iter_rows()]
+    return "\n".join(lines)
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return None
+    if isinstance(v, dict):
+        return {k: _jsonable(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_jsonable(x) for x in v]
+    return v
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
+table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:0.9em}
+th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f2f2f2} tr:nth-child(even) td{background:#fafafa}
+img{max-width:100%;border:1px solid #eee;margin:0.5em 0}
+.note{color:#555;font-size:0.9em} code{background:#f4f4f4;padding:0 3px}
+"""
+
+
+def _check_writable(out_dir: Path) -> None:
+    """Raises ReportError when the report cannot be written into ``out_dir`` (before any work is done)."""
+    try:
+        (out_dir / "plots").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ReportError(f"cannot write the report into {out_dir}: {exc.strerror}; pass --out DIR") from exc
+    for d in (out_dir, out_dir / "plots"):
+        if not os.access(d, os.W_OK | os.X_OK):
+            raise ReportError(f"cannot write the report into {d}: not writable; pass --out DIR")
+
+
+def build_report(
+    run_dirs: list[Path],
+    out_dir: Path,
+    tasks: pl.DataFrame | list,
+    ps: tuple[float, ...] = HEADLINE_PS,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> ReportPaths:
+    """Write the report of ``run_dirs`` into ``out_dir`` (see the module docstring); return the paths.
+
+    Args:
+        run_dirs: one or more run directories; several are compared side by side, methods labelled by run.
+        out_dir: created if missing; existing report files are overwritten.
+        tasks: the task table (``task_id``, ``category``, ``split``) or a list of :class:`kit.tasks.Task`.
+        ps: fast_p thresholds of the headline table (the funnel and category plots add 0.5, 1.0, 1.5).
+        n_boot, seed: bootstrap of the CIs (:func:`kit.metrics.summary`).
+
+    Raises:
+        ReportError: no run directories, a run without records, records of no task in ``tasks``, or a
+            malformed run input file.
+        kit.metrics.MetricsError: records unusable for metrics.
+    """
+    if not run_dirs:
+        raise ReportError("run_dirs: give at least one run directory")
+    run_dirs = [Path(d) for d in run_dirs]
+    out_dir = Path(out_dir)
+    runs = read_runs(run_dirs, metrics.as_task_table(tasks))
+    _check_writable(out_dir)  # after the inputs are known good: a refused report leaves no folder behind
+
+    scores = score_runs(runs, tuple(sorted(set(ps) | {0.5, 1.0, 1.5})), n_boot, seed)
+    plots_png = _plots(scores)
+    plot_paths = _write_plots(out_dir, plots_png)
+    sections = _sections(runs, scores, ps, plots_png)
+    generated = datetime.now(UTC).isoformat(timespec="seconds")
+    paths = ReportPaths(
+        html=out_dir / "report.html",
+        markdown=out_dir / "report.md",
+        json=out_dir / "report.json",
+        csv=out_dir / "summary.csv",
+        plots=plot_paths,
+    )
+    paths.html.write_text(_html_text(sections, generated), encoding="utf-8")
+    paths.markdown.write_text(_md_text(sections, generated), encoding="utf-8")
+    report_json = _report_json(runs, scores, ps, n_boot, seed, generated)
+    paths.json.write_text(json.dumps(_jsonable(report_json), indent=1), encoding="utf-8")
+    _summary_csv(scores).write_csv(paths.csv)
+    return paths
+
+
+def _plots(scores: Scores) -> dict[str, bytes]:
+    """The four figures as PNG bytes, by name (also the file name under ``plots/`` and the image alt text)."""
+    return {
+        "funnel": plot_funnel(scores.relabel(scores.summary)),
+        "categories": plot_categories(scores.relabel(scores.by_cat), scores.categories),
+        "speedups": plot_speedups(scores.relabel(scores.per_task), scores.calibration),
+        "failures": plot_failures(scores.fail),
+    }
+
+
+def _write_plots(out_dir: Path, plots_png: dict[str, bytes]) -> dict[str, Path]:
+    """Write each figure to ``out_dir/plots/<name>.png``; return the paths by name."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plot_dir = out_dir / "plots"
+    plot_dir.mkdir(exist_ok=True)
+    plot_paths = {}
+    for name, png in plots_png.items():
+        plot_paths[name] = plot_dir / f"{name}.png"
+        plot_paths[name].write_bytes(png)
+    return plot_paths
+
+
+@dataclass
+class _Sections:
+    """The report's sections, each as ``(title, html, markdown)``; plots are taken from ``plots_png``."""
+
+    plots_png: dict[str, bytes]
+    items: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def add(
+        self, title: str, df: pl.DataFrame | None = None, plot: str | None = None, note: str = ""
+    ) -> None:
+        h, m = "", ""
+        if note:
+            h += f'<p class="note">{html.escape(note)}</p>'
+            m += note + "\n\n"
+        if df is not None:
+            if df.height:
+                h += _html_table(df)
+                m += _md_table(df) + "\n\n"
+            else:
+                h += '<p class="note">none</p>'
+                m += "none\n\n"
+        if plot is not None:
+            b64 = base64.b64encode(self.plots_png[plot]).decode("ascii")
+            h += f'<img alt="{plot}" src="data:image/png;base64,{b64}">'
+            m += f"![{plot}](plots/{plot}.png)\n\n"
+        self.items.append((title, h, m))
+
+
+def _sections(
+    runs: list[Run], scores: Scores, ps: tuple[float, ...], plots_png: dict[str, bytes]
+) -> list[tuple[str, str, str]]:
+    """The report's sections in order, each as ``(title, html, markdown)``."""
+    sections = _Sections(plots_png)
+    add = sections.add
+    add("Headline", headline_table(scores.summary, ps), note=_intro(runs))
+    add(
+        "Stage funnel",
+        plot="funnel",
+        note="Share of all tasks that compile, are correct, and are faster than 0.5×, 1×, 1.5× native.",
+    )
+    add(
+        "Per category",
+        category_table(scores.relabel(scores.by_cat), scores.categories),
+        plot="categories",
+        note="Each cell: CSR / FCR / fast_1.0 in % of the category's tasks.",
+    )
+    add("Speedup distribution", plot="speedups", note=_calibration_note(scores.calibration))
+    add("Tasks without a native baseline", no_native_table(scores.summary))
+    add("Outcomes by status (samples)", status_table(scores.fail), plot="failures")
+    add("Failures by error kind (samples)", kind_table(scores.fail))
+    add(
+        "Most common compile errors",
+        scores.errors,
+        note="First error diagnostic of each compile_error sample, normalized (names and numbers masked).",
+    )
+    add("Provenance", provenance_table(runs))
+    return sections.items
+
+
+def _denominator(r: Run) -> str:
+    text = ", ".join(f"{s}: {n} tasks" for s, n in r.tasks.group_by("split").len().sort("split").iter_rows())
+    return text + (" selected by tasks.ids" if r.selected else "")
+
+
+def _intro(runs: list[Run]) -> str:
+    """The note under the headline: the runs, their denominators and how the numbers are counted."""
+    denoms = {_denominator(r) for r in runs}
+    denom = denoms.pop() if len(denoms) == 1 else "; ".join(f"{r.label}: {_denominator(r)}" for r in runs)
+    return (
+        f"Runs: {', '.join(f'{r.label} ({r.dir})' for r in runs)}. Denominator: all tasks of the split, or of "
+        f"the run's tasks.ids selection ({denom}); "
+        "a task without a record counts as a failure. Rates in %, 95 % bootstrap CI over tasks in brackets. "
+        "Best of the samples per task. fast_p counts correct tasks with speedup > p; tasks without a native "
+        "baseline and timings under emulation never count as fast."
+    )
+
+
+def _calibration_note(calibration: dict[str, Any] | None) -> str:
+    return (
+        "no calibration (no calibration.json/.parquet and no native method in the runs)"
+        if calibration is None
+        else f"A/A noise floor (native vs native speedup, p05–p95): {calibration['low']:.3f}–{calibration['high']:.3f}× "
+        f"from {calibration['source']}"
+    )
+
+
+def _html_text(sections: list[tuple[str, str, str]], generated: str) -> str:
+    body = "".join(f"<h2>{html.escape(t)}</h2>{h}" for t, h, _ in sections)
+    return (
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{_TITLE}</title><style>{_CSS}</style></head>'
+        f'<body><h1>{_TITLE}</h1><p class="note">generated {generated}</p>{body}</body></html>'
+    )
+
+
+def _md_text(sections: list[tuple[str, str, str]], generated: str) -> str:
+    return f"# {_TITLE}\n\ngenerated {generated}\n\n" + "".join(f"## {t}\n\n{m}" for t, _, m in sections)
+
+
+def _report_json(
+    runs: list[Run], scores: Scores, ps: tuple[float, ...], n_boot: int, seed: int, generated: str
+) -> dict[str, Any]:
+    """The content of ``report.json`` (before :func:`_jsonable`)."""
+    return {
+        "report_schema_version": REPORT_SCHEMA_VERSION,
+        "generated_at": generated,
+        "ps": list(ps),
+        "n_boot": n_boot,
+        "seed": seed,
+        "runs": [
+            {
+                "label": r.label,
+                "dir": str(r.dir),
+                "provenance": r.provenance,
+                "calibration": r.calibration,
+                "records": r.records.height,
+            }
+            for r in runs
+        ],
+        "splits": scores.splits,
+        "summary": scores.summary.to_dicts(),
+        "by_category": scores.by_cat.to_dicts(),
+        "failures": scores.fail.to_dicts(),
+        "compile_errors": scores.errors.to_dicts(),
+    }
+
+
+def _summary_csv(scores: Scores) -> pl.DataFrame:
+    """The rows of ``summary.csv``: the overall rows (``category == "all"``), then the per category rows."""
+    return pl.concat(
+        [scores.summary.with_columns(category=pl.lit("all")), scores.by_cat], how="diagonal_relaxed"
+    ).with_columns(pl.col("no_native_tasks").list.join(";"))

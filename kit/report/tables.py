@@ -1,0 +1,251 @@
+"""The report's numbers and tables: each run's metrics (:func:`score_runs`) and the display tables built
+from them (headline, per category, outcomes by status and error kind, common compile errors, provenance)."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from kit import metrics
+from kit.records import Status
+from kit.report.inputs import PROVENANCE_KEYS, Run
+
+HEADLINE_PS: tuple[float, ...] = (0.0, 0.5, 1.0, 1.5, 2.0)
+TOP_ERRORS = 15
+
+
+_QUOTED = re.compile(r"(‘[^’]*’|'[^']*'|\"[^\"]*\"|`[^`]*')")
+_LOCATION = re.compile(r"^\S+?:\d+(:\d+)?:\s*((fatal )?error|warning|note):\s*")
+_NUMBER = re.compile(r"\b0x[0-9a-fA-F]+\b|\b\d+\b")
+
+
+def normalize_message(msg: str) -> str:
+    """A compiler message with location, quoted names and numbers replaced, for grouping like errors.
+
+    ``"a.cpp:3:5: error: ‘foo’ was not declared in this scope"`` → ``"‘…’ was not declared in this scope"``.
+    """
+    line = msg.strip().splitlines()[0] if msg.strip() else ""
+    line = _LOCATION.sub("", line)
+    line = _QUOTED.sub("‘…’", line)
+    line = _NUMBER.sub("N", line)
+    return re.sub(r"\s+", " ", line).strip()[:200]
+
+
+def _first_error(row: dict[str, Any]) -> str:
+    diags = row.get("diagnostics") or []
+    for d in diags:
+        if d.get("severity") in ("error", "fatal error", "linker"):
+            return d.get("message") or ""
+    if diags:
+        return diags[0].get("message") or ""
+    return row.get("error_message") or row.get("build_log_tail") or ""
+
+
+def compile_errors(records: pl.DataFrame, top: int = TOP_ERRORS) -> pl.DataFrame:
+    """Most common normalized first error messages of ``compile_error`` records.
+
+    Returns: ``message`` (normalized), ``count`` (u32), ``systems`` (str, comma-separated), ``example`` (str).
+    """
+    rows = []
+    for r in records.filter(pl.col("status") == Status.COMPILE_ERROR.value).iter_rows(named=True):
+        raw = _first_error(r)
+        rows.append(
+            {"message": normalize_message(raw) or "(no message)", "system": r["system"], "example": raw[:300]}
+        )
+    if not rows:
+        return pl.DataFrame(
+            schema={"message": pl.String, "count": pl.UInt32, "systems": pl.String, "example": pl.String}
+        )
+    df = pl.DataFrame(rows)
+    return (
+        df.group_by("message")
+        .agg(
+            count=pl.len(),
+            systems=pl.col("system").unique().sort().str.join(", "),
+            example=pl.col("example").first(),
+        )
+        .sort(["count", "message"], descending=[True, False])
+        .head(top)
+    )
+
+
+def failures(records: pl.DataFrame) -> pl.DataFrame:
+    """Samples per system, status and error kind: ``system``, ``status``, ``error_kind``, ``count``, ``share``."""
+    return (
+        records.group_by("system", "status", "error_kind")
+        .agg(count=pl.len())
+        .with_columns(share=pl.col("count") / pl.col("count").sum().over("system"))
+        .sort(["system", "count"], descending=[False, True])
+    )
+
+
+def _fmt_rate(v: float | None, lo: float | None = None, hi: float | None = None) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    s = f"{100 * v:.1f}"
+    if lo is not None and hi is not None and not (math.isnan(lo) or math.isnan(hi)):
+        s += f" [{100 * lo:.1f}, {100 * hi:.1f}]"
+    return s
+
+
+def headline_table(summary: pl.DataFrame, ps: tuple[float, ...]) -> pl.DataFrame:
+    """Display table (strings): system, tasks, CSR, FCR, fast_p (percent with 95 % CI), geomean speedup."""
+    out = []
+    keys = [c for c in ("system", "split") if c in summary.columns]
+    for r in summary.iter_rows(named=True):
+        row = {k: r[k] for k in keys}
+        row["tasks"] = str(r["n_tasks"])
+        for name, col in (
+            ("CSR %", "csr"),
+            ("FCR %", "fcr"),
+            *((f"{metrics.fast_col(p)} %", metrics.fast_col(p)) for p in ps),
+        ):
+            row[name] = _fmt_rate(r[col], r[f"{col}_ci_low"], r[f"{col}_ci_high"])
+        g = r["geomean_speedup"]
+        sig = metrics.fast_sig_col(1.0)
+        if sig in r:
+            row["fast_sig_1.0 %"] = _fmt_rate(r[sig], r[f"{sig}_ci_low"], r[f"{sig}_ci_high"])
+        row["geomean speedup"] = "n/a" if g is None else f"{g:.3f}"
+        row["no native"] = str(r["n_no_native"])
+        row["emulated"] = str(r["n_emulated"])
+        out.append(row)
+    return pl.DataFrame(out, schema=list(out[0]) if out else ["system"])
+
+
+def category_table(by_cat: pl.DataFrame, categories: list[str]) -> pl.DataFrame:
+    """Display table: one row per category (in ``categories`` order), one column per system holding
+    ``"CSR / FCR / fast_1.0"`` in percent."""
+    if by_cat.height == 0:
+        return pl.DataFrame(schema={"category": pl.String})
+    cell = pl.format(
+        "{} / {} / {}", *[pl.col(c).mul(100).round(1).cast(pl.String) for c in ("csr", "fcr", "fast_1.0")]
+    )
+    order = {c: i for i, c in enumerate(categories)}
+    wide = (
+        by_cat.select("system", "category", "n_tasks", cell.alias("cell"))
+        .pivot(on="system", index=["category", "n_tasks"], values="cell")
+        .sort(pl.col("category").replace_strict(order, default=len(order)))
+        .rename({"n_tasks": "tasks"})
+    )
+    return wide
+
+
+def status_table(fail: pl.DataFrame) -> pl.DataFrame:
+    """Samples per status (rows, in :class:`~kit.records.Status` order) and system (columns), from
+    :func:`failures`."""
+    status_order = {s.value: i for i, s in enumerate(Status)}
+    return (
+        fail.group_by("system", "status")
+        .agg(pl.col("count").sum())
+        .sort("system")
+        .pivot(on="system", index="status", values="count")
+        .fill_null(0)
+        .sort(pl.col("status").replace_strict(status_order, default=len(status_order)))
+    )
+
+
+def kind_table(fail: pl.DataFrame) -> pl.DataFrame:
+    """The rows of :func:`failures` that are not ``ok``, the share in percent (``% of samples``)."""
+    return fail.filter(pl.col("status") != Status.OK.value).select(
+        "system", "status", "error_kind", "count", pl.col("share").mul(100).round(1).alias("% of samples")
+    )
+
+
+def no_native_table(summary: pl.DataFrame) -> pl.DataFrame:
+    """``system`` and its ``no_native_tasks`` (comma-separated), for the systems that have any."""
+    return summary.select(
+        "system", pl.col("no_native_tasks").list.join(", ").alias("tasks without native baseline")
+    ).filter(pl.col("tasks without native baseline") != "")
+
+
+def provenance_table(runs: list[Run]) -> pl.DataFrame:
+    """One row per key of :data:`~kit.report.inputs.PROVENANCE_KEYS`, one column per run (its label)."""
+    return pl.DataFrame(
+        {"key": list(PROVENANCE_KEYS), **{r.label: [r.provenance[k] for k in PROVENANCE_KEYS] for r in runs}}
+    )
+
+
+def category_order(task_table: pl.DataFrame) -> list[str]:
+    """The categories of ``task_table``: those of :data:`kit.tasks.CATEGORIES` in that order, then the others
+    sorted."""
+    from kit.tasks import CATEGORIES
+
+    present = set(task_table["category"].to_list())
+    return [c for c in CATEGORIES if c in present] + sorted(present - set(CATEGORIES))
+
+
+@dataclass(frozen=True)
+class Scores:
+    """The metrics of a report's runs (:func:`score_runs`)."""
+
+    summary: pl.DataFrame
+    """:func:`kit.metrics.summary` by run, method, system (and split when there are several), sorted"""
+    by_cat: pl.DataFrame
+    """the same per category"""
+    per_task: pl.DataFrame
+    """:func:`kit.metrics.per_task` by run, method and system"""
+    fail: pl.DataFrame
+    """:func:`failures` of every run's records"""
+    errors: pl.DataFrame
+    """:func:`compile_errors` of every run's records"""
+    splits: list[str]
+    """the splits of the runs' denominators, sorted"""
+    categories: list[str]
+    """:func:`category_order` of the runs' denominators"""
+    calibration: dict[str, Any] | None
+    """the first run's noise floor band that has one"""
+
+    def relabel(self, df: pl.DataFrame) -> pl.DataFrame:
+        """``df`` with each ``system`` followed by ``[split]`` when the report has several splits."""
+        if len(self.splits) > 1:  # plots label each system with its split
+            return df.with_columns(system=pl.col("system") + " [" + pl.col("split") + "]")
+        return df
+
+
+def score_runs(runs: list[Run], ps: tuple[float, ...], n_boot: int, seed: int) -> Scores:
+    """Metrics of ``runs`` at the fast_p thresholds ``ps``, each run over its own denominator.
+
+    Raises:
+        kit.metrics.MetricsError: records unusable for metrics.
+    """
+    records = pl.concat([r.records for r in runs], how="diagonal_relaxed")
+    task_table = pl.concat([r.tasks for r in runs]).unique(subset="task_id", keep="first").sort("task_id")
+    used = task_table["split"].unique().sort()
+    split_key = ["split"] if used.len() > 1 else []
+
+    # metrics per run (so a task without native baseline in one run does not affect another run)
+    summ_parts, cat_parts, pt_parts = [], [], []
+    for r in runs:
+        s = metrics.summary(
+            r.records,
+            r.tasks,
+            ps=ps,
+            by=("run", "method", "system", *split_key),
+            n_boot=n_boot,
+            seed=seed,
+        )
+        c = metrics.summary(
+            r.records,
+            r.tasks,
+            ps=ps,
+            by=("run", "method", "system", *split_key, "category"),
+            n_boot=n_boot,
+            seed=seed,
+        )
+        summ_parts.append(s)
+        cat_parts.append(c)
+        pt_parts.append(metrics.per_task(r.records, r.tasks, keys=("run", "method", "system")))
+    return Scores(
+        summary=pl.concat(summ_parts, how="vertical").sort(["run", "method", *split_key]),
+        by_cat=pl.concat(cat_parts, how="vertical").sort(["run", "method", *split_key, "category"]),
+        per_task=pl.concat(pt_parts, how="vertical"),
+        fail=failures(records),
+        errors=compile_errors(records),
+        splits=used.to_list(),
+        categories=category_order(task_table),
+        calibration=next((r.calibration for r in runs if r.calibration), None),
+    )
