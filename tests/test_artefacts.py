@@ -14,11 +14,11 @@ from kit.artefacts import (
     Bundle,
     elf_arch,
     elf_needed,
-    host_arch,
     pack,
     runtime_libs,
 )
 from kit.config import EvalConfig
+from kit.hostinfo import host_arch
 from kit.pipeline import Job, Timer, time_job
 from kit.records import ErrorKind, Status
 from kit.tasks import load_suite
