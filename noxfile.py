@@ -89,7 +89,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(reuse_venv=True, default=False)
 def images(session: nox.Session) -> None:
-    """The pinned Docker images (images/, kit/images.py); needs a daemon (DOCKER_HOST).
+    """The pinned Docker images (images/, kit/images/); needs a daemon (DOCKER_HOST).
 
     nox -s images                                   build linux/amd64 (MNN downloaded), then check it
     nox -s images -- build --arch arm64 --mnn-dir DIR   other commands: lock, base, build, apt, check

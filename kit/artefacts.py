@@ -25,23 +25,16 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 
+from kit.hostinfo import host_arch
 from kit.outcomes import Outcome, Where
 
 #: ELF ``e_machine`` names (pyelftools' spelling of the System V ABI values) → ``platform.machine()`` names
 ELF_MACHINES = {"EM_386": "i686", "EM_ARM": "armv7l", "EM_X86_64": "x86_64", "EM_AARCH64": "aarch64",
                 "EM_RISCV": "riscv64"}
-#: names ``platform.machine()`` gives for the same architecture on other systems
-MACHINE_ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
 
 
 class ArtefactError(Exception):
     """A bundle cannot be used here: not ELF, another architecture, or an unsafe path (message names the file)."""
-
-
-def host_arch() -> str:
-    """This node's architecture in ELF_MACHINES' names (``x86_64``, ``aarch64``, …)."""
-    m = platform.machine().lower()
-    return MACHINE_ALIASES.get(m, m)
 
 
 def _elf(data: bytes, name: str) -> ELFFile:

@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kit.hostinfo import cpu_model  # re-export until pipeline/dispatch move to kit.hostinfo
+
 if TYPE_CHECKING:
     from kit.config import EvalConfig
     from kit.worker import Worker
@@ -35,17 +37,6 @@ _FIX = " (move the file away to go on: the next session writes a new one from it
 
 class ProvenanceError(Exception):
     """``provenance.json`` exists but is not a JSON object (the message names the file)."""
-
-
-def cpu_model() -> str:
-    """This node's CPU model name from /proc/cpuinfo ("unknown" if absent, e.g. on many aarch64 kernels)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
 
 
 def collect(cfg: EvalConfig, worker: Worker | None) -> dict[str, Any]:

@@ -15,11 +15,11 @@ from kit.artefacts import (
     Bundle,
     elf_arch,
     elf_needed,
-    host_arch,
     pack,
     runtime_libs,
 )
 from kit.config import EvalConfig
+from kit.hostinfo import host_arch
 from kit.jobs import Job
 from kit.outcomes import BuildOutcome, Outcome, Where
 from kit.pipeline import time_job

@@ -1,4 +1,4 @@
-"""The pinned Docker images: lock file, emulation check, and (with a daemon) real builds and runs.
+"""The pinned Docker images: lock file, and (with a daemon) real builds and runs.
 
 Docker tests need a daemon at DOCKER_HOST (or the default socket) and skip otherwise.  They never use the
 network: the tiny image is built from the local base image (images/make-base.sh) with network none, and the
@@ -14,44 +14,7 @@ from pathlib import Path
 import pytest
 
 from kit import images
-
-_X86_CPUINFO = """processor\t: 0
-vendor_id\t: GenuineIntel
-cpu family\t: 6
-model\t\t: 85
-flags\t\t: fpu vme de pse tsc msr pae mce cx8 apic sep
-"""
-_ARM_CPUINFO = """processor\t: 0
-BogoMIPS\t: 50.00
-Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics
-CPU implementer\t: 0x41
-CPU architecture: 8
-CPU variant\t: 0x3
-CPU part\t: 0xd0c
-"""
-
-
-def test_cpuinfo_arch_tells_x86_from_arm() -> None:
-    assert images.cpuinfo_arch(_X86_CPUINFO) == "amd64"
-    assert images.cpuinfo_arch(_ARM_CPUINFO) == "arm64"
-    assert images.cpuinfo_arch("processor\t: 0\n") is None
-
-
-def test_is_emulated_compares_process_arch_with_cpu() -> None:
-    # an aarch64 process that sees an x86 CPU: qemu-user on an x86 host
-    assert images.is_emulated("aarch64", _X86_CPUINFO) is True
-    assert images.is_emulated("x86_64", _ARM_CPUINFO) is True
-    assert images.is_emulated("aarch64", _ARM_CPUINFO) is False
-    assert images.is_emulated("x86_64", _X86_CPUINFO) is False
-    assert images.is_emulated("aarch64", "no architecture here\n") is False
-
-
-def test_this_host_is_not_emulated() -> None:
-    cpuinfo = Path("/proc/cpuinfo")
-    if not cpuinfo.is_file() or images.cpuinfo_arch(cpuinfo.read_text()) is None:
-        pytest.skip("no /proc/cpuinfo naming an x86 or arm64 CPU")
-    assert images.cpuinfo_arch(cpuinfo.read_text()) == images.normalize_arch(platform.machine())
-    assert images.is_emulated() is False
+from kit.hostinfo import normalize_arch
 
 
 def test_repo_lock_parses_and_matches_requirements() -> None:
@@ -131,7 +94,7 @@ def _local_image(name: str) -> str:
 @pytest.mark.docker
 def test_tiny_image_from_local_base(daemon: None, tmp_path: Path) -> None:
     lock = images.load_lock()
-    arch = images.normalize_arch(platform.machine())
+    arch = normalize_arch(platform.machine())
     if arch not in lock.base.local:
         pytest.skip(f"no local base image recorded for {arch} in images/lock.toml")
     base = _local_image(lock.base.local[arch].id)
@@ -159,7 +122,7 @@ def test_tiny_image_from_local_base(daemon: None, tmp_path: Path) -> None:
 @pytest.mark.docker
 def test_kit_image_runs_offline_with_every_pin(daemon: None) -> None:
     lock = images.load_lock()
-    arch = images.normalize_arch(platform.machine())
+    arch = normalize_arch(platform.machine())
     pin = lock.image.get(arch)
     if pin is None:
         pytest.skip(f"no kit image recorded for {arch} in images/lock.toml (nox -s images)")

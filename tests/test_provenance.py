@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kit import provenance, report
+from kit import hostinfo, provenance, report
 from kit.config import EvalConfig
 
 
@@ -66,7 +66,7 @@ def test_collect_names_this_session(tmp_path):
     cfg = EvalConfig(run={"dir": tmp_path / "run"}, mnn={"cache_dir": tmp_path / "c"})
     got = provenance.collect(cfg, None)
     assert set(provenance.SESSION_KEYS) <= set(got) and got["config_digest"] == cfg.digest()
-    assert got["compiler"] == "unknown" and got["cpu_model"] == provenance.cpu_model()
+    assert got["compiler"] == "unknown" and got["cpu_model"] == hostinfo.cpu_model()
 
 
 def test_a_key_a_session_did_not_record_is_not_a_difference(tmp_path):

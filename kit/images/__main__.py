@@ -1,0 +1,7 @@
+"""``python -m kit.images ...``: see :mod:`kit.images.cli`."""
+
+import sys
+
+from kit.images.cli import main
+
+sys.exit(main())
