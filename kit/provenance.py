@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kit.hostinfo import cpu_model  # re-export until pipeline/dispatch move to kit.hostinfo
+from kit.hostinfo import cpu_model
 
 if TYPE_CHECKING:
     from kit.config import EvalConfig

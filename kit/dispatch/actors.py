@@ -23,10 +23,11 @@ import ray
 from kit.artefacts import BuildHalf, Built, Bundle
 from kit.config import EvalConfig
 from kit.dispatch.cluster import kit_digest
+from kit.hostinfo import cpu_model
 from kit.jobs import Job
 from kit.mnn.native import native_bundle
 from kit.pipeline import build_job, run_job, time_job
-from kit.provenance import collect, cpu_model
+from kit.provenance import collect
 from kit.records import Record
 from kit.worker import Worker, setup_timer, setup_worker
 

@@ -11,7 +11,6 @@ Everything but the CLI is re-exported here.  The host facts (architecture, emula
 :mod:`kit.hostinfo`.
 """
 
-from kit.hostinfo import is_emulated  # re-export until pipeline/dispatch move to kit.hostinfo
 from kit.images.common import (
     APT_PACKAGES,
     ARCHES,
@@ -87,7 +86,6 @@ __all__ = [
     "freeze_requirements",
     "image_emulated",
     "image_info",
-    "is_emulated",
     "kit_buildargs",
     "load_lock",
     "probe_image",

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kit.images import is_emulated
+from kit.hostinfo import is_emulated
 from kit.inputs import make_inputs
 from kit.mnn import runner as mrunner
 from kit.outcomes import StageFailure, TimingOutcome
