@@ -9,16 +9,12 @@ and replaces actors that die.
   raises, the job gets a ``harness_error`` record.  Either way every job yields exactly one record, with
   ``Record.attempts`` = number of tries.  A failing setup aborts the run with its own exception
   (the one the worker raised, not Ray's wrapper around it, whose message carries the remote traceback).
-* **Build and timing nodes apart** (``dispatch.build_resource`` set): the build actors run the build half
-  of a job; what it ships (the candidate libraries the runner loads, candidate model, native model: ~4.4 MB
-  for MNN on x86_64) stays in Ray's object store as a second return value, and the driver hands that
-  reference to one of the timing actors, one per node carrying ``timing_resource`` (pinned by node
-  affinity).  Timing actors receive the native baseline (libraries + runner) from a build actor once at
-  start; every build actor must have built the same native baseline.  A build actor stops taking jobs
-  while ``2 x timing actors`` artefacts wait.  A timing actor that dies, or artefacts lost with their node,
-  send the job back to be built again (counted as a try); after the last try the job's record keeps the
-  build's results (:func:`kit.jobs.timing_lost_record`).  With ``timing.enabled = false`` no timing actor
-  starts and build actors write the final records.
+* **Build and timing nodes apart** (``dispatch.build_resource`` set): what a build actor ships (the
+  candidate libraries the runner loads, candidate model, native model: ~4.4 MB for MNN on x86_64) stays in
+  Ray's object store; the driver hands that reference to a timing actor (one per ``timing_resource`` node,
+  pinned by node affinity, given the native baseline by a build actor at start).  A timing actor that dies,
+  or artefacts lost with their node, send the job back to be built again (a try); after the last try the
+  record keeps the build's results (:func:`kit.jobs.timing_lost_record`).
 * **Progress.** The live display counts jobs running / passed / failed per stage (build, verify, time);
   busy actors report their stage through their second thread (:meth:`kit.dispatch.actors.Actor.stage`).
 * **Provenance.** The first ready build worker's facts and the dispatch settings, then each timing worker's
@@ -313,10 +309,7 @@ class Driver:
         if self.first_ready is None:
             self.first_ready = time.monotonic()
         log.info("worker %s ready on %s (%s, pid %s)", info["name"], info["host"], info["ip"], info["pid"])
-        if slot.role != "time" and not self.notes.started:
-            self._write_provenance(slot)
-        if slot.role == "time":
-            self._add_timing_provenance(slot)
+        self._note_provenance(slot)
         if slot.role == "build":  # timing workers get the native baseline from a ready build worker
             for t in self.slots:
                 if t.role == "time" and t.actor is None and not t.dead:
@@ -374,27 +367,25 @@ class Driver:
         self.built_halves.pop(job.job_id, None)
         return rec.model_copy(update={"attempts": tries})
 
-    def _write_provenance(self, slot: _Slot) -> None:
+    def _note_provenance(self, slot: _Slot) -> None:
+        """The session's provenance: the first ready build worker's facts and the dispatch settings, then each
+        timing worker's node (informative: a failure to get them is logged, the run goes on)."""
+        first_build = slot.role != "time" and not self.notes.started
+        if not (first_build or (slot.role == "time" and self.notes.started)):
+            return
         try:
             facts = ray.get(slot.actor.provenance.remote(), timeout=120)
         except Exception as exc:  # noqa: BLE001 - provenance is informative; the run goes on
             log.warning("provenance from %s failed: %s", slot.name, exc)
+            return
+        if slot.role == "time":
+            self.notes.timing_worker(facts)
             return
         d = self.cfg.dispatch
         self.notes.start(facts, dispatch={
             "mode": d.mode, "address": d.address, "timing_resource": d.timing_resource,
             "build_resource": d.build_resource, "workers": len(self.slots) - self.n_timers, "first_worker": slot.info,
         })
-
-    def _add_timing_provenance(self, slot: _Slot) -> None:
-        if not self.notes.started:
-            return
-        try:
-            info = ray.get(slot.actor.provenance.remote(), timeout=120)
-        except Exception as exc:  # noqa: BLE001 - informative only
-            log.warning("provenance from %s failed: %s", slot.name, exc)
-            return
-        self.notes.timing_worker(info)
 
 
 def _setup_error(exc: RayTaskError, slot: _Slot) -> BaseException:

@@ -31,8 +31,10 @@ import numpy as np
 
 from kit import proc, tensorio
 
-#: the runner's C++ source, shipped inside the package
+#: the runner's C++ source, shipped inside the package (it includes ``mkb_io.hpp`` beside it)
 RUNNER_SOURCE = Path(__file__).with_name("runner") / "mkb_runner.cpp"
+#: every file the runner is compiled from
+RUNNER_FILES = (RUNNER_SOURCE, RUNNER_SOURCE.with_name("mkb_io.hpp"))
 #: flags of the single compiler invocation (besides include/library paths)
 CXX_FLAGS = ("-O2", "-std=c++17", "-pthread")
 #: exit status of the runner for a load/shape/run error (2 = usage error)
@@ -69,10 +71,11 @@ def _libraries(build_dir: Path) -> tuple[Path, Path]:
 
 
 def runner_key(src_root: Path, build_dir: Path, compiler: str = "g++") -> str:
-    """sha256 (hex) of everything the runner binary depends on: its source, the public headers' path, the
+    """sha256 (hex) of everything the runner binary depends on: its sources, the public headers' path, the
     library paths, the compiler and the flags."""
     h = hashlib.sha256()
-    h.update(RUNNER_SOURCE.read_bytes())
+    for path in RUNNER_FILES:
+        h.update(path.read_bytes())
     for part in (
         str(Path(src_root).resolve() / "include"),
         str(Path(build_dir).resolve()),
