@@ -189,6 +189,168 @@ def _bootstrap(ind: np.ndarray, n_boot: int, seed: int) -> tuple[np.ndarray, np.
     return np.percentile(means, 2.5, axis=0), np.percentile(means, 97.5, axis=0)
 
 
+#: count columns of a :func:`summary` row (u32), in output order
+_COUNT_COLUMNS: tuple[str, ...] = (
+    "n_tasks",
+    "n_missing",
+    "n_compiled",
+    "n_correct",
+    "n_with_speedup",
+    "n_no_native",
+    "n_emulated",
+)
+
+
+def _fast_indicators(ps: Sequence[float]) -> dict[str, pl.Expr]:
+    """Per-task bool expressions ``fast_<p>`` and ``fast_sig_<p>`` for every p of ``ps``.
+
+    Rule (module docstring, MobileKernelBench §5.1): a correct task counts for ``fast_<p>`` if its best
+    speedup is > p and for ``fast_sig_<p>`` if its best ``speedup_ci_low`` is > p; a no-native task never
+    counts; a null speedup does not count (``fill_null(False)``).
+    """
+    counted = pl.col("correct") & ~pl.col("no_native")
+    exprs = {}
+    for p in ps:
+        exprs[fast_col(p)] = (counted & (pl.col("speedup") > p)).fill_null(False)
+        exprs[fast_sig_col(p)] = (counted & (pl.col("speedup_ci_low") > p)).fill_null(False)
+    return exprs
+
+
+def _with_rate_indicators(pt: pl.DataFrame, ps: Sequence[float]) -> tuple[pl.DataFrame, list[str]]:
+    """``pt`` (a :func:`per_task` frame) with the bool per-task indicators of every rate, and their names.
+
+    Adds ``csr`` (= ``compiled``), ``fcr`` (= ``correct``) and :func:`_fast_indicators`; a rate of a group is
+    the mean of its indicator over the group's tasks (module docstring, MobileKernelBench §5.1).
+    """
+    fast_exprs = _fast_indicators(ps)
+    rate_cols = ["csr", "fcr", *fast_exprs]
+    return pt.with_columns(csr=pl.col("compiled"), fcr=pl.col("correct"), **fast_exprs), rate_cols
+
+
+def _with_pass_at_k(pt: pl.DataFrame, ks: Sequence[int]) -> pl.DataFrame:
+    """``pt`` with a per-task f64 column ``pass@<k>`` for every k of ``ks``.
+
+    :func:`pass_at_k` of the task's ``n_samples`` and ``n_correct``, null when the task has fewer than k
+    samples (unbiased estimator, Chen et al. 2021; module docstring).
+    """
+    for k in ks:
+        pt = pt.with_columns(
+            pl.struct("n_samples", "n_correct")
+            .map_elements(
+                lambda s, k=k: pass_at_k(s["n_samples"], s["n_correct"], k) if s["n_samples"] >= k else None,
+                return_dtype=pl.Float64,
+            )
+            .alias(f"pass@{k}")
+        )
+    return pt
+
+
+def _group_counts(g: pl.DataFrame) -> dict[str, int]:
+    """The :data:`_COUNT_COLUMNS` of one group of per-task rows.
+
+    ``n_tasks`` counts every task of the table (the denominator, module docstring); ``n_missing`` the tasks
+    with no record; the others count the per-task flags of :func:`per_task` (``n_with_speedup``: a
+    scorable best speedup).
+    """
+    return dict(
+        n_tasks=g.height,
+        n_missing=int((g["n_samples"] == 0).sum()),
+        n_compiled=int(g["compiled"].sum()),
+        n_correct=int(g["correct"].sum()),
+        n_with_speedup=int(g["speedup"].is_not_null().sum()),
+        n_no_native=int(g["no_native"].sum()),
+        n_emulated=int(g["emulated"].sum()),
+    )
+
+
+def _group_rates(
+    g: pl.DataFrame, rate_cols: Sequence[str], n_boot: int, seed: int
+) -> dict[str, float | None]:
+    """``<rate>``, ``<rate>_ci_low``, ``<rate>_ci_high`` for every rate of ``rate_cols`` in one group.
+
+    A rate is the mean of its per-task indicator over the group's tasks (fraction in [0, 1]); the CI is
+    :func:`_bootstrap` over task resamples (module docstring).
+    """
+    out: dict[str, float | None] = {}
+    ind = g.select(rate_cols).cast(pl.Float64).to_numpy()
+    lo, hi = _bootstrap(ind, n_boot, seed)
+    for j, c in enumerate(rate_cols):
+        out[c] = float(ind[:, j].mean()) if g.height else None
+        out[f"{c}_ci_low"] = float(lo[j])
+        out[f"{c}_ci_high"] = float(hi[j])
+    return out
+
+
+def _group_geomean(g: pl.DataFrame) -> float | None:
+    """``geomean_speedup`` of one group: exp(mean(log speedup)) over its tasks with a scorable best
+    speedup, null if none (module docstring; :func:`per_task` leaves no-native and emulated tasks null)."""
+    sp = g["speedup"].drop_nulls().to_numpy()
+    return float(np.exp(np.log(sp).mean())) if sp.size else None
+
+
+def _group_pass_at_k(g: pl.DataFrame, ks: Sequence[int]) -> dict[str, float | int | None]:
+    """``pass@<k>`` (mean of the per-task estimates, null if no task has k samples) and ``pass@<k>_tasks``
+    (the tasks with at least k samples) of one group, for every k of ``ks`` (module docstring)."""
+    out: dict[str, float | int | None] = {}
+    for k in ks:
+        vals = g[f"pass@{k}"].drop_nulls()
+        out[f"pass@{k}"] = float(vals.mean()) if vals.len() else None
+        out[f"pass@{k}_tasks"] = vals.len()
+    return out
+
+
+def _group_row(
+    by: Sequence[str],
+    group_key: tuple,
+    g: pl.DataFrame,
+    rate_cols: Sequence[str],
+    ks: Sequence[int],
+    n_boot: int,
+    seed: int,
+) -> dict:
+    """One :func:`summary` row (a dict) for the group ``group_key`` of ``by`` with per-task rows ``g``.
+
+    ``no_native_tasks`` lists the group's tasks under the no-native rule (module docstring), sorted.
+    """
+    row = dict(zip(by, group_key))
+    row.update(_group_counts(g))
+    row.update(_group_rates(g, rate_cols, n_boot, seed))
+    row["geomean_speedup"] = _group_geomean(g)
+    row.update(_group_pass_at_k(g, ks))
+    row["no_native_tasks"] = sorted(g.filter(pl.col("no_native"))["task_id"].to_list())
+    return row
+
+
+def _summary_schema(
+    pt: pl.DataFrame, by: Sequence[str], rate_cols: Sequence[str], ks: Sequence[int]
+) -> dict[str, pl.DataType]:
+    """The column → dtype of a :func:`summary` frame, in output order.
+
+    ``by`` columns keep their :func:`per_task` dtype; counts u32; rates, CIs, ``geomean_speedup`` and
+    ``pass@<k>`` f64; ``pass@<k>_tasks`` u32; ``no_native_tasks`` list[str].
+    """
+    schema: dict[str, pl.DataType] = {c: pt.schema[c] for c in by}
+    for c in _COUNT_COLUMNS:
+        schema[c] = pl.UInt32()
+    for c in rate_cols:
+        schema[c] = schema[f"{c}_ci_low"] = schema[f"{c}_ci_high"] = pl.Float64()
+    schema["geomean_speedup"] = pl.Float64()
+    for k in ks:
+        schema[f"pass@{k}"] = pl.Float64()
+        schema[f"pass@{k}_tasks"] = pl.UInt32()
+    schema["no_native_tasks"] = pl.List(pl.String)
+    # order columns: keys, counts, then each rate next to its CI
+    ordered = [*by, *_COUNT_COLUMNS]
+    for c in rate_cols:
+        ordered += [c, f"{c}_ci_low", f"{c}_ci_high"]
+    ordered += [
+        "geomean_speedup",
+        *[x for k in ks for x in (f"pass@{k}", f"pass@{k}_tasks")],
+        "no_native_tasks",
+    ]
+    return {c: schema[c] for c in ordered}
+
+
 def summary(
     records: pl.DataFrame | pl.LazyFrame,
     tasks: pl.DataFrame | Iterable,
@@ -220,91 +382,13 @@ def summary(
     keys = [c for c in by if c not in TASK_COLUMNS]
     if not keys:
         raise MetricsError(f"by={by}: add a record column that identifies a system, e.g. 'method'")
-    pt = per_task(records, tasks, keys)
-    fast_exprs = {}
-    for p in ps:
-        fast_exprs[fast_col(p)] = (
-            pl.col("correct") & ~pl.col("no_native") & (pl.col("speedup") > p)
-        ).fill_null(False)
-        fast_exprs[fast_sig_col(p)] = (
-            pl.col("correct") & ~pl.col("no_native") & (pl.col("speedup_ci_low") > p)
-        ).fill_null(False)
-    rate_cols = ["csr", "fcr", *fast_exprs]
-    pt = pt.with_columns(csr=pl.col("compiled"), fcr=pl.col("correct"), **fast_exprs)
-    for k in ks:
-        pt = pt.with_columns(
-            pl.struct("n_samples", "n_correct")
-            .map_elements(
-                lambda s, k=k: pass_at_k(s["n_samples"], s["n_correct"], k) if s["n_samples"] >= k else None,
-                return_dtype=pl.Float64,
-            )
-            .alias(f"pass@{k}")
-        )
-
-    rows = []
-    for group_key, g in pt.group_by(by, maintain_order=False):
-        row = dict(zip(by, group_key))
-        row.update(
-            n_tasks=g.height,
-            n_missing=int((g["n_samples"] == 0).sum()),
-            n_compiled=int(g["compiled"].sum()),
-            n_correct=int(g["correct"].sum()),
-            n_with_speedup=int(g["speedup"].is_not_null().sum()),
-            n_no_native=int(g["no_native"].sum()),
-            n_emulated=int(g["emulated"].sum()),
-        )
-        ind = g.select(rate_cols).cast(pl.Float64).to_numpy()
-        lo, hi = _bootstrap(ind, n_boot, seed)
-        for j, c in enumerate(rate_cols):
-            row[c] = float(ind[:, j].mean()) if g.height else None
-            row[f"{c}_ci_low"] = float(lo[j])
-            row[f"{c}_ci_high"] = float(hi[j])
-        sp = g["speedup"].drop_nulls().to_numpy()
-        row["geomean_speedup"] = float(np.exp(np.log(sp).mean())) if sp.size else None
-        for k in ks:
-            vals = g[f"pass@{k}"].drop_nulls()
-            row[f"pass@{k}"] = float(vals.mean()) if vals.len() else None
-            row[f"pass@{k}_tasks"] = vals.len()
-        row["no_native_tasks"] = sorted(g.filter(pl.col("no_native"))["task_id"].to_list())
-        rows.append(row)
-
-    schema: dict[str, pl.DataType] = {c: pt.schema[c] for c in by}
-    for c in (
-        "n_tasks",
-        "n_missing",
-        "n_compiled",
-        "n_correct",
-        "n_with_speedup",
-        "n_no_native",
-        "n_emulated",
-    ):
-        schema[c] = pl.UInt32()
-    for c in rate_cols:
-        schema[c] = schema[f"{c}_ci_low"] = schema[f"{c}_ci_high"] = pl.Float64()
-    schema["geomean_speedup"] = pl.Float64()
-    for k in ks:
-        schema[f"pass@{k}"] = pl.Float64()
-        schema[f"pass@{k}_tasks"] = pl.UInt32()
-    schema["no_native_tasks"] = pl.List(pl.String)
-    # order columns: keys, counts, then each rate next to its CI
-    ordered = [
-        *by,
-        "n_tasks",
-        "n_missing",
-        "n_compiled",
-        "n_correct",
-        "n_with_speedup",
-        "n_no_native",
-        "n_emulated",
+    pt, rate_cols = _with_rate_indicators(per_task(records, tasks, keys), ps)
+    pt = _with_pass_at_k(pt, ks)
+    rows = [
+        _group_row(by, group_key, g, rate_cols, ks, n_boot, seed)
+        for group_key, g in pt.group_by(by, maintain_order=False)
     ]
-    for c in rate_cols:
-        ordered += [c, f"{c}_ci_low", f"{c}_ci_high"]
-    ordered += [
-        "geomean_speedup",
-        *[x for k in ks for x in (f"pass@{k}", f"pass@{k}_tasks")],
-        "no_native_tasks",
-    ]
-    df = pl.DataFrame(rows, schema={c: schema[c] for c in ordered}, orient="row")
+    df = pl.DataFrame(rows, schema=_summary_schema(pt, by, rate_cols, ks), orient="row")
     return df.sort(by)
 
 

@@ -191,16 +191,13 @@ def _kept_registrations(current: dict[str, str]) -> list[str]:
     return list(dict.fromkeys(regs))
 
 
-def build_prompt(task: Task, mnn_root: Path) -> str:
-    """The initial prompt for ``task`` as Markdown text.
-
-    Args:
-        task: a loaded task (``task.path`` set: its ``model.py`` is embedded).
-        mnn_root: the MNN source tree (``mnn.source_dir``); headers and current files are read from it.
+def _read_inputs(task: Task, mnn_root: Path) -> tuple[dict[str, str], dict[str, str], str]:
+    """The headers (:func:`headers_for`) and current files (``task.mnn.files``) read from ``mnn_root``, each
+    MNN-relative path → text, and the task's ``model.py`` text.
 
     Raises:
-        PromptError: ``mnn_root`` is not a directory, a header or a file of ``task.mnn.files`` is missing
-            from it, or the task's ``model.py`` is missing.  The message names the path.
+        PromptError: as :func:`build_prompt` (checked in this order: the tree, headers, current files,
+            ``model.py``).
     """
     if not mnn_root.is_dir():
         raise PromptError(
@@ -213,20 +210,22 @@ def build_prompt(task: Task, mnn_root: Path) -> str:
     if task.path is None or not task.model_py_path.is_file():
         where = task.model_py_path if task.path is not None else "(task.path not set)"
         raise PromptError(f"task {task.id!r}: model.py not found: {where}")
-    model_py = task.model_py_path.read_text(encoding="utf-8")
+    return headers, current, task.model_py_path.read_text(encoding="utf-8")
 
-    names = allowed_file_names(task)
-    cpp_names = [n for n in names if n.endswith(".cpp")] or names
-    example_name = cpp_names[0].replace("*", task.op_type)
-    regs = _kept_registrations(current)
-    parts: list[str] = []
-    parts.append(
+
+def _role_section() -> str:
+    """``# Role``: the expert persona and the MNN version (appendix C.1)."""
+    return (
         "# Role\n\n"
         f"You are an expert in MNN CPU kernel development. You write correct, fast C++ operator implementations for\n"
         f"the CPU backend of the MNN inference engine (version {MNN_VERSION}) running on mobile ARM CPUs."
     )
+
+
+def _task_section(task: Task) -> str:
+    """``# Task``: the ONNX op, its description, category, mechanism and MNN op types (appendix C.1)."""
     desc = f" {task.description.strip()}" if task.description.strip() else ""
-    parts.append(
+    return (
         "# Task\n\n"
         f"Implement the ONNX operator `{task.op_type}` (opset {task.opset}) for MNN's CPU backend.{desc}\n"
         f"Category: {task.category}. Mechanism: {task.mechanism}. MNN runs it as op type(s): "
@@ -234,7 +233,15 @@ def build_prompt(task: Task, mnn_root: Path) -> str:
         + ".\nYour code must match the PyTorch reference below within the tolerance and should be faster than MNN's "
         "own implementation."
     )
-    constraints = [
+
+
+def _output_rules(task: Task) -> list[str]:
+    """The first constraints: allowed APIs, the output format (one fenced block per file, named on its
+    first line) and the allowed file names (:func:`allowed_file_names`) (appendix C.1, constraints)."""
+    names = allowed_file_names(task)
+    cpp_names = [n for n in names if n.endswith(".cpp")] or names
+    example_name = cpp_names[0].replace("*", task.op_type)
+    return [
         (
             "Use only MNN's own internal APIs (those shown below and others that exist in the MNN tree) and "
             "standard C++17. No external libraries, no new third-party headers."
@@ -251,8 +258,14 @@ def build_prompt(task: Task, mnn_root: Path) -> str:
             + ". Any other file name is rejected; at least one `.cpp` file is required. A file you do not "
             "output keeps its current content. Do not change CMake files, the op registries or any other file."
         ),
-        MECHANISM_TEXT[task.mechanism],
     ]
+
+
+def _constraints_section(task: Task, regs: list[str]) -> str:
+    """``# Constraints``, numbered: :func:`_output_rules`, the mechanism's structure (:data:`MECHANISM_TEXT`),
+    the registrations ``regs`` (:func:`_kept_registrations`) and ``task.mnn.keep_symbols`` to keep when
+    there are any, and the float32 / int32 rule (appendix C.1, constraints)."""
+    constraints = [*_output_rules(task), MECHANISM_TEXT[task.mechanism]]
     if regs:
         constraints.append(
             "Keep these registrations exactly (MNN's generated registry calls them by name): "
@@ -268,25 +281,30 @@ def build_prompt(task: Task, mnn_root: Path) -> str:
     constraints.append(
         "Computation is float32 (precision high). MNN has no int64 or bool tensors at run time: they are int32."
     )
-    parts.append("# Constraints\n\n" + "\n".join(f"{i}. {c}" for i, c in enumerate(constraints, 1)))
+    return "# Constraints\n\n" + "\n".join(f"{i}. {c}" for i, c in enumerate(constraints, 1))
 
-    hdr = [f"## {rel}\n\n{_fence('cpp', _excerpt(text, MAX_HEADER_CHARS))}" for rel, text in headers.items()]
-    parts.append(f"# MNN headers ({task.mechanism} mechanism)\n\n" + "\n\n".join(hdr))
-    if current:
-        cur = [
-            f"## {rel}\n\n{_fence('cpp', _excerpt(text, MAX_CURRENT_CHARS))}" for rel, text in current.items()
-        ]
-        parts.append("# Current implementation (the files you replace)\n\n" + "\n\n".join(cur))
-    if task.mnn.new_files:
-        parts.append(
-            "# New files\n\nNew files are placed by name: "
-            + ", ".join(f"`{g}`" for g in task.mnn.new_files)
-            + " (paths relative to the MNN root)."
-        )
-    parts.append("# Example\n\n" + one_shot(task.mechanism))
 
+def _tree_files_section(title: str, files: dict[str, str], max_chars: int) -> str:
+    """A section ``title`` with one ``## <path>`` subsection per file of ``files`` (MNN-relative path →
+    text), each an :func:`_excerpt` of at most ``max_chars`` in a ``cpp`` fence."""
+    blocks = [f"## {rel}\n\n{_fence('cpp', _excerpt(text, max_chars))}" for rel, text in files.items()]
+    return f"{title}\n\n" + "\n\n".join(blocks)
+
+
+def _new_files_section(task: Task) -> str:
+    """``# New files``: where files matching ``task.mnn.new_files`` are placed (MNN-relative globs)."""
+    return (
+        "# New files\n\nNew files are placed by name: "
+        + ", ".join(f"`{g}`" for g in task.mnn.new_files)
+        + " (paths relative to the MNN root)."
+    )
+
+
+def _target_section(task: Task, model_py: str) -> str:
+    """``# Target operator``: ``model.py``, the inputs and outputs table (:func:`_tensor_line`) and the
+    tolerance, all from the task folder (appendix C.1)."""
     rows = [_tensor_line(t, "input") for t in task.inputs] + [_tensor_line(t, "output") for t in task.outputs]
-    parts.append(
+    return (
         "# Target operator\n\n"
         "## PyTorch reference (model.py)\n\n"
         + _fence("python", model_py.rstrip("\n"))
@@ -295,10 +313,43 @@ def build_prompt(task: Task, mnn_root: Path) -> str:
         + f"\n\n## Tolerance\n\nElement-wise `|out - ref| <= atol + rtol * |ref|` with atol = {task.tolerance.atol:g}, "
         f"rtol = {task.tolerance.rtol:g}, against ONNX Runtime on several random input sets."
     )
-    parts.append(
-        "# Answer\n\nReply with the complete content of each file you change, one fenced code block per file, the "
-        "file name as the first line of each block."
-    )
+
+
+_ANSWER_SECTION = (
+    "# Answer\n\nReply with the complete content of each file you change, one fenced code block per file, the "
+    "file name as the first line of each block."
+)
+
+
+def build_prompt(task: Task, mnn_root: Path) -> str:
+    """The initial prompt for ``task`` as Markdown text.
+
+    Args:
+        task: a loaded task (``task.path`` set: its ``model.py`` is embedded).
+        mnn_root: the MNN source tree (``mnn.source_dir``); headers and current files are read from it.
+
+    Raises:
+        PromptError: ``mnn_root`` is not a directory, a header or a file of ``task.mnn.files`` is missing
+            from it, or the task's ``model.py`` is missing.  The message names the path.
+    """
+    headers, current, model_py = _read_inputs(task, mnn_root)
+    parts = [
+        _role_section(),
+        _task_section(task),
+        _constraints_section(task, _kept_registrations(current)),
+        _tree_files_section(f"# MNN headers ({task.mechanism} mechanism)", headers, MAX_HEADER_CHARS),
+    ]
+    if current:
+        parts.append(
+            _tree_files_section(
+                "# Current implementation (the files you replace)", current, MAX_CURRENT_CHARS
+            )
+        )
+    if task.mnn.new_files:
+        parts.append(_new_files_section(task))
+    parts.append("# Example\n\n" + one_shot(task.mechanism))
+    parts.append(_target_section(task, model_py))
+    parts.append(_ANSWER_SECTION)
     return "\n\n".join(parts) + "\n"
 
 

@@ -216,41 +216,57 @@ def _fmt_value(v: Any) -> str:
     return repr(v)
 
 
-def render_model_py(td: TaskDef, output_shapes: dict[str, list[int]], description: str) -> str:
-    """KernelBench-style ``model.py`` text for ``td`` (importable only where torch is installed)."""
+def _module_head(td: TaskDef, description: str) -> str:
+    """The module docstring (title, ``description`` wrapped at 100) and the torch imports of model.py,
+    then ``td.extra_code`` when there is any; ``F`` is imported only where the code uses ``F.``."""
     title = f"{td.category} / {td.id}: ONNX {td.op} (opset {OPSET})."
     body = textwrap.fill(description, 100)
-    parts = [_HEADER.format(title=title, body=body)]
+    head = _HEADER.format(title=title, body=body)
     if "F." in td.forward + td.init_code + td.extra_code:
-        parts[0] += "from torch.nn import functional as F\n"
+        head += "from torch.nn import functional as F\n"
     if td.extra_code.strip():
-        parts.append(td.extra_code.rstrip() + "\n")
+        head += td.extra_code.rstrip() + "\n"
+    return head
 
-    in_doc = "\n".join(f"            {i.describe()}" for i in td.inputs)
-    out_doc = "\n".join(f"            {o.name}: {o.dtype} tensor of shape {output_shapes[o.name]}" for o in td.outputs)
-    const_doc = ""
+
+def _const_doc(td: TaskDef) -> str:
+    """The class docstring's list of the constants that have a description (``Const.what``); "" if none."""
     named = [c for c in td.consts if c.what]
-    if named:
-        const_doc = "\n\n    Constant tensors of model.onnx (a parameter or buffer of the same name takes its value):\n" + "\n".join(
-            f"        {c.name}: {c.value.dtype} {list(c.value.shape)}, {c.what}" for c in named
-        )
-    sig = ", ".join(f"{n}={_fmt_value(v)}" for n, v in td.init_args)
+    if not named:
+        return ""
+    return "\n\n    Constant tensors of model.onnx (a parameter or buffer of the same name takes its value):\n" + "\n".join(
+        f"        {c.name}: {c.value.dtype} {list(c.value.shape)}, {c.what}" for c in named
+    )
+
+
+def _init_body(td: TaskDef) -> str:
+    """The body of ``Model.__init__``: ``super().__init__()``, one attribute per init argument, then
+    ``td.init_code`` indented by 8."""
     init_lines = ["        super().__init__()"]
     for n, _ in td.init_args:
         init_lines.append(f"        self.{n} = {n}")
     if td.init_code.strip():
         init_lines.append(textwrap.indent(textwrap.dedent(td.init_code).strip("\n"), " " * 8))
+    return "\n".join(init_lines)
+
+
+def _model_class(td: TaskDef, output_shapes: dict[str, list[int]]) -> str:
+    """``class Model``: the summary docstring, ``__init__`` and ``forward`` (Args/Returns give every input's
+    and output's dtype and shape; ``output_shapes`` maps output name → shape)."""
+    in_doc = "\n".join(f"            {i.describe()}" for i in td.inputs)
+    out_doc = "\n".join(f"            {o.name}: {o.dtype} tensor of shape {output_shapes[o.name]}" for o in td.outputs)
+    sig = ", ".join(f"{n}={_fmt_value(v)}" for n, v in td.init_args)
     fwd_args = ", ".join(f"{i.name}: torch.Tensor" for i in td.inputs)
     ret = "torch.Tensor" if len(td.outputs) == 1 else "tuple[" + ", ".join("torch.Tensor" for _ in td.outputs) + "]"
     summary = textwrap.fill(td.summary, 100, subsequent_indent="    ")
-    cls = f'''
+    return f'''
 
 class Model(nn.Module):
-    """{summary}{const_doc}
+    """{summary}{_const_doc(td)}
     """
 
     def __init__(self{", " + sig if sig else ""}):
-{chr(10).join(init_lines)}
+{_init_body(td)}
 
     def forward(self, {fwd_args}) -> {ret}:
         """
@@ -261,11 +277,15 @@ class Model(nn.Module):
         """
 {textwrap.indent(textwrap.dedent(td.forward).strip(chr(10)), " " * 8)}
 '''
-    parts.append(cls)
+
+
+def _module_tail(td: TaskDef) -> str:
+    """The init-argument constants (upper-case names), ``get_inputs()`` (:meth:`In.torch_expr` per input)
+    and ``get_init_inputs()``."""
     consts = "\n".join(f"{n.upper()} = {_fmt_value(v)}" for n, v in td.init_args)
     gi = "\n".join(f"    {i.name} = {i.torch_expr()}" for i in td.inputs)
     names = ", ".join(i.name for i in td.inputs)
-    tail = f'''
+    return f'''
 {chr(10) + consts + chr(10) + chr(10) if consts else ""}
 def get_inputs():
 {gi}
@@ -275,8 +295,11 @@ def get_inputs():
 def get_init_inputs():
     return [{", ".join(n.upper() for n, _ in td.init_args)}]
 '''
-    parts.append(tail)
-    text = "".join(parts)
+
+
+def render_model_py(td: TaskDef, output_shapes: dict[str, list[int]], description: str) -> str:
+    """KernelBench-style ``model.py`` text for ``td`` (importable only where torch is installed)."""
+    text = _module_head(td, description) + _model_class(td, output_shapes) + _module_tail(td)
     # collapse accidental triple blank lines
     while "\n\n\n\n" in text:
         text = text.replace("\n\n\n\n", "\n\n\n")
