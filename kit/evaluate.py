@@ -21,9 +21,9 @@ from typing import Any, Protocol
 import polars as pl
 
 from kit import candidates as kcand
-from kit import metrics
 from kit import provenance as prov
 from kit.config import ConfigError, EvalConfig
+from kit.headline import headline
 from kit.jobs import Job, RunStats, job_from, pending, plan_jobs, rejected_record
 from kit.mnn.source import ensure_pristine
 from kit.pipeline import run_job
@@ -124,7 +124,7 @@ def write_orphans(orphans: list[Record], run_dir: Path, done: set[str]) -> None:
 
 def print_summary(frame: pl.DataFrame, tasks: list[Task], cfg: EvalConfig) -> None:
     """Print CSR, FCR and fast_p per method; then (``report.enabled``) merge the shards and write the report."""
-    print(metrics.headline(frame, tasks, cfg.report.fast_p))
+    print(headline(frame, tasks, cfg.report.fast_p))
     prov.note_selection(cfg.run.dir, cfg)  # the report's denominator includes this session's tasks
     if cfg.report.enabled and frame.height:
         from kit.report import build_report

@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from kit import metrics
+from kit import headline, metrics
 from kit.records import ErrorKind, Record, Status
 from kit.shards import records_frame
 
@@ -196,11 +196,11 @@ def test_custom_ps_and_lazyframe_input():
 
 
 def test_headline_line(by_method):
-    assert metrics.format_headline(by_method["A"]) == (
+    assert headline.format_headline(by_method["A"]) == (
         "CSR 83.3% FCR 66.7% fast_0 33.3% fast_0.5 33.3% fast_1.0 33.3% fast_1.5 16.7% fast_2.0 16.7%"
     )
     buf = io.StringIO()
-    metrics.print_headline(metrics.summary(RECORDS, TASKS), file=buf)
+    headline.print_headline(metrics.summary(RECORDS, TASKS), file=buf)
     lines = buf.getvalue().splitlines()
     assert (
         lines[0].startswith("A: CSR 83.3% FCR 66.7%")
@@ -212,7 +212,7 @@ def test_headline_line(by_method):
         SimpleNamespace(id=r["task_id"], category=r["category"], split=r["split"])
         for r in TASKS.iter_rows(named=True)
     ]
-    assert metrics.headline(RECORDS, task_objs, [1.0]).splitlines() == [
+    assert headline.headline(RECORDS, task_objs, [1.0]).splitlines() == [
         "A: CSR 83.3% FCR 66.7% fast_1.0 33.3% (6 tasks geomean 1.80x over the 2 with a speedup)",
         "B: CSR 16.7% FCR 16.7% fast_1.0 0.0% (6 tasks geomean 1.00x over the 1 with a speedup)",
     ]

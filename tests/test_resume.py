@@ -105,7 +105,7 @@ def _procs_mentioning(text: str) -> list[int]:
 
 @pytest.mark.slow
 def test_driver_sigkill_then_rerun_finishes(tmp_path):
-    from kit import metrics
+    from kit import headline
     from kit.jobs import make_jobs
     from kit.shards import ShardWriter, scan, shard_paths
     from kit.tasks import load_suite
@@ -165,8 +165,8 @@ def test_driver_sigkill_then_rerun_finishes(tmp_path):
     got, ref = scan(run_dir).collect(), scan(ref_dir).collect()
     key = ["job_id", "status", "speedup"]
     assert got.select(key).sort("job_id").equals(ref.select(key).sort("job_id"))
-    assert metrics.headline(got, tasks) == metrics.headline(ref, tasks)
-    assert metrics.headline(got, tasks) in second.stdout
+    assert headline.headline(got, tasks) == headline.headline(ref, tasks)
+    assert headline.headline(got, tasks) in second.stdout
 
 
 if __name__ == "__main__":

@@ -113,7 +113,7 @@ def _log(path: Path) -> str:
 
 
 def test_real_eval_driver_sigkill_then_rerun_matches_uninterrupted_run(tmp_path, fixture_engine):
-    from kit import metrics
+    from kit import headline, metrics
     from kit.jobs import make_jobs
     from kit.shards import RESULTS_FILE, scan, shard_paths
     from kit.tasks import load_suite
@@ -224,5 +224,5 @@ def test_real_eval_driver_sigkill_then_rerun_matches_uninterrupted_run(tmp_path,
     assert s_got.select("csr", "fcr", "n_no_native").row(0) == (1.0, 1.0, 1)  # fx_sub: no native converter
     assert s_got["fast_0"].item() == (n - 1) / n
     # what the rerun printed is the headline of its merged records
-    assert metrics.headline(got, tasks, cfg.report.fast_p) in second.stdout
+    assert headline.headline(got, tasks, cfg.report.fast_p) in second.stdout
     assert (run_dir / "report" / "report.html").is_file()
