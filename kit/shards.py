@@ -12,11 +12,12 @@ the whole batch or nothing.  Every file carries :data:`SHARD_SCHEMA` exactly (st
 column is all null) plus the schema version both as the ``schema_version`` column and as the Parquet
 key-value metadata entry ``mkb.schema_version``.
 
-Readers (:func:`scan` through :func:`check_shards`) refuse, naming the file, a shard that is not a whole
-Parquet file, has no ``mkb.schema_version`` (another Parquet file), has a version newer than
+Readers (:func:`scan` through :func:`~kit.shardschema.check_shards`) refuse, naming the file, a shard that
+is not a whole Parquet file, has no ``mkb.schema_version`` (another Parquet file), has a version newer than
 :data:`~kit.records.SCHEMA_VERSION` (written by a newer kit), or has a column whose dtype differs from
 :data:`SHARD_SCHEMA`.  Shards of an older version stay readable: a column they lack reads as null.  Damage
-that only shows when the rows are read (a corrupted page) is named by :func:`collect`.
+that only shows when the rows are read (a corrupted page) is named by :func:`collect`.  The schema and the
+footer checks are in :mod:`kit.shardschema`.
 
 Dedupe rule: if a ``job_id`` appears more than once (a job retried after its worker was presumed lost
 although it had written its record), the row with the **earliest ``started_at``** is kept; rows with an
@@ -25,73 +26,31 @@ empty ``started_at`` sort last; remaining ties keep the first in shard order (fi
 
 from __future__ import annotations
 
-import enum
-import functools
-import io
 import os
 import re
-import types
 import typing
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 import polars as pl
-from pydantic import BaseModel
 
 from kit.records import SCHEMA_VERSION, Record
+from kit.shardschema import (
+    METADATA_KEY,
+    READ_ERRORS,
+    SHARD_SCHEMA,
+    ShardError,
+    check_shards,
+    first_line,
+    move_away,
+    read_schema_version,  # noqa: F401 - re-exported: kit.shards is where readers import it from
+)
 
 SHARDS_DIR = "shards"
 RESULTS_FILE = "results.parquet"
-METADATA_KEY = "mkb.schema_version"
 
 _WORKER_RE = re.compile(r"^[A-Za-z0-9_.]+$")
 _SHARD_RE = re.compile(r"^(?P<worker>[A-Za-z0-9_.]+)-(?P<seq>\d+)\.parquet$")
-
-
-def _dtype(annotation: Any, where: str) -> pl.DataType:
-    """The Polars dtype of a Record field annotation (``X | None`` is nullable ``X``)."""
-    args = [a for a in typing.get_args(annotation) if a is not type(None)]
-    origin = typing.get_origin(annotation)
-    if origin in (types.UnionType, typing.Union):
-        if len(args) != 1:
-            raise TypeError(f"{where}: unions other than 'X | None' have no Parquet column type")
-        return _dtype(args[0], where)
-    if origin is list:
-        return pl.List(_dtype(args[0], where + "[]"))
-    if isinstance(annotation, type):
-        if issubclass(annotation, BaseModel):
-            return pl.Struct(
-                {n: _dtype(f.annotation, f"{where}.{n}") for n, f in annotation.model_fields.items()}
-            )
-        if issubclass(annotation, bool):
-            return pl.Boolean()
-        if issubclass(annotation, enum.Enum) or issubclass(annotation, str):
-            return pl.String()
-        if issubclass(annotation, int):
-            return pl.Int64()
-        if issubclass(annotation, float):
-            return pl.Float64()
-    raise TypeError(f"{where}: no Parquet column type for annotation {annotation!r}")
-
-
-#: Column → dtype of every shard and of ``results.parquet``: one column per :class:`~kit.records.Record`
-#: field, in field order, derived from the field annotations (never inferred from data, so a column keeps
-#: its dtype when all its values are null): ``str``/enums → String, ``int`` → Int64, ``float`` → Float64,
-#: ``bool`` → Boolean, ``list[float]`` → List(Float64), ``list[Diagnostic]``/``list[Trial]`` →
-#: List(Struct) of their fields.
-SHARD_SCHEMA: pl.Schema = pl.Schema(
-    {name: _dtype(field.annotation, f"Record.{name}") for name, field in Record.model_fields.items()}
-)
-
-
-class ShardError(Exception):
-    """A bad worker id, a shard file that is not a readable record shard (the message names the file), or
-    a run directory with no records to merge."""
-
-
-#: what reading a bad Parquet file can raise (a Rust panic is a BaseException, not an Exception)
-_READ_ERRORS: tuple[type[BaseException], ...] = (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError)
 
 
 def records_frame(records: Iterable[Record]) -> pl.DataFrame:
@@ -224,110 +183,6 @@ def shard_paths(run_dir: Path) -> list[Path]:
     return sorted(p for p in d.iterdir() if _SHARD_RE.match(p.name) and p.is_file())
 
 
-def _move_away(path: Path) -> str:
-    return f"move it out of {path.parent} to go on"
-
-
-@functools.cache
-def _written_arrow_schema() -> str | None:
-    """The ``ARROW:schema`` metadata entry this Polars writes for :data:`SHARD_SCHEMA` (a shard that carries
-    exactly this one has the schema's dtypes: no need for the slower schema read)."""
-    buf = io.BytesIO()
-    empty_frame().write_parquet(buf)
-    return pl.read_parquet_metadata(buf.getvalue()).get("ARROW:schema")
-
-
-def _fits(dtype: pl.DataType, target: pl.DataType) -> bool:
-    """A file column of ``dtype`` reads as ``target``: the same dtype, or null (all-null written as Null)
-    where ``target`` has a value, also inside lists and structs."""
-    if dtype == target or isinstance(dtype, pl.Null):
-        return True
-    if isinstance(dtype, pl.List) and isinstance(target, pl.List):
-        return _fits(dtype.inner, target.inner)
-    if isinstance(dtype, pl.Struct) and isinstance(target, pl.Struct):
-        return [f.name for f in dtype.fields] == [f.name for f in target.fields] and all(
-            _fits(f.dtype, g.dtype) for f, g in zip(dtype.fields, target.fields, strict=True)
-        )
-    return False
-
-
-def _version(path: Path, meta: dict[str, str]) -> int:
-    raw = meta.get(METADATA_KEY)
-    if raw is None:
-        raise ShardError(f"{path}: no {METADATA_KEY!r} in the Parquet key-value metadata")
-    try:
-        return int(raw)
-    except ValueError:
-        raise ShardError(f"{path}: {METADATA_KEY!r} is {raw!r} in the Parquet key-value metadata, not a "
-                         f"schema version") from None
-
-
-def _check_footer(path: Path) -> None:
-    """One shard's Parquet footer: schema version and column dtypes (see :func:`check_shards`)."""
-    try:
-        meta = pl.read_parquet_metadata(path)
-    except _READ_ERRORS as exc:
-        raise ShardError(f"{path}: not a Parquet record shard (damaged footer: {_first_line(exc)}); "
-                         f"{_move_away(path)}") from exc
-    if METADATA_KEY not in meta:
-        raise ShardError(f"{path}: not a record shard (a Parquet file without the {METADATA_KEY!r} metadata "
-                         f"that every shard carries); {_move_away(path)}")
-    try:
-        version = _version(path, meta)
-    except ShardError as exc:
-        raise ShardError(f"{exc}; {_move_away(path)}") from None
-    if version > SCHEMA_VERSION:
-        raise ShardError(f"{path}: record schema version {version} is newer than this kit's ({SCHEMA_VERSION}): "
-                         f"written by a newer mkb? Read the run with that version, or {_move_away(path)}")
-    if version < 1:
-        raise ShardError(f"{path}: record schema version {version} does not exist (versions start at 1); "
-                         f"{_move_away(path)}")
-    arrow_schema = meta.get("ARROW:schema")
-    if arrow_schema is not None and arrow_schema == _written_arrow_schema():
-        return  # written with exactly SHARD_SCHEMA: the usual case, no schema read needed
-    try:
-        schema = pl.read_parquet_schema(path)
-    except _READ_ERRORS as exc:
-        raise ShardError(f"{path}: not a Parquet record shard (unreadable schema: {_first_line(exc)}); "
-                         f"{_move_away(path)}") from exc
-    if "job_id" not in schema:
-        raise ShardError(f"{path}: not a record shard (no job_id column); {_move_away(path)}")
-    bad = [f"{name} is {dtype}, expected {SHARD_SCHEMA[name]}" for name, dtype in schema.items()
-           if name in SHARD_SCHEMA and not _fits(dtype, SHARD_SCHEMA[name])]
-    if bad:
-        raise ShardError(f"{path}: column types differ from the record schema ({'; '.join(bad)}); "
-                         f"{_move_away(path)}")
-
-
-def check_shards(paths: Iterable[Path]) -> None:
-    """Check every shard file of ``paths``: a whole Parquet file (magic bytes at both ends), whose footer
-    carries a known ``mkb.schema_version`` (1 up to :data:`~kit.records.SCHEMA_VERSION`; older shards stay
-    readable, a newer one is refused) and, for the columns it has, the dtypes of :data:`SHARD_SCHEMA`
-    (missing columns read as null, extra ones are ignored).
-
-    Cost: two 4-byte reads and one footer read per file; a file whose ``ARROW:schema`` entry is not the
-    one this Polars writes for :data:`SHARD_SCHEMA` (an older version's shard) takes a second, slower
-    schema read.  Damage inside the data pages is not seen here (see :func:`collect`).
-
-    Raises:
-        ShardError: one is not a readable record shard (names the file and the fault).
-    """
-    for path in paths:
-        try:
-            with path.open("rb") as f:
-                head = f.read(4)
-                f.seek(0, os.SEEK_END)
-                size = f.tell()
-                f.seek(max(0, size - 4))
-                tail = f.read(4)
-        except OSError as exc:
-            raise ShardError(f"{path}: cannot read the shard: {exc.strerror}") from exc
-        if size < 12 or head != b"PAR1" or tail != b"PAR1":
-            raise ShardError(f"{path}: not a Parquet record shard (truncated or another file); move it out of "
-                             f"{path.parent} to go on")
-        _check_footer(path)
-
-
 def _scan_files(paths: Sequence[Path]) -> pl.LazyFrame:
     # shards written before a Record field was added read it as null; a field since removed is dropped
     return pl.scan_parquet(list(paths), schema=SHARD_SCHEMA, missing_columns="insert", extra_columns="ignore")
@@ -366,11 +221,6 @@ def scan(run_dir: Path, dedupe: bool = True) -> pl.LazyFrame:
     )
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 def collect(lf: pl.LazyFrame, run_dir: Path) -> pl.DataFrame:
     """``lf.collect()`` for a query built on :func:`scan` of ``run_dir``; when reading fails, the shards are
     read one by one (slow, only on that error) to name the damaged one.
@@ -386,12 +236,12 @@ def _collect_naming(lf: pl.LazyFrame, paths: Sequence[Path]) -> pl.DataFrame:
     """``lf.collect()``; on a read error, read ``paths`` one by one to raise a ShardError naming the bad one."""
     try:
         return lf.collect()
-    except _READ_ERRORS:
+    except READ_ERRORS:
         for path in paths:
             try:
                 _scan_files([path]).collect()
-            except _READ_ERRORS as err:
-                raise ShardError(f"{path}: cannot read the shard ({_first_line(err)}); {_move_away(path)}") from err
+            except READ_ERRORS as err:
+                raise ShardError(f"{path}: cannot read the shard ({first_line(err)}); {move_away(path)}") from err
         raise
 
 
@@ -445,12 +295,3 @@ def merge(run_dir: Path) -> Path:
     out = run_dir / RESULTS_FILE
     write_parquet_atomic(read_records(run_dir), out)
     return out
-
-
-def read_schema_version(path: Path) -> int:
-    """The ``mkb.schema_version`` key-value metadata of a shard or results file.
-
-    Raises:
-        ShardError: the file has no such entry, or it is not an integer.
-    """
-    return _version(path, pl.read_parquet_metadata(path))

@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from kit import shards
+from kit import shards, shardschema
 from kit.cli import main
 from kit.records import SCHEMA_VERSION, Diagnostic, Record, Status, Trial
 
@@ -331,7 +331,8 @@ def test_shard_of_unknown_schema_version_is_refused(tmp_path, capsys, version, s
 
 def test_shard_of_an_older_known_version_is_read(tmp_path, monkeypatch):
     # as if this kit were at version 2 and the shard from version 1, before the field wall_s existed
-    monkeypatch.setattr(shards, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    monkeypatch.setattr(shards, "SCHEMA_VERSION", SCHEMA_VERSION + 1)  # what the writer records
+    monkeypatch.setattr(shardschema, "SCHEMA_VERSION", SCHEMA_VERSION + 1)  # what the reader accepts
     _seed(tmp_path, "new-0")
     path = tmp_path / "shards" / "old-000000.parquet"
     shards.records_frame([make_record("old-0", wall_s=2.0)]).drop("wall_s").write_parquet(

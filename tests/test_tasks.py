@@ -132,6 +132,15 @@ def test_generate_is_deterministic(tmp_path):
     assert (tmp_path / "README.md").read_text() == (TASKS / "README.md").read_text()
 
 
+def test_observed_toml_is_what_the_probe_writes():
+    from kit.suite.mnn_targets import OBSERVED, OBSERVED_TOML, PROBE
+    from kit.suite.tomlw import dumps_observed
+
+    assert set(OBSERVED) == {d.id for d in suite.all_defs()}
+    text = dumps_observed(OBSERVED, converter=PROBE["converter"], runtime=PROBE["runtime"])
+    assert text == OBSERVED_TOML.read_text(encoding="utf-8")
+
+
 @pytest.mark.mnn
 def test_mnn_files_exist_and_keep_symbols_are_defined(tasks):
     root = os.environ.get("MKB_MNN__SOURCE_DIR")

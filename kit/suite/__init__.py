@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kit.suite import defs_elementwise, defs_nn, defs_tensor
+from kit.suite import defs_elementwise, defs_nn, defs_tensor, defs_window
 from kit.suite.mnn_targets import target_for
 from kit.suite.spec import OPSET, TaskDef, build_onnx, probe_outputs, render_model_py
 from kit.suite.tomlw import dumps_task
@@ -45,7 +45,7 @@ N_OPS = 95
 
 def all_defs() -> list[TaskDef]:
     """Every task definition, in category order (raises ValueError on a duplicate id)."""
-    defs = defs_elementwise.all_defs() + defs_nn.all_defs() + defs_tensor.all_defs()
+    defs = defs_elementwise.all_defs() + defs_nn.all_defs() + defs_window.all_defs() + defs_tensor.all_defs()
     order = {c: i for i, c in enumerate(CATEGORIES)}
     defs.sort(key=lambda d: order[d.category])
     ids = Counter(d.id for d in defs)

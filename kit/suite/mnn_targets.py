@@ -1,6 +1,6 @@
 """Where each task's op lives in MNN 3.2.2: mechanism, runtime op types, replaceable files, kept symbols.
 
-The runtime op types were determined empirically (see ``observed.py``): each ``model.onnx`` converted
+The runtime op types were determined empirically (see ``observed.toml``): each ``model.onnx`` converted
 with the MNN converter (``--keepInputFormat=1``) and run with a per-op callback.  Rules:
 
 * ``composite`` (the ONNX converter rewrites the op into several ops, or cannot convert it):
@@ -15,10 +15,17 @@ with the MNN converter (``--keepInputFormat=1``) and run with a per-op callback.
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
+from pathlib import Path
 
-from kit.suite.observed import OBSERVED
 from kit.suite.spec import TaskDef
+
+#: written by ``python -m kit.suite.probe`` (do not edit): ``converter`` and ``runtime`` (how), ``tasks``
+OBSERVED_TOML = Path(__file__).with_name("observed.toml")
+PROBE: dict = tomllib.loads(OBSERVED_TOML.read_text(encoding="utf-8"))
+#: task id -> {"graph": op types of the converted graph, "runtime": executed op types} or {"error": why not}
+OBSERVED: dict[str, dict[str, list[str] | str]] = PROBE["tasks"]
 
 CPU = "source/backend/cpu/"
 GEO = "source/geometry/"
@@ -148,7 +155,7 @@ _PLUMBING = {"Const", "ConvertTensor", "Input", "Unsqueeze", "Squeeze", "Reshape
 
 
 def _derived(td: TaskDef, t: Target) -> Target:
-    """Adjust the op default to what the converter really produced for this task (``observed.py``)."""
+    """Adjust the op default to what the converter really produced for this task (``observed.toml``)."""
     obs = OBSERVED.get(td.id) or {}
     graph = [g for g in obs.get("graph", []) if g not in _PLUMBING]
     runtime = set(obs.get("runtime", []))

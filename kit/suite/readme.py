@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from kit.suite.mnn_targets import target_for
+from kit.suite.mnn_targets import PROBE, target_for
 from kit.suite.spec import TaskDef
 from kit.tasks import CATEGORIES
 
@@ -60,7 +60,7 @@ Each operator belongs to exactly one category (Tanh is in trigonometry, not acti
   `mnn.new_files` allows a new converter file; `mnn_op_types = ["*"]` times the whole model.
 
 `mnn_op_types` were found empirically (`python -m kit.suite.probe`, recorded in
-`kit/suite/observed.py`): each model converted (`--keepInputFormat=1`) and run with a per-op callback
+`kit/suite/observed.toml`): each model converted (`--keepInputFormat=1`) and run with a per-op callback
 ({probe_source}).
 A `Raster` that only comes from the NCHW/NC4HW4 layout conversions around an op is not counted.
 `keep_symbols` are public symbols of the replaced files used elsewhere in MNN (found by grepping the
@@ -123,10 +123,7 @@ def render_readme(defs: list[TaskDef], splits: dict[str, str]) -> str:
         f"  - `{d.id}`: atol={d.atol:g}, rtol={d.rtol:g}. {d.note}" for d in defs if (d.atol, d.rtol) != (1e-4, 1e-4)
     )
     n_test = sum(1 for d in defs if splits[d.id] == "test")
-    from kit.suite import observed
-
-    doc = observed.__doc__ or ""
-    probe_source = next((ln.strip().rstrip(".") for ln in doc.splitlines() if ln.startswith("Converter:")), "unknown")
+    probe_source = f"Converter: {PROBE['converter']}.  Runtime: {PROBE['runtime']}"
     return _INTRO.format(
         n_tasks=len(defs), n_ops=len(per_op), table=table, ops=op_lines, mech=mech_line, tol=tol,
         n_test=n_test, n_train=len(defs) - n_test, seed=SPLIT_SEED, probe_source=probe_source,
