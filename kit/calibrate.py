@@ -12,11 +12,14 @@ from typing import Any
 
 import numpy as np
 
+from kit import candidates as kcand
 from kit.config import EvalConfig
-from kit.evaluate import calibration_jobs, execute
+from kit.evaluate import execute
+from kit.jobs import job_from
+from kit.mnn.source import ensure_pristine
 from kit.records import Status
 from kit.serial import SerialExecutor
-from kit.shards import read_records
+from kit.shards import done_job_ids, read_records
 from kit.tasks import load_suite
 
 
@@ -27,8 +30,9 @@ def calibrate(cfg: EvalConfig) -> int:
     tasks = load_suite(cfg.tasks.dir, cfg.tasks.split, cfg.tasks.ids or None)
     run_dir = cfg.run.dir / "calibration"
     run_dir.mkdir(parents=True, exist_ok=True)
-    jobs, done = calibration_jobs(cfg, tasks, run_dir)
-    execute(jobs, done, run_dir, SerialExecutor(cfg), label="calibrate")
+    root = ensure_pristine(cfg.mnn).root  # the native method's files are the tree's own
+    jobs = [job_from(kcand.native_candidate(t, root), t, cfg.digest()) for t in tasks]
+    execute(jobs, done_job_ids(run_dir), run_dir, SerialExecutor(cfg), label="calibrate")
     rows = [_task_row(r) for r in read_records(run_dir).iter_rows(named=True)]
     summary = _summary(rows)
     (cfg.run.dir / "calibration.json").write_text(json.dumps({"summary": summary, "tasks": rows}, indent=1))

@@ -30,7 +30,7 @@ from kit.pipeline import run_job
 from kit.records import Record
 from kit.rundir import prepare as prepare_run_dir
 from kit.rundir import release as release_run_dir
-from kit.shards import RecordSink, ShardWriter, done_job_ids, read_records
+from kit.shards import RecordSink, ShardWriter, read_records
 from kit.tasks import Task, TaskError, load_suite
 from kit.worker import setup_worker
 
@@ -173,11 +173,3 @@ def check(cfg: EvalConfig, task_id: str, files: list[Path] | None = None, respon
     out["native_samples"] = len(out.pop("native_samples_ms"))
     out["candidate_samples"] = len(out.pop("candidate_samples_ms"))
     return out
-
-
-def calibration_jobs(cfg: EvalConfig, tasks: list[Task], run_dir: Path) -> tuple[list[Job], set[str]]:
-    """The native method's job for every task of ``tasks`` (its files read from the pristine tree) and the job
-    ids already recorded in ``run_dir`` (``mkb calibrate``: :mod:`kit.calibrate`)."""
-    root = ensure_pristine(cfg.mnn).root
-    jobs = [job_from(kcand.native_candidate(t, root), t, cfg.digest()) for t in tasks]
-    return jobs, done_job_ids(run_dir)

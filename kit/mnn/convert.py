@@ -19,7 +19,7 @@ _NOT_SUPPORTED = re.compile(r"These Op Not Support:\s*(.*)")
 
 
 @dataclass(frozen=True)
-class ConvertResult:
+class ConvertResult(proc.FromProcess):
     """Outcome of one MNNConvert run.
 
     ``ok`` only when the log says "Converted Success!" and ``model_path`` exists and is non-empty (MNNConvert
@@ -33,14 +33,6 @@ class ConvertResult:
     log: str
     reason: str
     proc: proc.ProcResult
-
-    @property
-    def timed_out(self) -> bool:
-        return self.proc.timed_out
-
-    @property
-    def signal(self) -> int | None:
-        return self.proc.signal
 
 
 def parse_unsupported(log: str) -> tuple[str, ...]:

@@ -136,7 +136,7 @@ def build_runner(
 
 
 @dataclass(frozen=True)
-class RunResult:
+class RunResult(proc.FromProcess):
     """Outcome of one runner invocation.
 
     ``outputs``: output name → float32/int32 array (MNN's actual shape), empty unless ``ok``.
@@ -153,14 +153,6 @@ class RunResult:
     error: str
     proc: proc.ProcResult
     timing_path: Path | None = field(default=None)
-
-    @property
-    def timed_out(self) -> bool:
-        return self.proc.timed_out
-
-    @property
-    def signal(self) -> int | None:
-        return self.proc.signal
 
 
 def runner_env(lib_dir: Path | None, base: Mapping[str, str] | None = None) -> dict[str, str]:

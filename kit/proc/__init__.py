@@ -36,7 +36,7 @@ from kit.proc.command import Waiting, run, start
 from kit.proc.pause import PAUSE_POLL_S, Pausable, pausable
 from kit.proc.pipes import PIPE_GRACE_S
 from kit.proc.pipes import _wait_exit as _wait_exit  # not public: the tests reach it to try both of its ways
-from kit.proc.result import ProcResult
+from kit.proc.result import FromProcess, ProcResult
 from kit.proc.sessions import kill_pipe_holders, kill_session, process_start, session_members, signal_session
 from kit.proc.spawn import BASE_ENV_KEYS, base_env, track_children, which
 
@@ -45,6 +45,7 @@ __all__ = [
     "PAUSE_POLL_S",
     "PIPE_GRACE_S",
     "Pausable",
+    "FromProcess",
     "ProcResult",
     "Waiting",
     "base_env",

@@ -1,4 +1,5 @@
-"""What a command leaves: :class:`ProcResult`, its output decoded and truncated."""
+"""What a command leaves: :class:`ProcResult`, its output decoded and truncated; :class:`FromProcess` for the
+results built on one."""
 
 from __future__ import annotations
 
@@ -33,6 +34,21 @@ class ProcResult:
     @property
     def output(self) -> str:
         return self.stdout + ("\n" if self.stdout and self.stderr else "") + self.stderr
+
+
+class FromProcess:
+    """For results that carry the :class:`ProcResult` of the process they come from as ``proc`` (a converter's,
+    a runner's): whether it timed out, and the signal that killed it."""
+
+    proc: ProcResult
+
+    @property
+    def timed_out(self) -> bool:
+        return self.proc.timed_out
+
+    @property
+    def signal(self) -> int | None:
+        return self.proc.signal
 
 
 def _truncate(data: bytes, limit: int) -> tuple[str, bool]:
