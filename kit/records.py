@@ -11,7 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = 1
+#: 2: stage times, timing rounds and conditions, invocation digests, flags, trial threads
+SCHEMA_VERSION = 2
 
 
 class Status(enum.StrEnum):
@@ -74,7 +75,7 @@ class Diagnostic(BaseModel):
 
 
 class Trial(BaseModel):
-    """One seeded verification trial."""
+    """One seeded verification trial (``threads``: the runner's CPU threads in it; None in older records)."""
 
     model_config = ConfigDict(frozen=True)
     seed: int
@@ -82,14 +83,31 @@ class Trial(BaseModel):
     max_abs_err: float | None = None
     max_rel_err: float | None = None
     reason: str = ""
+    threads: int | None = None
+
+
+class Flag(BaseModel):
+    """Something a reviewer should look at in a record, with why (``code``, e.g. ``implausible_speedup``)."""
+
+    model_config = ConfigDict(frozen=True)
+    code: str
+    reason: str = ""
+
+
+#: flag codes
+IMPLAUSIBLE_SPEEDUP = "implausible_speedup"
 
 
 class Record(BaseModel):
     """The one result of a job.
 
-    Times are milliseconds of the task's target MNN op types per inference (sum over those op types),
-    ``speedup = native_ms / candidate_ms`` (medians over all timed iterations of all rounds), with a
-    bootstrap 95 % CI.  ``*_samples_ms`` are the raw per-iteration samples.
+    Times are milliseconds of the task's target MNN op types per inference (sum over those op types).
+    ``native_ms`` and ``candidate_ms`` are geometric means over the rounds of each round's median;
+    ``speedup = native_ms / candidate_ms`` (the geometric mean of the rounds' paired ratios) with a 95 % CI
+    over rounds (:mod:`kit.stages.timing` states the method).  ``*_samples_ms`` are the raw per-iteration
+    samples and ``*_samples_round`` the round of each.  Stage times are seconds: ``build_s`` (configure +
+    ninja), ``convert_s`` (the candidate's converter), ``verify_s`` (the trials), ``timing_s`` (the timing
+    stage), ``wall_s`` (the whole job).
     """
 
     model_config = ConfigDict(frozen=True, use_enum_values=False)
@@ -114,6 +132,9 @@ class Record(BaseModel):
     build_log_tail: str = ""
 
     build_s: float | None = None
+    convert_s: float | None = None
+    verify_s: float | None = None
+    timing_s: float | None = None
     trials: list[Trial] = Field(default_factory=list)
     max_abs_err: float | None = None
     max_rel_err: float | None = None
@@ -125,10 +146,23 @@ class Record(BaseModel):
     speedup_ci_high: float | None = None
     native_samples_ms: list[float] = Field(default_factory=list)
     candidate_samples_ms: list[float] = Field(default_factory=list)
+    native_samples_round: list[int] = Field(default_factory=list)
+    candidate_samples_round: list[int] = Field(default_factory=list)
+    timing_rounds: int | None = None
     timing_threads: int | None = None
     timing_precision: str = ""
     timing_emulated: bool = False  # measured under qemu: never scored as a speedup
     timing_basis: str = ""  # "op": target op types; "model": whole forward (sides ran different op types)
+    #: native op time below ``timing.min_native_ms``: too short to time here, the speedup is not scored
+    timing_untimeable: bool = False
+    timing_cores: list[int] = Field(default_factory=list)  # CPU cores both sides' runners were pinned to
+    cpu_governor: str = ""  # cpufreq governor of those cores ("" where unreadable)
+    cpu_freq_mhz: float | None = None  # their current frequency just before the timing phase
+    host_load_1m: float | None = None  # the host's 1-minute load average just before the timing phase
+    #: sha256 of each side's runner invocation without its model and libraries (equal: symmetric runs)
+    native_invocation_sha256: str = ""
+    candidate_invocation_sha256: str = ""
+    flags: list[Flag] = Field(default_factory=list)
 
     arch: str = ""
     host: str = ""

@@ -184,8 +184,10 @@ def shard_paths(run_dir: Path) -> list[Path]:
 
 
 def _scan_files(paths: Sequence[Path]) -> pl.LazyFrame:
-    # shards written before a Record field was added read it as null; a field since removed is dropped
-    return pl.scan_parquet(list(paths), schema=SHARD_SCHEMA, missing_columns="insert", extra_columns="ignore")
+    # shards written before a Record field (or a field of a nested struct: Trial.threads) was added read it as
+    # null; a field since removed is dropped
+    return pl.scan_parquet(list(paths), schema=SHARD_SCHEMA, missing_columns="insert", extra_columns="ignore",
+                           cast_options=pl.ScanCastOptions(missing_struct_fields="insert"))
 
 
 def scan(run_dir: Path, dedupe: bool = True) -> pl.LazyFrame:

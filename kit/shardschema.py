@@ -93,16 +93,20 @@ def _written_arrow_schema() -> str | None:
     return pl.read_parquet_metadata(buf.getvalue()).get("ARROW:schema")
 
 
-def _fits(dtype: pl.DataType, target: pl.DataType) -> bool:
+def _fits(dtype: pl.DataType, target: pl.DataType, older: bool = False) -> bool:
     """A file column of ``dtype`` reads as ``target``: the same dtype, or null (all-null written as Null)
-    where ``target`` has a value, also inside lists and structs."""
+    where ``target`` has a value, also inside lists and structs.  In a file of an ``older`` schema version a
+    struct may lack the fields added at its end since (they read as null; e.g. ``Trial.threads``, version 2)."""
     if dtype == target or isinstance(dtype, pl.Null):
         return True
     if isinstance(dtype, pl.List) and isinstance(target, pl.List):
-        return _fits(dtype.inner, target.inner)
+        return _fits(dtype.inner, target.inner, older)
     if isinstance(dtype, pl.Struct) and isinstance(target, pl.Struct):
-        return [f.name for f in dtype.fields] == [f.name for f in target.fields] and all(
-            _fits(f.dtype, g.dtype) for f, g in zip(dtype.fields, target.fields, strict=True)
+        have, want = list(dtype.fields), list(target.fields)
+        if not older:
+            have = have + [None] * (len(want) - len(have))  # type: ignore[list-item]
+        return len(have) <= len(want) and all(
+            f is not None and f.name == g.name and _fits(f.dtype, g.dtype, older) for f, g in zip(have, want)
         )
     return False
 
@@ -152,7 +156,7 @@ def _check_footer(path: Path) -> None:
     if "job_id" not in schema:
         raise ShardError(f"{path}: not a record shard (no job_id column); {move_away(path)}")
     bad = [f"{name} is {dtype}, expected {SHARD_SCHEMA[name]}" for name, dtype in schema.items()
-           if name in SHARD_SCHEMA and not _fits(dtype, SHARD_SCHEMA[name])]
+           if name in SHARD_SCHEMA and not _fits(dtype, SHARD_SCHEMA[name], older=version < SCHEMA_VERSION)]
     if bad:
         raise ShardError(f"{path}: column types differ from the record schema ({'; '.join(bad)}); "
                          f"{move_away(path)}")

@@ -67,7 +67,8 @@ def test_schema_matches_record_fields():
     assert list(s.names()) == list(Record.model_fields)
     assert s["status"] == pl.String and s["error_kind"] == pl.String  # enums as strings
     assert s["signal"] == pl.Int64 and s["speedup"] == pl.Float64 and s["timing_emulated"] == pl.Boolean
-    assert s["native_samples_ms"] == pl.List(pl.Float64)
+    assert s["native_samples_ms"] == pl.List(pl.Float64) and s["native_samples_round"] == pl.List(pl.Int64)
+    assert s["flags"] == pl.List(pl.Struct({"code": pl.String, "reason": pl.String}))
     assert s["diagnostics"] == pl.List(
         pl.Struct(
             {
@@ -88,6 +89,7 @@ def test_schema_matches_record_fields():
                 "max_abs_err": pl.Float64,
                 "max_rel_err": pl.Float64,
                 "reason": pl.String,
+                "threads": pl.Int64,
             }
         )
     )
@@ -234,6 +236,28 @@ def test_older_shard_without_a_new_field_reads_as_null(tmp_path):
     df = shards.scan(tmp_path).collect()
     assert df.schema == shards.SHARD_SCHEMA
     assert dict(zip(df["job_id"], df["wall_s"])) == {"old-0": None, "new-0": 1.5}
+
+
+def test_a_version_1_shard_whose_trials_lack_threads_is_read(tmp_path):
+    """Schema 1 wrote Trial without ``threads`` and had no ``flags``/stage-time columns: such a shard passes the
+    footer check and reads with those fields null, beside a shard of this version."""
+    rec = make_record("v1-0", wall_s=2.0).model_copy(update={"trials": [Trial(seed=3, ok=True, max_abs_err=0.5)]})
+    row = shards.records_frame([rec]).drop("flags", "convert_s", "native_samples_round")
+    v1_trials = pl.List(pl.Struct({"seed": pl.Int64, "ok": pl.Boolean, "max_abs_err": pl.Float64,
+                                   "max_rel_err": pl.Float64, "reason": pl.String}))
+    row = row.with_columns(pl.Series("trials", [[{"seed": 3, "ok": True, "max_abs_err": 0.5, "max_rel_err": None,
+                                                   "reason": ""}]], dtype=v1_trials),
+                           schema_version=pl.lit(1, pl.Int64))
+    (tmp_path / "shards").mkdir()
+    row.write_parquet(tmp_path / "shards" / "old-000000.parquet", metadata={shards.METADATA_KEY: "1"})
+    with shards.ShardWriter(tmp_path, "new") as w:
+        w.append(make_record("new-0"))
+    df = shards.read_records(tmp_path).sort("job_id")
+    assert df.schema == shards.SHARD_SCHEMA
+    old = df.row(by_predicate=pl.col("job_id") == "v1-0", named=True)
+    assert old["trials"] == [{"seed": 3, "ok": True, "max_abs_err": 0.5, "max_rel_err": None, "reason": "",
+                              "threads": None}]
+    assert old["flags"] is None and old["convert_s"] is None and old["schema_version"] == 1
 
 
 # ------------------------------------------------------------------------------- refused inputs
