@@ -1,13 +1,20 @@
 """``mkb calibrate``: the native method on every task of a split, timed against itself (A/A).
 
-Which tasks native MNN passes, and the spread of native-vs-native speedups: the timing noise floor that a
-candidate's speedup must clear.  Records go to ``<run.dir>/calibration/`` (resumed like a run); the summary
-to ``<run.dir>/calibration.json``, which a run's report reads for its noise band.
+Which tasks native MNN passes, and how well the timing method's intervals hold where nothing differs: the
+**coverage** (the share of timed tasks whose speedup interval contains 1.0; a 95 % interval should hold for
+>= 95 % of them), the median interval width beside it (an interval that holds only by being wide is no
+answer), how often native itself would score ``fast_1.0`` and its significant variant, and per task the
+**noise floor** ``noise_log = ln(ci_high / ci_low) / 2`` (the half-width of its A/A interval on the log scale:
+a candidate's speedup ``s`` is inside the noise band of its task when ``|ln s| <= noise_log``) and whether it is
+**untimeable** (native op time below ``timing.min_native_ms``).  Records go to ``<run.dir>/calibration/``
+(resumed like a run); the summary and the per-task entries to ``<run.dir>/calibration.json``, which a run's
+report reads (copy it into the run directory).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import numpy as np
@@ -25,45 +32,86 @@ from kit.tasks import load_suite
 
 def calibrate(cfg: EvalConfig) -> int:
     """``mkb calibrate``: run the native method on every task of ``cfg``'s split in this process; write
-    ``calibration.json`` in the run directory (per task: native passes?, A/A speedup and its CI) and print the
-    noise floor.  Returns 0."""
+    ``calibration.json`` in the run directory (:func:`summarize`, and per task: native passes?, A/A speedup, its
+    interval, noise floor, untimeable) and print the summary.  Returns 0."""
     tasks = load_suite(cfg.tasks.dir, cfg.tasks.split, cfg.tasks.ids or None)
     run_dir = cfg.run.dir / "calibration"
     run_dir.mkdir(parents=True, exist_ok=True)
     root = ensure_pristine(cfg.mnn).root  # the native method's files are the tree's own
     jobs = [job_from(kcand.native_candidate(t, root), t, cfg.digest()) for t in tasks]
     execute(jobs, done_job_ids(run_dir), run_dir, SerialExecutor(cfg), label="calibrate")
-    rows = [_task_row(r) for r in read_records(run_dir).iter_rows(named=True)]
-    summary = _summary(rows)
+    rows = [task_row(r) for r in read_records(run_dir).iter_rows(named=True)]
+    summary = summarize(rows, cfg.timing.confidence)
     (cfg.run.dir / "calibration.json").write_text(json.dumps({"summary": summary, "tasks": rows}, indent=1))
     print(json.dumps(summary, indent=1))
+    print(coverage_line(summary))
     failing = [r["task_id"] for r in rows if not r["native_passes"]]
     if failing:
         print(f"native {cfg.mnn.version} fails {len(failing)} task(s): {', '.join(failing)}")
     return 0
 
 
-def _task_row(r: dict[str, Any]) -> dict[str, Any]:
-    """One task's calibration entry from its record."""
+def task_row(r: dict[str, Any]) -> dict[str, Any]:
+    """One task's calibration entry from its record: status, A/A speedup and interval, ``covers_one`` (the
+    interval contains 1.0), ``noise_log`` (half its width on the log scale), ``untimeable``."""
+    lo, hi = r["speedup_ci_low"], r["speedup_ci_high"]
+    has_ci = lo is not None and hi is not None and lo > 0 and hi > 0
     return {
         "task_id": r["task_id"],
         "native_passes": r["status"] in (Status.OK.value, Status.TIMING_FAILED.value),
         "status": r["status"],
         "error_kind": r["error_kind"],
         "speedup": r["speedup"],
-        "speedup_ci_low": r["speedup_ci_low"],
-        "speedup_ci_high": r["speedup_ci_high"],
+        "speedup_ci_low": lo,
+        "speedup_ci_high": hi,
+        "covers_one": bool(lo <= 1.0 <= hi) if has_ci else None,
+        "noise_log": math.log(hi / lo) / 2 if has_ci else None,
         "native_ms": r["native_ms"],
+        "untimeable": bool(r.get("timing_untimeable")),
     }
 
 
-def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Tasks, how many native passes, and the median and 5th/95th percentiles of the A/A speedups."""
+def summarize(rows: list[dict[str, Any]], confidence: float = 0.95) -> dict[str, Any]:
+    """The calibration's summary over the tasks with an A/A interval (``timed``): ``coverage`` (share whose
+    interval contains 1.0) at ``confidence``, the median and 95th percentile of the interval width
+    ``ci_high - ci_low``, the median ``noise_log``, the share of tasks native would score for ``fast_1.0``
+    (speedup > 1) and its significant variant (interval above 1), the untimeable tasks, and the median and
+    5th/95th percentiles of the A/A speedups."""
     speeds = np.array([r["speedup"] for r in rows if r["speedup"] is not None], dtype=float)
+    timed = [r for r in rows if r["covers_one"] is not None]
+    widths = np.array([r["speedup_ci_high"] - r["speedup_ci_low"] for r in timed], dtype=float)
+
+    def share(pred) -> float | None:
+        return sum(1 for r in timed if pred(r)) / len(timed) if timed else None
+
+    def pct(values: np.ndarray, q: float) -> float | None:
+        return float(np.percentile(values, q)) if values.size else None
+
     return {
         "tasks": len(rows),
         "native_passes": sum(r["native_passes"] for r in rows),
-        "aa_speedup_median": float(np.median(speeds)) if speeds.size else None,
-        "aa_speedup_p05": float(np.percentile(speeds, 5)) if speeds.size else None,
-        "aa_speedup_p95": float(np.percentile(speeds, 95)) if speeds.size else None,
+        "timed": len(timed),
+        "confidence": confidence,
+        "coverage": share(lambda r: r["covers_one"]),
+        "ci_width_median": pct(widths, 50),
+        "ci_width_p95": pct(widths, 95),
+        "noise_log_median": pct(np.array([r["noise_log"] for r in timed], dtype=float), 50),
+        "native_fast_1.0": share(lambda r: r["speedup"] > 1.0),
+        "native_fast_sig_1.0": share(lambda r: r["speedup_ci_low"] > 1.0),
+        "untimeable": sorted(r["task_id"] for r in rows if r["untimeable"]),
+        "aa_speedup_median": pct(speeds, 50),
+        "aa_speedup_p05": pct(speeds, 5),
+        "aa_speedup_p95": pct(speeds, 95),
     }
+
+
+def coverage_line(summary: dict[str, Any]) -> str:
+    """``A/A coverage: 38/40 tasks (95.0 %) ...`` in words, for the console and the report."""
+    if not summary.get("timed"):
+        return "A/A coverage: no task was timed"
+    n = summary["timed"]
+    return (f"A/A coverage: the {100 * summary['confidence']:.0f} % interval contains 1.0 for "
+            f"{round(summary['coverage'] * n)}/{n} timed tasks ({100 * summary['coverage']:.1f} %); median "
+            f"width {summary['ci_width_median']:.3f}, median noise floor +-{100 * math.expm1(summary['noise_log_median']):.1f} %; "
+            f"native itself scores fast_1.0 on {100 * summary['native_fast_1.0']:.1f} % and significantly on "
+            f"{100 * summary['native_fast_sig_1.0']:.1f} %")

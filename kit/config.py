@@ -116,9 +116,13 @@ class BuildSection(_Section):
 
 
 class VerifySection(_Section):
-    #: seeded input sets per task (>= 5 for scoring runs)
+    #: seeded input sets per task (>= 5 for scoring runs), run with ``timing.threads`` threads
     trials: int = Field(default=5, ge=1)
     seed: int = 0
+    #: further thread counts to verify at, so that a kernel whose multi-threaded split is wrong fails; each runs
+    #: the first ``extra_trials`` seeds (a count equal to ``timing.threads`` is skipped)
+    extra_threads: list[int] = Field(default_factory=lambda: [4])
+    extra_trials: int = Field(default=2, ge=1)
     convert_timeout_s: float = Field(default=120.0, gt=0)
     run_timeout_s: float = Field(default=60.0, gt=0)
     #: address-space limit (RLIMIT_AS) of the converter and runner processes that execute candidate code, MiB
@@ -130,14 +134,33 @@ class TimingSection(_Section):
     threads: int = Field(default=1, ge=1)
     #: MNN BackendConfig precision; ``high`` is fp32 on CPU
     precision: Literal["high", "normal", "low"] = "high"
+    #: untimed forward passes at the start of every run (one run = one runner process)
     warmup: int = Field(default=10, ge=0)
     #: timed iterations per round and side
-    iterations: int = Field(default=100, ge=1)
-    #: interleaved rounds (native, candidate, native, candidate, ...)
-    rounds: int = Field(default=3, ge=1)
-    #: bootstrap resamples for the speedup's 95 % CI
-    bootstrap: int = Field(default=1000, ge=100)
+    iterations: int = Field(default=30, ge=1)
+    #: interleaved rounds (N C, C N, N C, ...); the speedup's interval is over rounds, so at least 2; 10 x 30
+    #: keeps the 300 timed iterations per side of the former 3 x 100
+    rounds: int = Field(default=10, ge=2)
+    #: confidence level of the speedup's interval (Student t over the rounds' paired log ratios)
+    confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
+    #: CPU cores both sides' runners are pinned to (``threads`` of them); empty: the last ``threads`` cores this
+    #: process may run on
+    cores: list[int] = Field(default_factory=list)
+    #: a native op time (ms) below this is too short to time here: the record is flagged untimeable, its
+    #: speedup never scored
+    min_native_ms: float = Field(default=0.005, ge=0)
+    #: a speedup above this factor is flagged implausible in the record and the report, never silently scored
+    implausible_speedup: float = Field(default=10.0, gt=1.0)
     timeout_s: float = Field(default=300.0, gt=0)
+
+    @model_validator(mode="after")
+    def _cores_match_threads(self) -> TimingSection:
+        if self.cores and (len(self.cores) != self.threads or len(set(self.cores)) != len(self.cores)
+                           or min(self.cores) < 0):
+            raise _fields_error(("cores", "threads"),
+                                f"timing.cores {self.cores} must name timing.threads = {self.threads} distinct "
+                                f"non-negative core numbers (or be empty: chosen automatically)")
+        return self
 
 
 #: resource names Ray defines itself (never a node label)

@@ -172,4 +172,6 @@ def check(cfg: EvalConfig, task_id: str, files: list[Path] | None = None, respon
     # raw samples are long: the verdict keeps their count (the record in a run keeps them all)
     out["native_samples"] = len(out.pop("native_samples_ms"))
     out["candidate_samples"] = len(out.pop("candidate_samples_ms"))
+    out.pop("native_samples_round")
+    out.pop("candidate_samples_round")
     return out

@@ -1,4 +1,5 @@
-"""Facts about this machine: its architecture (in two spellings), whether it runs emulated, its CPU model.
+"""Facts about this machine: its architecture (in two spellings), whether it runs emulated, its CPU model,
+and the conditions of a timing run (usable cores, cpufreq governor and frequency, load).
 
 Two spellings of an architecture are in use, and they are not interchangeable:
 
@@ -13,6 +14,7 @@ qemu.  This module imports nothing of the kit.
 
 from __future__ import annotations
 
+import os
 import platform
 from pathlib import Path
 
@@ -90,3 +92,80 @@ def cpu_model() -> str:
     except OSError:
         pass
     return "unknown"
+
+
+# ---------------------------------------------------------------------------------------- timing conditions
+
+
+def usable_cores() -> list[int]:
+    """The CPU cores this process may run on (its affinity mask), sorted."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return list(range(os.cpu_count() or 1))
+
+
+def timing_cores(threads: int, configured: list[int] | tuple[int, ...] = ()) -> tuple[int, ...]:
+    """The cores a timing run is pinned to: ``configured`` when given, else the last ``threads`` usable cores
+    (the first ones take the system's interrupts and housekeeping more often).
+
+    Raises:
+        ValueError: a configured core is not usable here, or fewer than ``threads`` cores are."""
+    usable = usable_cores()
+    if configured:
+        missing = sorted(set(configured) - set(usable))
+        if missing:
+            raise ValueError(f"timing.cores {list(configured)}: cores {missing} are not usable here (usable: {usable})")
+        return tuple(configured)
+    if len(usable) < threads:
+        raise ValueError(f"timing.threads = {threads}: only {len(usable)} usable core(s) here ({usable})")
+    return tuple(usable[-threads:])
+
+
+def _cpufreq(core: int, name: str) -> str | None:
+    try:
+        return Path(f"/sys/devices/system/cpu/cpu{core}/cpufreq/{name}").read_text().strip()
+    except OSError:
+        return None
+
+
+def cpu_governor(cores: tuple[int, ...] | list[int]) -> str:
+    """The cpufreq scaling governor of ``cores`` ("performance", "schedutil", ...; several joined by ``,``;
+    "" where the kernel exposes none, e.g. in most VMs)."""
+    names = sorted({g for c in cores if (g := _cpufreq(c, "scaling_governor"))})
+    return ",".join(names)
+
+
+def cpu_freq_mhz(cores: tuple[int, ...] | list[int]) -> float | None:
+    """The mean current frequency of ``cores`` in MHz (``scaling_cur_freq``; None where unreadable)."""
+    khz = [int(v) for c in cores if (v := _cpufreq(c, "scaling_cur_freq")) and v.isdigit()]
+    return sum(khz) / len(khz) / 1000.0 if khz else None
+
+
+def load_1m() -> float | None:
+    """The host's 1-minute load average (``/proc/loadavg``; None where unreadable)."""
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def allowed_cores(pid: int) -> tuple[int, ...] | None:
+    """The cores process ``pid`` may run on (``Cpus_allowed_list`` of ``/proc/<pid>/status``; None where
+    unreadable, e.g. the process is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("Cpus_allowed_list:"):
+                return tuple(_parse_list(line.split(":", 1)[1].strip()))
+    except OSError:
+        return None
+    return None
+
+
+def _parse_list(text: str) -> list[int]:
+    """``0-2,5`` → ``[0, 1, 2, 5]`` (the kernel's cpu list format)."""
+    out: list[int] = []
+    for part in filter(None, text.split(",")):
+        lo, _, hi = part.partition("-")
+        out += range(int(lo), int(hi or lo) + 1)
+    return out

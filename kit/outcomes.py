@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kit.records import Diagnostic, ErrorKind, Status, Trial
+from kit.records import Diagnostic, ErrorKind, Flag, Status, Trial
 
 
 @dataclass(frozen=True)
@@ -32,9 +32,13 @@ class BuildOutcome:
 
 @dataclass(frozen=True)
 class VerifyOutcome:
-    """The seeded verification trials, in order (all passed unless the stage failed)."""
+    """The seeded verification trials, in order (all passed unless the stage failed); ``convert_s``: seconds
+    of the candidate's converter, ``verify_s``: seconds of the trials (without the seconds they were paused for
+    another worker's timing phase)."""
 
     trials: tuple[Trial, ...] = ()
+    convert_s: float | None = None
+    verify_s: float | None = None
 
     @property
     def max_abs_err(self) -> float | None:
@@ -52,11 +56,16 @@ class VerifyOutcome:
 class TimingOutcome:
     """Native vs candidate timing (:mod:`kit.stages.timing` states the method).
 
-    Medians and raw per-iteration samples in ms of the task's target op types (or of the whole forward
-    pass, ``basis = "model"``); ``speedup = native_ms / candidate_ms`` with its 95 % bootstrap CI; the native
-    fields are None/empty when native MNN cannot convert the task (``no_native_reason`` says why; None
-    when there is a native side).
-    ``emulated``: measured under user-mode emulation (qemu): recorded, never scored."""
+    Times in ms of the task's target op types (or of the whole forward pass, ``basis = "model"``):
+    ``*_ms`` are geometric means over the rounds of each round's median, ``*_samples_ms`` the raw
+    per-iteration samples with their round in ``*_samples_round``; ``speedup = native_ms / candidate_ms``
+    with its interval over the ``rounds`` paired rounds; the native fields are None/empty when native MNN
+    cannot convert the task (``no_native_reason`` says why; None when there is a native side).
+    Conditions: ``cores`` both sides were pinned to, their ``governor`` and ``freq_mhz``, the host's
+    ``load_1m`` before the timed runs, the digest of each side's runner invocation (equal by construction:
+    checked).  ``emulated``: measured under user-mode emulation (qemu); ``untimeable``: the native op time is
+    below the configured minimum; ``flags``: e.g. an implausible speedup.  None of those is scored as a
+    speedup.  ``timing_s``: seconds of the whole stage."""
 
     candidate_samples_ms: tuple[float, ...]
     candidate_ms: float
@@ -70,6 +79,18 @@ class TimingOutcome:
     precision: str = ""
     emulated: bool = False
     no_native_reason: str | None = None
+    candidate_samples_round: tuple[int, ...] = ()
+    native_samples_round: tuple[int, ...] = ()
+    rounds: int | None = None
+    cores: tuple[int, ...] = ()
+    governor: str = ""
+    freq_mhz: float | None = None
+    load_1m: float | None = None
+    native_invocation_sha256: str = ""
+    candidate_invocation_sha256: str = ""
+    untimeable: bool = False
+    flags: tuple[Flag, ...] = ()
+    timing_s: float | None = None
 
 
 @dataclass

@@ -115,8 +115,8 @@ def _build_verify(job: Job, worker: Worker, scratch: Path, out: Outcome) -> tupl
             worker.stage = "verify"
             side = sverify.Side(ws.build / "MNNConvert", workspace_lib_dir(ws))
             with _held(worker.gate, exclusive=False):
-                model = sverify.convert(task, side, scratch / "candidate.mnn", opts.verify)
-                out.add(sverify.verify(task, model, side, worker.native.runner, scratch / "verify", opts.verify))
+                model, verified = sverify.convert_and_verify(task, side, worker.native.runner, scratch, opts.verify)
+            out.add(verified)
         return model, side
     finally:
         worker.stage = ""

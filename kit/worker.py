@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import fcntl
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
-from kit import proc
+from kit import hostinfo, proc
 from kit.artefacts import Bundle
 from kit.config import EvalConfig, MnnSection
 from kit.gate import NodeGate
@@ -46,20 +46,28 @@ class JobSettings:
 
 
 def job_settings(cfg: EvalConfig) -> JobSettings:
-    """The stage options of ``cfg``.  Verification and timing run the runner with the same threads, precision
-    and memory limit (``timing.threads``, ``timing.precision``, ``verify.memory_limit_mb``); timing draws its
-    inputs and seeds its bootstrap with ``verify.seed``."""
+    """The stage options of ``cfg`` on this node.  Verification and timing run the runner with the same
+    threads, precision and memory limit (``timing.threads``, ``timing.precision``, ``verify.memory_limit_mb``);
+    timing runs are pinned to this node's timing cores (:func:`kit.hostinfo.timing_cores`) and draw their
+    inputs with ``verify.seed``.
+
+    Raises:
+        ValueError: ``timing.cores`` names cores this node does not have (or too few are usable)."""
     run = RunSettings(threads=cfg.timing.threads, precision=cfg.timing.precision,
                       memory_limit_bytes=cfg.verify.memory_limit_mb << 20)
     v, t = cfg.verify, cfg.timing
+    # timing runs are pinned to this node's timing cores; verification runs wherever the scheduler puts them
+    pinned = replace(run, cpus=hostinfo.timing_cores(t.threads, t.cores))
     return JobSettings(
         build=mbuild.BuildOptions(engine=cfg.mnn.engine, cache_dir=cfg.mnn.cache_dir,
                                   cmake_args=tuple(cfg.mnn.cmake_args), jobs=cfg.build.jobs,
                                   timeout_s=cfg.build.timeout_s, ccache=cfg.build.ccache),
         verify=VerifyOptions(trials=v.trials, seed=v.seed, convert_timeout_s=v.convert_timeout_s,
-                             run_timeout_s=v.run_timeout_s, run=run),
-        timing=TimingOptions(warmup=t.warmup, iterations=t.iterations, rounds=t.rounds, bootstrap=t.bootstrap,
-                             timeout_s=t.timeout_s, seed=v.seed, run=run),
+                             run_timeout_s=v.run_timeout_s, run=run, extra_threads=tuple(v.extra_threads),
+                             extra_trials=v.extra_trials),
+        timing=TimingOptions(warmup=t.warmup, iterations=t.iterations, rounds=t.rounds, confidence=t.confidence,
+                             timeout_s=t.timeout_s, seed=v.seed, run=pinned, min_native_ms=t.min_native_ms,
+                             implausible_speedup=t.implausible_speedup),
         timing_enabled=t.enabled,
         mnn_version=cfg.mnn.version,
     )

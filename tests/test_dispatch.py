@@ -389,7 +389,7 @@ def _fixture_cfg(tmp_path: Path, **dispatch) -> EvalConfig:
         mnn={"cache_dir": tmp_path / "cache", "engine": "fixture", "source_dir": engine, "check_tree": False},
         build={"jobs": 1},
         verify={"trials": 2},
-        timing={"warmup": 1, "iterations": 5, "rounds": 1, "bootstrap": 100},
+        timing={"warmup": 1, "iterations": 5, "rounds": 2},
         dispatch={"mode": "ray", **dispatch},
     )
 
@@ -413,7 +413,7 @@ def test_split_build_and_timing_nodes_ship_artefacts(cluster, tmp_path):
     assert {_node_of(r["worker"], nodes) for r in rows} <= cluster["x86_nodes"]  # built and verified there
     ok = by["correct"]
     assert ok["timing_worker"].endswith(".t0") and _node_of(ok["timing_worker"], nodes) in cluster["arm_nodes"]
-    assert ok["candidate_ms"] > 0 and ok["native_ms"] > 0 and len(ok["candidate_samples_ms"]) == 5
+    assert ok["candidate_ms"] > 0 and ok["native_ms"] > 0 and len(ok["candidate_samples_ms"]) == 10
     assert ok["trials"] and ok["build_s"] > 0  # the build node's fields travel with the artefacts
     assert all(r["timing_worker"] == "" for s, r in by.items() if s != "correct")  # ended on the build node
     # both nodes share this machine's cache dir: the timer installed the shipped baseline, apart from native/

@@ -59,7 +59,6 @@ trials = 3
 warmup = 1
 iterations = 10
 rounds = 2
-bootstrap = 200
 """
     )
     return cfg
@@ -114,16 +113,25 @@ def test_one_record_per_job_and_fields(evaluated):
     assert set(df["config_digest"]) == {cfg.digest()}
     ok = df.filter(pl.col("status") == "ok")
     assert ok.height == 4
+    n = cfg.timing.iterations * cfg.timing.rounds
     for r in ok.iter_rows(named=True):
         assert r["candidate_ms"] > 0
-        assert len(r["trials"]) == cfg.verify.trials and all(t["ok"] for t in r["trials"])
+        # the trials at timing.threads, then the first extra_trials seeds again at each extra thread count
+        assert [(t["seed"], t["threads"]) for t in r["trials"]] == (
+            [(k, cfg.timing.threads) for k in range(cfg.verify.trials)] + [(k, 4) for k in range(cfg.verify.extra_trials)])
+        assert all(t["ok"] for t in r["trials"])
+        # stage times, and the conditions of the timing runs: the same cores, the same invocation on both sides
+        assert all(r[k] > 0 for k in ("build_s", "convert_s", "verify_s", "timing_s", "wall_s"))
+        assert r["timing_rounds"] == cfg.timing.rounds and len(r["timing_cores"]) == cfg.timing.threads
+        assert r["candidate_samples_round"] == [k // cfg.timing.iterations for k in range(n)]
+        assert r["host_load_1m"] is not None and len(r["candidate_invocation_sha256"]) == 64
         if r["task_id"] == "fx_sub":  # the engine has no native Sub converter: timed alone, no speedup
             assert r["error_kind"] == "no_native" and r["native_ms"] is None and r["speedup"] is None
             continue
-        assert r["native_ms"] > 0
+        assert r["native_ms"] > 0 and r["native_invocation_sha256"] == r["candidate_invocation_sha256"]
         assert r["speedup"] == pytest.approx(r["native_ms"] / r["candidate_ms"])
         assert r["speedup_ci_low"] <= r["speedup"] <= r["speedup_ci_high"]
-        assert len(r["candidate_samples_ms"]) == cfg.timing.iterations * cfg.timing.rounds
+        assert len(r["candidate_samples_ms"]) == len(r["native_samples_round"]) == n
     ce = df.filter(pl.col("status") == "compile_error").row(0, named=True)
     assert ce["diagnostics"] and ce["diagnostics"][0]["severity"] in ("error", "fatal error", "linker")
     crash = df.filter((pl.col("status") == "runtime_crash") & (pl.col("error_kind") == "signal"))
@@ -269,8 +277,8 @@ def test_next_owner_kills_what_a_killed_worker_left_running(evaluated, tmp_path)
 
 def test_timing_holds_the_node_only_while_the_runners_run(evaluated, tmp_path, monkeypatch):
     """The exclusive timing phase covers the runs of the runners and nothing else: the runners start up (model
-    loaded, inputs read) under the shared hold before it, the inputs are drawn before both, the bootstrap CI is
-    computed after (all of that would otherwise idle the node's other cores)."""
+    loaded, inputs read) under the shared hold before it, the inputs are drawn before both, the runs' symmetry
+    checked before and the statistics computed after (all of that would otherwise idle the node's other cores)."""
     from contextlib import contextmanager
 
     from kit.stages import timing as stiming
@@ -296,7 +304,7 @@ def test_timing_holds_the_node_only_while_the_runners_run(evaluated, tmp_path, m
             return real(*a, **k)
         monkeypatch.setattr(stiming, name, wrapped)
 
-    for name in ("make_inputs", "_started", "_go", "bootstrap_ci"):
+    for name in ("make_inputs", "_started", "check_symmetric", "_go", "_outcome"):
         spy(name, getattr(stiming, name))
     worker = setup_worker(cfg, index=0)
     try:
@@ -308,7 +316,7 @@ def test_timing_holds_the_node_only_while_the_runners_run(evaluated, tmp_path, m
     finally:
         worker.workspace.release()
     runs = 2 * cfg.timing.rounds
-    assert events == ([("make_inputs", "-")] + [("_started", "shared")] * runs + [("_go", "exclusive")] * runs
-                      + [("bootstrap_ci", "-")])
+    assert events == ([("make_inputs", "-")] + [("_started", "shared")] * runs + [("check_symmetric", "-")]
+                      + [("_go", "exclusive")] * runs + [("_outcome", "-")])
     assert len(tr.candidate_samples_ms) == len(tr.native_samples_ms) == cfg.timing.rounds * cfg.timing.iterations
     assert tr.speedup is not None and tr.speedup_ci_low <= tr.speedup <= tr.speedup_ci_high

@@ -70,7 +70,6 @@ trials = 3
 warmup = 2
 iterations = 20
 rounds = 2
-bootstrap = 200
 [dispatch]
 mode = "ray"
 workers = 2

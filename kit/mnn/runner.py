@@ -200,7 +200,8 @@ class RunSettings:
     ``threads``: MNN CPU threads; ``precision``: MNN BackendConfig precision (``high`` is fp32 on CPU);
     ``warmup`` untimed then ``iterations`` timed forward passes (``iterations = 0``: one run, outputs only);
     ``op_types``: MNN op type names whose times make ``op_ms`` (``"*"`` = every op); ``timeout_s``: seconds
-    (each half for :func:`start_model`); ``memory_limit_bytes``: RLIMIT_AS of the runner process (None: none).
+    (each half for :func:`start_model`); ``memory_limit_bytes``: RLIMIT_AS of the runner process (None: none);
+    ``cpus``: the CPU cores the runner is pinned to (empty: not pinned).
     """
 
     threads: int = 1
@@ -210,6 +211,7 @@ class RunSettings:
     op_types: tuple[str, ...] = ("*",)
     timeout_s: float = 120.0
     memory_limit_bytes: int | None = None
+    cpus: tuple[int, ...] = ()
 
 
 def run_model(
@@ -243,7 +245,7 @@ def run_model(
     """
     call = _Call.prepare(runner, model, inputs, output_names, lib_dir, settings, scratch=scratch, env=env)
     result = proc.run(call.argv, cwd=call.scratch, env=call.env, timeout_s=settings.timeout_s,
-                      memory_limit_bytes=settings.memory_limit_bytes)
+                      memory_limit_bytes=settings.memory_limit_bytes, cpus=settings.cpus)
     return call.finish(result)
 
 
@@ -258,6 +260,11 @@ class StartedRun:
     call: _Call
     waiting: proc.Waiting
     timeout_s: float
+
+    @property
+    def invocation_sha256(self) -> str:
+        """See :meth:`_Call.invocation_sha256`."""
+        return self.call.invocation_sha256(self.timeout_s)
 
     def go(self) -> RunResult:
         """Warm-up and timed runs now; the same result and errors as :func:`run_model`."""
@@ -289,7 +296,8 @@ def start_model(
     """
     call = _Call.prepare(runner, model, inputs, output_names, lib_dir, settings, scratch=scratch, env=env)
     started = proc.start([*call.argv, "--wait-go", "1"], ready_line=READY_LINE, cwd=call.scratch, env=call.env,
-                         timeout_s=settings.timeout_s, memory_limit_bytes=settings.memory_limit_bytes)
+                         timeout_s=settings.timeout_s, memory_limit_bytes=settings.memory_limit_bytes,
+                         cpus=settings.cpus)
     if isinstance(started, proc.ProcResult):
         return call.finish(started)
     return StartedRun(call, started, settings.timeout_s)
@@ -305,6 +313,22 @@ class _Call:
     out_dir: Path
     output_names: tuple[str, ...]
     iterations: int
+    settings: RunSettings = RunSettings()
+
+    def invocation_sha256(self, timeout_s: float | None = None) -> str:
+        """sha256 (hex) of this invocation without what may differ between the sides of a comparison: the
+        model and the input/output directories (positional arguments) and ``LD_LIBRARY_PATH`` (the libraries)
+        are left out; the runner, every flag, the rest of the environment and the process settings (timeout,
+        memory limit, cores) are in.  Native and candidate runs of one timing must have the same digest."""
+        canonical = {
+            "runner": self.argv[0],
+            "flags": self.argv[4:],
+            "env": {k: v for k, v in sorted(self.env.items()) if k != "LD_LIBRARY_PATH"},
+            "timeout_s": self.settings.timeout_s if timeout_s is None else timeout_s,
+            "memory_limit_bytes": self.settings.memory_limit_bytes,
+            "cpus": list(self.settings.cpus),
+        }
+        return hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
 
     @classmethod
     def prepare(
@@ -338,7 +362,7 @@ class _Call:
             "--outputs", ",".join(output_names), "--threads", str(threads), "--precision", precision,
             "--warmup", str(warmup), "--iterations", str(iterations), "--op-types", ",".join(op_types),
         ]  # fmt: skip
-        return cls(argv, runner_env(lib_dir, env), scratch, out_dir, tuple(output_names), iterations)
+        return cls(argv, runner_env(lib_dir, env), scratch, out_dir, tuple(output_names), iterations, settings)
 
     def finish(self, result: proc.ProcResult) -> RunResult:
         """The :class:`RunResult` of the finished runner (outputs and timing files read)."""

@@ -26,6 +26,7 @@ def run(
     log_limit: int = 256 * 1024,
     memory_limit_bytes: int | None = None,
     cpu_limit_s: int | None = None,
+    cpus: Sequence[int] = (),
     grace_s: float = 3.0,
 ) -> ProcResult:
     """Run ``argv`` and wait for it.
@@ -37,6 +38,7 @@ def run(
         timeout_s: wall-clock limit in seconds; on expiry the process group gets SIGTERM, then SIGKILL
             after ``grace_s`` seconds.
         memory_limit_bytes / cpu_limit_s: RLIMIT_AS / RLIMIT_CPU for the child.
+        cpus: the CPU cores the child (and what it starts) may run on; empty: no pinning.
         log_limit: bytes kept of each of stdout and stderr.
 
     Raises:
@@ -44,7 +46,7 @@ def run(
     """
     args = [os.fspath(a) for a in argv]
     t0 = time.monotonic()
-    proc, marker = _spawn(args, cwd, env, stdin_bytes is not None, memory_limit_bytes, cpu_limit_s)
+    proc, marker = _spawn(args, cwd, env, stdin_bytes is not None, memory_limit_bytes, cpu_limit_s, cpus)
     pipes = _Pipes(proc, stdin_bytes)
     try:
         timed_out, paused = _await_pausable(proc.pid, pipes.step, timeout_s, _current_hook())
@@ -129,6 +131,7 @@ def start(
     log_limit: int = 256 * 1024,
     memory_limit_bytes: int | None = None,
     cpu_limit_s: int | None = None,
+    cpus: Sequence[int] = (),
     grace_s: float = 3.0,
 ) -> Waiting | ProcResult:
     """Start ``argv`` (as :func:`run` would) and wait until it prints the line ``ready_line`` on stdout, where
@@ -149,7 +152,7 @@ def start(
     """
     args = [os.fspath(a) for a in argv]
     t0 = time.monotonic()
-    proc, marker = _spawn(args, cwd, env, True, memory_limit_bytes, cpu_limit_s)
+    proc, marker = _spawn(args, cwd, env, True, memory_limit_bytes, cpu_limit_s, cpus)
     pipes = _Pipes(proc, None, ready_line.encode())
     waiting = Waiting(args, proc, marker, pipes, log_limit, grace_s)
 

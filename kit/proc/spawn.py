@@ -11,7 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from kit.proc.sessions import kill_session
@@ -74,21 +74,25 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(137)
 
 
-_PRLIMIT, _SETPRIV = shutil.which("prlimit"), shutil.which("setpriv")
+_PRLIMIT, _SETPRIV, _TASKSET = shutil.which("prlimit"), shutil.which("setpriv"), shutil.which("taskset")
 
 
-def _wrapper(memory_limit_bytes: int | None, cpu_limit_s: int | None) -> list[str] | None:
-    """``prlimit`` (core dumps off, RLIMIT_AS, RLIMIT_CPU) then ``setpriv --pdeathsig KILL`` (util-linux), each
-    exec'ing the next, so the command runs as the same direct child with the same limits and parent-death
-    signal a preexec_fn would set; None where they are missing (then :func:`run` uses a preexec_fn)."""
+def _wrapper(memory_limit_bytes: int | None, cpu_limit_s: int | None, cpus: Sequence[int] = ()) -> list[str] | None:
+    """``prlimit`` (core dumps off, RLIMIT_AS, RLIMIT_CPU), ``setpriv --pdeathsig KILL`` and, with ``cpus``,
+    ``taskset --cpu-list`` (util-linux), each exec'ing the next, so the command runs as the same direct child
+    with the same limits, parent-death signal and CPU affinity a preexec_fn would set; None where they are
+    missing (then :func:`run` uses a preexec_fn)."""
     if not sys.platform.startswith("linux") or _PRLIMIT is None or _SETPRIV is None:
+        return None
+    if cpus and _TASKSET is None:
         return None
     limits = ["--core=0"]
     if memory_limit_bytes is not None:
         limits.append(f"--as={memory_limit_bytes}")
     if cpu_limit_s is not None:
         limits.append(f"--cpu={cpu_limit_s}:{cpu_limit_s + 5}")
-    return [_PRLIMIT, *limits, "--", _SETPRIV, "--pdeathsig", "KILL", "--"]
+    pin = [_TASKSET, "--cpu-list", ",".join(map(str, cpus))] if cpus else []
+    return [_PRLIMIT, *limits, "--", _SETPRIV, "--pdeathsig", "KILL", "--", *pin]
 
 
 def _check_program(program: str, env: Mapping[str, str], cwd: str | os.PathLike[str] | None) -> None:
@@ -105,14 +109,14 @@ def _check_program(program: str, env: Mapping[str, str], cwd: str | os.PathLike[
 
 def _spawn(
     args: list[str], cwd: str | os.PathLike[str] | None, env: Mapping[str, str] | None, stdin_pipe: bool,
-    memory_limit_bytes: int | None, cpu_limit_s: int | None,
+    memory_limit_bytes: int | None, cpu_limit_s: int | None, cpus: Sequence[int] = (),
 ) -> tuple[subprocess.Popen[bytes], Path | None]:
-    """Start ``args`` in a session of its own with the limits and the parent-death signal (see :func:`run`),
-    stdout/stderr piped, stdin piped or /dev/null; record its session under :func:`track_children`'s directory.
-    Returns the Popen and the record's path (None when not tracking)."""
+    """Start ``args`` in a session of its own with the limits, the parent-death signal and the CPU affinity
+    (see :func:`run`), stdout/stderr piped, stdin piped or /dev/null; record its session under
+    :func:`track_children`'s directory.  Returns the Popen and the record's path (None when not tracking)."""
     environment = dict(env) if env is not None else base_env()
     popen_args: dict = {}
-    wrapper = _wrapper(memory_limit_bytes, cpu_limit_s)
+    wrapper = _wrapper(memory_limit_bytes, cpu_limit_s, cpus)
     if wrapper is not None:
         # limits and the parent-death signal set by exec'd helpers: without a preexec_fn, Popen can vfork
         # (measured: ~1-3 ms per command instead of ~17 ms for a fork of a worker process with ray, polars
@@ -129,6 +133,8 @@ def _spawn(
             if cpu_limit_s is not None:
                 resource.setrlimit(resource.RLIMIT_CPU, (cpu_limit_s, cpu_limit_s + 5))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            if cpus:
+                os.sched_setaffinity(0, cpus)
 
         command = args
         popen_args["preexec_fn"] = _preexec

@@ -9,6 +9,7 @@ at once.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -25,15 +26,27 @@ from kit.tasks import Task
 
 @dataclass(frozen=True)
 class VerifyOptions:
-    """``trials`` seeded input sets (seeds ``seed``, ``seed + 1``, ...); ``convert_timeout_s`` and
-    ``run_timeout_s``: seconds for one converter and one runner process; ``run``: threads, precision and
-    memory limit of the runner (the same as timing's), whose ``memory_limit_bytes`` caps the converter too."""
+    """``trials`` seeded input sets (seeds ``seed``, ``seed + 1``, ...) at ``run.threads`` threads, then the
+    first ``extra_trials`` of them again at each of ``extra_threads`` (a kernel whose multi-threaded split is
+    wrong fails there); ``convert_timeout_s`` and ``run_timeout_s``: seconds for one converter and one runner
+    process; ``run``: threads, precision and memory limit of the runner (timing's), whose
+    ``memory_limit_bytes`` caps the converter too."""
 
     trials: int = 5
     seed: int = 0
     convert_timeout_s: float = 120.0
     run_timeout_s: float = 60.0
     run: mrunner.RunSettings = mrunner.RunSettings()
+    extra_threads: tuple[int, ...] = ()
+    extra_trials: int = 2
+
+    def plan(self) -> list[tuple[int, int]]:
+        """(seed, threads) of every trial, in order."""
+        out = [(self.seed + k, self.run.threads) for k in range(self.trials)]
+        for threads in dict.fromkeys(self.extra_threads):
+            if threads != self.run.threads:
+                out += [(self.seed + k, threads) for k in range(min(self.extra_trials, self.trials))]
+        return out
 
 
 @dataclass(frozen=True)
@@ -104,10 +117,30 @@ def convert(task: Task, side: Side, out: Path, opts: VerifyOptions) -> Path:
     return out
 
 
-def verify(task: Task, model: Path, side: Side, runner: Path, scratch: Path, opts: VerifyOptions) -> VerifyOutcome:
-    """Run ``model`` on ``opts.trials`` seeded input sets and compare with ONNX Runtime.
+def convert_and_verify(task: Task, side: Side, runner: Path, scratch: Path, opts: VerifyOptions) -> tuple[Path, VerifyOutcome]:
+    """:func:`convert` the task with ``side``'s converter into ``scratch/candidate.mnn``, then :func:`verify`
+    it; the outcome carries both stages' seconds (``convert_s``, ``verify_s``; the latter without the seconds
+    its runs were paused for a timing phase).
 
-    Returns the trials (all passed).
+    Raises:
+        StageFailure: as :func:`convert` and :func:`verify`."""
+    t0 = time.monotonic()
+    model = convert(task, side, scratch / "candidate.mnn", opts)
+    convert_s = time.monotonic() - t0
+    try:
+        outcome = verify(task, model, side, runner, scratch / "verify", opts)
+    except StageFailure as f:
+        if isinstance(f.partial, VerifyOutcome):
+            f.partial = replace(f.partial, convert_s=convert_s)
+        raise
+    return model, replace(outcome, convert_s=convert_s)
+
+
+def verify(task: Task, model: Path, side: Side, runner: Path, scratch: Path, opts: VerifyOptions) -> VerifyOutcome:
+    """Run ``model`` on every trial of ``opts.plan()`` (seeded input sets, thread counts) and compare with ONNX
+    Runtime.  Every trial runs even after a mismatch; a crash or timeout stops at once.
+
+    Returns the trials (all passed) and ``verify_s``, the seconds they took (paused seconds excluded).
 
     Raises:
         StageFailure: VERIFY_MISMATCH, RUNTIME_CRASH or RUNTIME_TIMEOUT, with the trials run so far as its
@@ -115,34 +148,37 @@ def verify(task: Task, model: Path, side: Side, runner: Path, scratch: Path, opt
     """
     trials: list[Trial] = []
     out_names = [o.name for o in task.outputs]
-    settings = replace(opts.run, warmup=0, iterations=0, op_types=("*",), timeout_s=opts.run_timeout_s)
-    first_failure: Trial | None = None
-    first_kind = ErrorKind.VALUE
-    for k in range(opts.trials):
-        seed = opts.seed + k
+    base = replace(opts.run, warmup=0, iterations=0, op_types=("*",), timeout_s=opts.run_timeout_s, cpus=())
+    first: tuple[Trial, ErrorKind] | None = None
+    t0, paused = time.monotonic(), 0.0
+    for k, (seed, threads) in enumerate(opts.plan()):
         inputs = make_inputs(task, seed)
         ref = run_reference(task.onnx_path, inputs)
-        res = run_checked(runner, model, inputs, out_names, side.lib_dir, settings, scratch / f"trial{k}")
+        res = run_checked(runner, model, inputs, out_names, side.lib_dir, replace(base, threads=threads),
+                          scratch / f"trial{k}")
+        paused += res.proc.paused_s
         fail = process_failure(res.proc, "runner")
         if fail is not None:
-            fail.partial = VerifyOutcome(tuple(trials))
+            fail.partial = VerifyOutcome(tuple(trials), verify_s=time.monotonic() - t0 - paused)
             raise fail
-        t, kind = _trial(task, seed, res, ref, out_names)
+        t, kind = _trial(task, seed, threads, res, ref, out_names)
         trials.append(t)
-        if not t.ok and first_failure is None:
-            first_failure, first_kind = t, kind
-    if first_failure is not None:
+        if not t.ok and first is None:
+            first = (t, kind)
+    outcome = VerifyOutcome(tuple(trials), verify_s=time.monotonic() - t0 - paused)
+    if first is not None:
         bad = sum(not t.ok for t in trials)
+        at = f", {first[0].threads} threads" if first[0].threads != opts.run.threads else ""
         raise StageFailure(
             Status.VERIFY_MISMATCH,
-            first_kind,
-            f"{bad}/{len(trials)} trials failed; first (seed {first_failure.seed}): {first_failure.reason}",
-            partial=VerifyOutcome(tuple(trials)),
+            first[1],
+            f"{bad}/{len(trials)} trials failed; first (seed {first[0].seed}{at}): {first[0].reason}",
+            partial=outcome,
         )
-    return VerifyOutcome(tuple(trials))
+    return outcome
 
 
-def _trial(task: Task, seed: int, res: mrunner.RunResult, ref, out_names: list[str]) -> tuple[Trial, ErrorKind]:
+def _trial(task: Task, seed: int, threads: int, res: mrunner.RunResult, ref, out_names: list[str]) -> tuple[Trial, ErrorKind]:
     """One trial's verdict: every output compared with the reference (the first failing output decides)."""
     worst_abs = worst_rel = 0.0
     ok, reason, kind = True, "", ErrorKind.NONE
@@ -157,4 +193,4 @@ def _trial(task: Task, seed: int, res: mrunner.RunResult, ref, out_names: list[s
         if not c.ok:
             ok, reason, kind = False, f"{name}: {c.reason}", c.kind
             break
-    return Trial(seed=seed, ok=ok, max_abs_err=worst_abs, max_rel_err=worst_rel, reason=reason), kind
+    return Trial(seed=seed, ok=ok, max_abs_err=worst_abs, max_rel_err=worst_rel, reason=reason, threads=threads), kind
