@@ -122,9 +122,13 @@ def timing_cores(threads: int, configured: list[int] | tuple[int, ...] = ()) -> 
     return tuple(usable[-threads:])
 
 
+#: where the kernel describes the CPUs (``cpu<N>/cpufreq/...``)
+CPU_SYSFS = Path("/sys/devices/system/cpu")
+
+
 def _cpufreq(core: int, name: str) -> str | None:
     try:
-        return Path(f"/sys/devices/system/cpu/cpu{core}/cpufreq/{name}").read_text().strip()
+        return (CPU_SYSFS / f"cpu{core}" / "cpufreq" / name).read_text().strip()
     except OSError:
         return None
 

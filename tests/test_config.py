@@ -191,3 +191,13 @@ def test_a_whole_config_check_names_the_command_line_not_the_file(tmp_path):
     with pytest.raises(ConfigError, match="reserved") as ei:
         load_config(p, ["--candidates.sources", src])
     assert "'candidates.sources' from the command line" in str(ei.value) and str(p) not in str(ei.value)
+
+
+def test_timing_cores_must_match_the_thread_count(tmp_path):
+    p = write(tmp_path, "[timing]\nthreads = 2\ncores = [1]\n")
+    with pytest.raises(ConfigError, match="timing.cores .* must name timing.threads = 2 distinct") as ei:
+        load_config(p)
+    assert "'timing.cores'" in str(ei.value) and "'timing.threads'" in str(ei.value)
+    assert load_config(write(tmp_path, "[timing]\nthreads = 2\ncores = [0, 1]\n")).timing.cores == [0, 1]
+    with pytest.raises(ConfigError, match="timing.rounds"):
+        load_config(write(tmp_path, "[timing]\nrounds = 1\n"))

@@ -46,3 +46,41 @@ def test_this_host_is_not_emulated() -> None:
         pytest.skip("no /proc/cpuinfo naming an x86 or arm64 CPU")
     assert hostinfo.cpuinfo_arch(cpuinfo.read_text()) == hostinfo.normalize_arch(platform.machine())
     assert hostinfo.is_emulated() is False
+
+
+# -- the conditions of a timing run --------------------------------------------------------------------------
+def test_timing_cores_are_the_last_usable_ones_or_the_configured_ones():
+    usable = hostinfo.usable_cores()
+    assert hostinfo.timing_cores(1) == (usable[-1],)
+    assert hostinfo.timing_cores(1, [usable[0]]) == (usable[0],)
+    with pytest.raises(ValueError, match="not usable here"):
+        hostinfo.timing_cores(1, [max(usable) + 1])
+    with pytest.raises(ValueError, match="usable core"):
+        hostinfo.timing_cores(len(usable) + 1)
+
+
+def test_cpu_list_parsing_and_a_process_allowed_cores():
+    import os
+
+    assert hostinfo._parse_list("0-2,5,7-8") == [0, 1, 2, 5, 7, 8]
+    assert hostinfo.allowed_cores(os.getpid()) == tuple(hostinfo.usable_cores())
+    assert hostinfo.allowed_cores(2**22 + 12345) is None  # no such process
+
+
+def test_governor_and_frequency_from_sysfs(tmp_path, monkeypatch):
+    for core, (gov, khz) in {0: ("performance", "2400000"), 1: ("powersave", "800000")}.items():
+        d = tmp_path / f"cpu{core}" / "cpufreq"
+        d.mkdir(parents=True)
+        (d / "scaling_governor").write_text(gov + "\n")
+        (d / "scaling_cur_freq").write_text(khz + "\n")
+    monkeypatch.setattr(hostinfo, "CPU_SYSFS", tmp_path)
+    assert hostinfo.cpu_governor([0]) == "performance" and hostinfo.cpu_governor([0, 1]) == "performance,powersave"
+    assert hostinfo.cpu_freq_mhz([0]) == 2400.0 and hostinfo.cpu_freq_mhz([0, 1]) == 1600.0
+    assert hostinfo.cpu_governor([5]) == "" and hostinfo.cpu_freq_mhz([5]) is None  # not exposed (most VMs)
+
+
+def test_load_average_is_read():
+    load = hostinfo.load_1m()
+    assert load is None or load >= 0.0
+    if Path("/proc/loadavg").is_file():
+        assert load is not None

@@ -430,3 +430,18 @@ def test_run_feeds_stdin_and_reads_large_output():
     res = proc.run([sys.executable, "-c", "import sys; d = sys.stdin.buffer.read(); sys.stdout.write(d.hex()); "
                     "sys.stderr.write(str(len(d)))"], stdin_bytes=data, timeout_s=60, log_limit=16 << 20)
     assert res.ok and res.stderr == str(len(data)) and res.stdout == data.hex()
+
+
+@pytest.mark.parametrize("wrapped", [True, False], ids=["taskset", "preexec"])
+def test_a_command_runs_on_the_cores_it_is_pinned_to(wrapped, monkeypatch):
+    """``cpus`` pins the command (through util-linux taskset, or sched_setaffinity where that is missing)."""
+    from kit import hostinfo
+
+    if not wrapped:
+        monkeypatch.setattr(spawn, "_TASKSET", None)
+    core = hostinfo.usable_cores()[-1]
+    res = proc.run(["grep", "Cpus_allowed_list", "/proc/self/status"], cpus=[core])
+    assert res.ok, res.output
+    assert res.stdout.split(":")[1].strip() == str(core)
+    free = proc.run(["grep", "Cpus_allowed_list", "/proc/self/status"])
+    assert hostinfo._parse_list(free.stdout.split(":")[1].strip()) == hostinfo.usable_cores()

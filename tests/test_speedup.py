@@ -112,3 +112,49 @@ def test_sides_with_other_op_types_fall_back_to_the_whole_model():
     native = [_run([2.0, 2.0], {"Softmax": 1})] * 2
     out = st._outcome(_task(), cand, native, opts)
     assert out.basis == "model" and out.candidate_samples_ms == (1.1, 1.1, 1.1, 1.1)
+
+
+# -- symmetric invocation ------------------------------------------------------------------------------------
+def _call(tmp_path, tag: str, lib: str, settings=None, env=None):
+    from kit.mnn.runner import RunSettings, _Call
+
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir(exist_ok=True)
+        (tmp_path / d / "libMNN.so").write_bytes(b"")
+    (tmp_path / "runner").write_bytes(b"")
+    (tmp_path / f"{tag}.mnn").write_bytes(b"")
+    return _Call.prepare(tmp_path / "runner", tmp_path / f"{tag}.mnn", {"x": np.zeros(3, np.float32)}, ["y"],
+                         tmp_path / lib, settings or RunSettings(threads=1, iterations=5, cpus=(0,)),
+                         scratch=tmp_path / f"scratch-{tag}", env=env)
+
+
+def test_the_invocation_digest_leaves_out_only_model_libraries_and_directories(tmp_path):
+    from dataclasses import replace
+
+    from kit.mnn.runner import RunSettings
+
+    base = RunSettings(threads=1, iterations=5, cpus=(0,))
+    native = _call(tmp_path, "native", "a", base).invocation_sha256()
+    assert _call(tmp_path, "cand", "b", base).invocation_sha256() == native  # other model, libraries, scratch
+    for other in (replace(base, threads=2), replace(base, cpus=(1,)), replace(base, iterations=6),
+                  replace(base, timeout_s=1.0), replace(base, memory_limit_bytes=1 << 30)):
+        assert _call(tmp_path, "cand", "b", other).invocation_sha256() != native, other
+    assert _call(tmp_path, "cand", "b", base, env={"PATH": "/bin", "OMP_NUM_THREADS": "4"}).invocation_sha256() != native
+
+
+def test_asymmetric_runs_are_refused():
+    import os
+    from types import SimpleNamespace
+
+    def run(sha: str):
+        return SimpleNamespace(invocation_sha256=sha, waiting=SimpleNamespace(pid=os.getpid()))
+
+    plan = [("native", 0), ("candidate", 0), ("candidate", 1), ("native", 1)]
+    assert st.check_symmetric(plan, [run("a")] * 4, ()) == {"native": "a", "candidate": "a"}
+    with pytest.raises(st.AsymmetricTiming, match="invoked differently"):
+        st.check_symmetric(plan, [run("a"), run("a"), run("b"), run("a")], ())
+    usable = tuple(__import__("kit.hostinfo", fromlist=["x"]).usable_cores())
+    if len(usable) > 1:  # this process may run on more cores than the timing cores: refused
+        with pytest.raises(st.AsymmetricTiming, match="not only the timing cores"):
+            st.check_symmetric(plan, [run("a")] * 4, usable[:1])
+    assert st.check_symmetric(plan, [run("a")] * 4, usable)["native"] == "a"
