@@ -2,7 +2,8 @@
 
 ``sample: CSR 62.5% FCR 37.5% fast_0 25.0% ... (150 tasks geomean 0.82x over the 7 with a speedup)``: the
 figures of :func:`kit.metrics.summary` (definitions there, paper §5.1), the denominator and the geometric mean
-speedup with how many tasks it covers.
+speedup with how many tasks it covers.  Harness errors (the kit's fault) are named when there are any:
+``(150 tasks, 3 harness errors: rerun to retry; geomean ...)``: a resumed run retries those jobs.
 """
 
 from __future__ import annotations
@@ -34,10 +35,14 @@ def headline_lines(summary_df: pl.DataFrame, ps: Sequence[float] = DEFAULT_PS) -
     lines = []
     for row in summary_df.iter_rows(named=True):
         label = " ".join(str(row[k]) for k in keys)
-        extra = ""
+        inner = f"{row['n_tasks']} tasks"
+        if row.get("n_harness_errors"):
+            n = row["n_harness_errors"]
+            inner += f", {n} harness error{'s' if n != 1 else ''}: rerun to retry"
+            inner += ";" if row.get("geomean_speedup") is not None else ""
         if row.get("geomean_speedup") is not None:
-            extra = f" geomean {row['geomean_speedup']:.2f}x over the {row['n_with_speedup']} with a speedup"
-        lines.append(f"{label}: {format_headline(row, ps)} ({row['n_tasks']} tasks{extra})")
+            inner += f" geomean {row['geomean_speedup']:.2f}x over the {row['n_with_speedup']} with a speedup"
+        lines.append(f"{label}: {format_headline(row, ps)} ({inner})")
     return lines
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from kit import provenance, shards
+from kit import provenance, scoring, shards
 from kit.config import ConfigError, EvalConfig
 
 
@@ -95,8 +95,9 @@ def recorded_digests(run_dir: Path) -> set[str]:
 
 
 def recorded_jobs(run_dir: Path, samples: Iterable[tuple[str, str, str, str]]) -> set[str]:
-    """The resume set of ``run_dir`` (every job id with a record there), after refusing to resume when a
-    sample it has a record of now has other candidate files.
+    """The resume set of ``run_dir`` (every job id with a record there whose status is not retried: a job
+    recorded only as ``harness_error``, the kit's fault, runs again; :mod:`kit.scoring`), after refusing to
+    resume when a sample it has a record of (of any status) now has other candidate files.
 
     A job id covers the candidate's sha256 (:func:`kit.jobs.make_job_id`), so an edited candidate would
     be evaluated again beside its old record: two records of one (method, task, sample), which scoring
@@ -109,9 +110,10 @@ def recorded_jobs(run_dir: Path, samples: Iterable[tuple[str, str, str, str]]) -
     recorded: dict[tuple[str, str, str], set[str]] = {}
     # every column read (not only these four): a shard damaged anywhere is named now, before any job runs,
     # not when the run's summary reads it at the end (~1 s per 10k records)
-    df = shards.read_records(run_dir, dedupe=False).select("method", "task_id", "sample_id", "job_id").unique()
-    done = set(df["job_id"].to_list())
-    for method, task_id, sample_id, job_id in df.iter_rows():
+    df = shards.read_records(run_dir, dedupe=False).select(
+        "method", "task_id", "sample_id", "job_id", retried=scoring.is_retried()).unique()
+    done = set(df.filter(~pl.col("retried"))["job_id"].to_list())
+    for method, task_id, sample_id, job_id, _ in df.iter_rows():
         recorded.setdefault((method, task_id, sample_id), set()).add(job_id)
     changed = sorted({(m, t, s) for m, t, s, job_id in samples
                       if (m, t, s) in recorded and job_id not in recorded[(m, t, s)]})

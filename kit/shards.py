@@ -19,9 +19,15 @@ is not a whole Parquet file, has no ``mkb.schema_version`` (another Parquet file
 that only shows when the rows are read (a corrupted page) is named by :func:`collect`.  The schema and the
 footer checks are in :mod:`kit.shardschema`.
 
-Dedupe rule: if a ``job_id`` appears more than once (a job retried after its worker was presumed lost
-although it had written its record), the row with the **earliest ``started_at``** is kept; rows with an
-empty ``started_at`` sort last; remaining ties keep the first in shard order (file name, then row).
+Dedupe rule: if a ``job_id`` appears more than once, a record of a status that is not retried
+(:data:`kit.scoring.RETRIED`: ``harness_error``) wins over a retried one, so the retry of a harness error by
+a resumed run is the record that counts.  Among records that are not retried (a job run again after its
+worker was presumed lost although it had written its record) the **earliest ``started_at``** is kept; among
+retried ones only, the latest.  Rows with an empty ``started_at`` sort last; remaining ties keep the first
+in shard order (file name, then row).
+
+Resume set (:func:`done_job_ids`, :func:`kit.rundir.recorded_jobs`): the job ids with a record of a status
+that is not retried; a job whose records are all ``harness_error`` runs again.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from pathlib import Path
 
 import polars as pl
 
+from kit import scoring
 from kit.records import SCHEMA_VERSION, Record
 from kit.shardschema import (
     METADATA_KEY,
@@ -207,16 +214,10 @@ def scan(run_dir: Path, dedupe: bool = True) -> pl.LazyFrame:
     lf = _scan_files(paths)
     if not dedupe:
         return lf
+    keys, descending = scoring.dedupe_order()
     return (
         lf.with_row_index("_order")
-        .sort(
-            [
-                pl.when(pl.col("started_at") == "").then(None).otherwise(pl.col("started_at")),
-                pl.col("_order"),
-            ],
-            nulls_last=True,
-            maintain_order=True,
-        )
+        .sort([*keys, pl.col("_order")], descending=[*descending, False], nulls_last=True, maintain_order=True)
         .unique(subset="job_id", keep="first", maintain_order=True)
         .sort("_order")
         .drop("_order")
@@ -267,8 +268,9 @@ def read_records(run_dir: Path, dedupe: bool = True) -> pl.DataFrame:
 
 
 def done_job_ids(run_dir: Path) -> set[str]:
-    """The resume set: every ``job_id`` with a record in ``run_dir``'s shards."""
-    df = collect(scan(run_dir, dedupe=False).select("job_id").unique(), run_dir)
+    """The resume set: every ``job_id`` with a record in ``run_dir``'s shards whose status is not retried
+    (a job recorded only as ``harness_error`` is left out: a resumed run runs it again)."""
+    df = collect(scan(run_dir, dedupe=False).filter(~scoring.is_retried()).select("job_id").unique(), run_dir)
     return set(df["job_id"].to_list())
 
 

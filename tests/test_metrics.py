@@ -10,8 +10,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from kit import headline, metrics
-from kit.records import ErrorKind, Record, Status
+from kit import headline, metrics, scoring
+from kit.records import ErrorKind, Flag, Record, Status
 from kit.shards import records_frame
 
 S = Status
@@ -93,8 +93,9 @@ def test_method_a_by_hand(by_method):
     assert a["fast_sig_1.5"] == 0.0
     # geomean over t1, t2: sqrt(1.3 * 2.5) = sqrt(3.25)
     assert a["geomean_speedup"] == pytest.approx(math.sqrt(3.25))
-    # pass@1 over tasks with >= 1 sample: t1 c/n = 1/3, t2 2/2, t3 0/1, t5 1/1, t6 1/1 -> (1/3 + 3) / 5 = 2/3
-    assert a["pass@1"] == pytest.approx(2 / 3) and a["pass@1_tasks"] == 5
+    # pass@1 over every task: t1 c/n = 1/3, t2 2/2, t3 0/1, t4 (no record) 0, t5 1/1, t6 1/1 -> (1/3 + 3) / 6;
+    # 5 tasks have >= 1 sample
+    assert a["pass@1"] == pytest.approx(5 / 9) and a["pass@1_tasks"] == 5
     assert a["no_native_tasks"] == ["t5"]
 
 
@@ -113,12 +114,14 @@ def test_method_b_by_hand(by_method):
 def test_pass_at_k_more_samples():
     df = metrics.summary(RECORDS, TASKS, ks=(1, 2, 3))
     a = df.filter(pl.col("method") == "A").row(0, named=True)
-    # pass@2 over tasks with n >= 2: t1 1 - C(2,2)/C(3,2) = 2/3, t2 (c = n) 1 -> 5/6
-    assert a["pass@2"] == pytest.approx(5 / 6) and a["pass@2_tasks"] == 2
-    # pass@3: only t1 (n=3, c=1): 1 - C(2,3)/C(3,3) = 1 - 0/1 = 1
-    assert a["pass@3"] == pytest.approx(1.0) and a["pass@3_tasks"] == 1
+    # pass@2 over every task, missing samples failed: t1 1 - C(2,2)/C(3,2) = 2/3, t2 (c = n) 1; n = 1 < 2:
+    # t3 (wrong) 0, t5 and t6 (correct) 1; t4 (no record) 0 -> (2/3 + 3) / 6 = 11/18; 2 tasks have n >= 2
+    assert a["pass@2"] == pytest.approx(11 / 18) and a["pass@2_tasks"] == 2
+    # pass@3: t1 (n=3, c=1): 1 - C(2,3)/C(3,3) = 1; t2, t5, t6 have a correct sample: 1; t3, t4: 0 -> 4/6
+    assert a["pass@3"] == pytest.approx(4 / 6) and a["pass@3_tasks"] == 1
     b = df.filter(pl.col("method") == "B").row(0, named=True)
-    assert b["pass@2"] is None and b["pass@2_tasks"] == 0
+    # B: t3 (its one sample correct) 1, the five tasks without records 0
+    assert b["pass@2"] == pytest.approx(1 / 6) and b["pass@2_tasks"] == 0
 
 
 @pytest.mark.parametrize("n", [1, 2, 5, 10, 30])
@@ -246,3 +249,119 @@ def test_errors_name_the_problem():
 
 def test_no_records_gives_no_rows():
     assert metrics.summary(RECORDS.head(0), TASKS).height == 0
+
+
+# -- the scoring rules of records that may not count (kit.scoring) ------------------------------------------
+def flagged(method, task, sample, speedup, codes=("implausible_speedup",), untimeable=False):
+    """An ``ok`` record with ``speedup`` (CI low 0.9 of it), the flags ``codes`` and ``timing_untimeable``."""
+    r = rec(method, task, sample, S.OK, speedup=speedup, ci_low=speedup * 0.9)
+    flags = [Flag(code=c, reason=f"{c}: {speedup}x") for c in codes]
+    return r.model_copy(update={"flags": flags, "timing_untimeable": untimeable})
+
+
+def test_harness_errors_are_failed_samples_counted_and_a_task_with_only_them_is_missing():
+    recs = records_frame([
+        rec("H", "t1", 0, S.HARNESS_ERROR, kind=ErrorKind.INTERNAL),  # t1: only harness errors
+        rec("H", "t1", 1, S.HARNESS_ERROR, kind=ErrorKind.INTERNAL),
+        rec("H", "t2", 0, S.HARNESS_ERROR, kind=ErrorKind.INTERNAL),  # t2: one, and a correct sample
+        rec("H", "t2", 1, S.OK, speedup=1.5, ci_low=1.2),
+        rec("H", "t3", 0, S.WORKER_LOST, kind=ErrorKind.INTERNAL),  # not a harness error: the candidate's
+    ])
+    h = metrics.summary(recs, TASKS, ks=(1, 2), n_boot=10).row(0, named=True)
+    assert h["n_harness_errors"] == 3
+    assert h["harness_error_tasks"] == ["t1"]
+    # missing: t4, t5, t6 without records and t1 with only harness errors; t3 has its worker_lost record
+    assert h["n_missing"] == 4
+    assert h["csr"] == h["fcr"] == h["fast_1.0"] == pytest.approx(1 / 6)  # t2 only
+    # pass@2: t2 (n=2, c=1) 1 - C(1,2)/C(2,2) = 1; t1 (n=2, c=0) 0: the harness errors are failed samples
+    assert h["pass@2"] == pytest.approx(1 / 6) and h["pass@2_tasks"] == 2
+    assert h["pass@1"] == pytest.approx(0.5 / 6)  # t2: 1 of its 2 samples
+    line = headline.headline(recs, TASKS, [1.0])
+    assert line == ("H: CSR 16.7% FCR 16.7% fast_1.0 16.7% (6 tasks, 3 harness errors: rerun to retry; "
+                    "geomean 1.50x over the 1 with a speedup)")
+    one = headline.headline(recs.filter(pl.col("sample_id") == "1"), TASKS, [1.0])
+    assert "(6 tasks, 1 harness error: rerun to retry; geomean" in one
+    lost = headline.headline(recs.filter(pl.col("task_id") == "t1"), TASKS, [1.0])
+    assert lost.endswith("(6 tasks, 2 harness errors: rerun to retry)")
+
+
+def test_timing_failed_is_correct_but_never_fast_whatever_its_fields():
+    recs = records_frame([
+        rec("A", "t1", 0, S.TIMING_FAILED, speedup=3.0, ci_low=2.8, kind=ErrorKind.WORKER_LOST),
+        rec("A", "t2", 0, S.OK, speedup=2.0, ci_low=1.8),
+    ])
+    a = metrics.summary(recs, TASKS, n_boot=10).row(0, named=True)
+    assert a["csr"] == a["fcr"] == pytest.approx(2 / 6)
+    assert a["n_with_speedup"] == 1
+    for p in ("0", "0.5", "1.0", "1.5"):
+        assert a[f"fast_{p}"] == a[f"fast_sig_{p}"] == pytest.approx(1 / 6), p  # t2 only
+    assert a["fast_2.0"] == 0.0  # 2.0 is not > 2.0; the timing_failed 3.0 does not count
+    assert a["geomean_speedup"] == pytest.approx(2.0)
+    pt = metrics.per_task(recs, TASKS)
+    assert pt.filter(pl.col("task_id") == "t1")["speedup"].to_list() == [None]
+
+
+def test_a_method_whose_records_all_fall_outside_the_tasks_still_appears_with_zeros():
+    recs = pl.concat([RECORDS, records_frame([rec("C", "t_train", 0, S.OK, speedup=5.0, ci_low=4.0)])])
+    df = metrics.summary(recs, TASKS, n_boot=10)
+    c = df.filter(pl.col("method") == "C").row(0, named=True)
+    assert (c["n_tasks"], c["n_missing"], c["csr"], c["fcr"], c["fast_0"]) == (6, 6, 0.0, 0.0, 0.0)
+    assert c["geomean_speedup"] is None and c["pass@1"] == 0.0
+    assert df["method"].to_list() == ["A", "B", "C"]
+    assert headline.headline(recs, TASKS, [1.0]).splitlines()[2] == "C: CSR 0.0% FCR 0.0% fast_1.0 0.0% (6 tasks)"
+    assert metrics.per_task(recs, TASKS).filter(pl.col("method") == "C").height == 6
+
+
+def test_untimeable_and_implausible_speedups_are_not_scored():
+    recs = records_frame([
+        flagged("A", "t1", 0, 2.0, codes=(), untimeable=True),  # untimeable: no speedup
+        flagged("A", "t2", 0, 50.0),  # implausible: no speedup
+        flagged("A", "t3", 0, 40.0),  # implausible, but another sample of t3 has a usable speedup
+        rec("A", "t3", 1, S.OK, speedup=1.2, ci_low=1.1),
+        flagged("A", "t4", 0, 1.4, codes=("other_code",)),  # a flag of another code: scored
+    ])
+    a = metrics.summary(recs, TASKS, n_boot=10).row(0, named=True)
+    assert a["fcr"] == pytest.approx(4 / 6)
+    assert (a["n_with_speedup"], a["n_untimeable"], a["n_implausible"]) == (2, 1, 1)  # t3, t4; t1; t2
+    assert a["untimeable_tasks"] == ["t1"]
+    assert a["fast_0"] == a["fast_sig_0"] == pytest.approx(2 / 6)  # p = 0 too: t1 and t2 never count
+    assert a["fast_2.0"] == 0.0
+    assert a["geomean_speedup"] == pytest.approx(math.sqrt(1.2 * 1.4))
+    best = dict(metrics.per_task(recs, TASKS).select("task_id", "speedup").iter_rows())
+    assert best == {"t1": None, "t2": None, "t3": 1.2, "t4": 1.4, "t5": None, "t6": None}
+
+
+def test_records_without_the_new_fields_read_them_as_not_set():
+    """Frames of older records: null flags and timing_untimeable, or no such columns at all."""
+    recs = records_frame([rec("A", "t1", 0, S.OK, speedup=1.3, ci_low=1.1)])
+    for old in (recs.with_columns(pl.lit(None, dtype=recs.schema[c]).alias(c) for c in ("flags", "timing_untimeable")),
+                recs.drop("flags", "timing_untimeable")):
+        a = metrics.summary(old, TASKS, n_boot=10).row(0, named=True)
+        assert a["fast_1.0"] == pytest.approx(1 / 6) and (a["n_untimeable"], a["n_implausible"]) == (0, 0)
+
+
+def test_fast_sig_beyond_the_noise_band_of_each_task():
+    recs = records_frame([
+        rec("A", "t1", 0, S.OK, speedup=1.15, ci_low=1.05),  # inside t1's band of 1.2x
+        rec("A", "t2", 0, S.OK, speedup=1.5, ci_low=1.1),  # beyond it
+        rec("A", "t3", 0, S.OK, speedup=0.7, ci_low=0.6),  # 1/0.7 = 1.43 > 1.2: outside, slower
+        rec("A", "t4", 0, S.OK, speedup=1.1, ci_low=1.01),  # no noise figure: the CI rule alone
+    ])
+    noise = {"t1": math.log(1.2), "t2": math.log(1.2), "t3": math.log(1.2), "t5": None}
+    plain = metrics.summary(recs, TASKS, ps=[0.0, 1.0], n_boot=10).row(0, named=True)
+    sig = metrics.summary(recs, TASKS, ps=[0.0, 1.0], n_boot=10, noise=noise).row(0, named=True)
+    assert plain["fast_sig_1.0"] == pytest.approx(3 / 6)  # t1, t2, t4: CI low above 1
+    assert sig["fast_sig_1.0"] == pytest.approx(2 / 6)  # t1's 1.15 is not beyond 1.0 * 1.2
+    assert sig["fast_sig_0"] == plain["fast_sig_0"] == pytest.approx(4 / 6)  # p = 0: 0 * 1.2 = 0
+    assert sig["fast_1.0"] == plain["fast_1.0"] == pytest.approx(3 / 6)  # fast_p itself is unchanged
+    pt = metrics.per_task(recs, TASKS, noise=noise).select("task_id", "noise_log", "inside_noise")
+    inside = dict(pt.select("task_id", "inside_noise").iter_rows())
+    assert inside == {"t1": True, "t2": False, "t3": False, "t4": None, "t5": None, "t6": None}
+    with pytest.raises(metrics.MetricsError, match="'t1'.*noise_log"):
+        metrics.summary(recs, TASKS, noise={"t1": -0.1})
+
+
+def test_task_pass_at_k_counts_missing_samples_as_failed():
+    assert scoring.task_pass_at_k(0, 0, 3) == 0.0  # no record
+    assert scoring.task_pass_at_k(2, 1, 3) == 1.0 and scoring.task_pass_at_k(2, 0, 3) == 0.0  # n < k
+    assert scoring.task_pass_at_k(4, 1, 2) == pytest.approx(1 - math.comb(3, 2) / math.comb(4, 2))

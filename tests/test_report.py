@@ -267,3 +267,95 @@ def test_normalize_message():
         report.normalize_message("array index 42 is past the end of 'buf'\n  12 | x")
         == "array index N is past the end of ‘…’"
     )
+
+
+def _scoring_rules_run(run_dir):
+    """A run over 6 selected tasks: llm_x with a task left with only harness errors, an implausible and an
+    untimeable speedup, a timing_failed record carrying 3.0x, speedups inside and beyond their task's noise
+    band; ghost, whose only record is of a task outside the selection; a calibration with per-task noise."""
+    from kit.records import Flag
+
+    def r(method, task, sample, status, speedup=None, **kw):
+        ci = {} if speedup is None else dict(speedup_ci_low=speedup * 0.97, speedup_ci_high=speedup * 1.03)
+        return Record(job_id=f"{method}/{task}/{sample}", method=method, task_id=task, sample_id=str(sample),
+                      candidate_sha256="0" * 64, config_digest="cfg", split="test", status=status,
+                      speedup=speedup, **ci, **kw)
+
+    implausible = Flag(code="implausible_speedup", reason="40x over native: candidate skips work?")
+    recs = [
+        r("llm_x", "unary_0", 0, S.HARNESS_ERROR, error_kind=ErrorKind.INTERNAL),
+        r("llm_x", "unary_1", 0, S.OK, 40.0, flags=[implausible]),
+        r("llm_x", "unary_2", 0, S.OK, 2.0, timing_untimeable=True),
+        r("llm_x", "binary_0", 0, S.TIMING_FAILED, 3.0),
+        r("llm_x", "binary_1", 0, S.OK, 1.1),  # inside binary_1's band of exp(0.2) = 1.22x
+        r("llm_x", "binary_2", 0, S.OK, 1.5),  # beyond it
+        r("ghost", "others_0", 0, S.OK, 1.7),
+    ]
+    with ShardWriter(run_dir, "w0") as w:
+        for rec in recs:
+            w.append(rec)
+    ids = ["unary_0", "unary_1", "unary_2", "binary_0", "binary_1", "binary_2"]
+    session = {"started_at": "2026-11-30T00:00:00Z", "tasks": {"split": "test", "ids": ids}}
+    (run_dir / "provenance.json").write_text(json.dumps({**session, "sessions": [session]}))
+    cal_tasks = [{"task_id": t, "noise_log": 0.2} for t in ids[3:]] + [
+        {"task_id": "unary_2", "noise_log": None, "untimeable": True}, {"task_id": "unary_1"}]
+    (run_dir / "calibration.json").write_text(json.dumps(
+        {"summary": {"aa_speedup_p05": 0.9, "aa_speedup_p95": 1.1, "aa_speedup_median": 1.0}, "tasks": cal_tasks}))
+    return ids, {t: 0.2 for t in ids[3:]}
+
+
+def test_report_applies_the_scoring_rules_and_lists_what_is_not_scored(tmp_path):
+    ids, noise = _scoring_rules_run(tmp_path / "run")
+    paths = report.build_report([tmp_path / "run"], tmp_path / "rep", TASKS, n_boot=50)
+    data = json.loads(paths.json.read_text())
+    got = {r["method"]: r for r in data["summary"]}
+    assert set(got) == {"llm_x", "ghost"}  # ghost's only record is outside the selection: zeros, not gone
+    assert (got["ghost"]["n_tasks"], got["ghost"]["n_missing"], got["ghost"]["fcr"]) == (6, 6, 0.0)
+    x = got["llm_x"]
+    expected = metrics.summary(report.load_records(tmp_path / "run"), TASKS.filter(pl.col("task_id").is_in(ids)),
+                               n_boot=50, noise=noise).filter(pl.col("method") == "llm_x").row(0, named=True)
+    for col in ("fcr", "fast_0", "fast_1.0", "fast_sig_1.0", "geomean_speedup", "n_untimeable", "n_implausible",
+                "n_harness_errors", "n_missing", "harness_error_tasks", "untimeable_tasks"):
+        assert x[col] == pytest.approx(expected[col]) if isinstance(x[col], float) else x[col] == expected[col], col
+    assert (x["n_harness_errors"], x["harness_error_tasks"], x["n_missing"]) == (1, ["unary_0"], 1)
+    assert (x["n_implausible"], x["n_untimeable"], x["untimeable_tasks"]) == (1, 1, ["unary_2"])
+    # correct: unary_1, unary_2, binary_0 (timing_failed), binary_1, binary_2; usable speedups: binary_1, binary_2
+    assert x["fcr"] == pytest.approx(5 / 6) and x["fast_0"] == pytest.approx(2 / 6)
+    # fast_sig_1.0: binary_2 only (binary_1's 1.1 is inside its noise band)
+    assert x["fast_1.0"] == pytest.approx(2 / 6) and x["fast_sig_1.0"] == pytest.approx(1 / 6)
+    assert x["geomean_speedup"] == pytest.approx((1.1 * 1.5) ** 0.5)
+    assert data["runs"][0]["calibration"]["untimeable_tasks"] == ["unary_2"]
+    assert data["flagged"] == [{"system": "llm_x", "task_id": "unary_1", "sample_id": "0", "status": "ok",
+                                "speedup": 40.0, "flags": "implausible_speedup",
+                                "reasons": "40x over native: candidate skips work?"}]
+
+    md = paths.markdown.read_text()
+    assert "Unlike KernelBench, whose fast_0 is its correctness rate (FCR here)" in md
+    sections = dict(re.findall(r"## ([^\n]+)\n\n(.*?)(?=\n## |\Z)", md, flags=re.S))
+    assert "| llm_x | unary_0 |" in sections["Tasks left with only harness errors"]
+    assert "| llm_x | unary_2 |" in sections["Untimeable tasks"] and "| run calibration | unary_2 |" in sections["Untimeable tasks"]
+    assert "40x over native: candidate skips work?" in sections["Flagged candidates"]
+    speedups = sections["Per-task speedups"]
+    assert "| binary_1 | 1.1 ~ |" in speedups and "| binary_2 | 1.5 |" in speedups
+    assert "unary_1" not in speedups and "binary_0" not in speedups  # implausible, timing_failed: no speedup
+    assert "run (3 tasks)" in speedups  # where the noise bands come from
+    head = sections["Headline"]
+    assert "| harness errors |" in head and "| untimeable |" in head and "| implausible |" in head
+    csv = pl.read_csv(paths.csv)
+    assert csv.filter((pl.col("method") == "llm_x") & (pl.col("category") == "all"))["harness_error_tasks"][0] == "unary_0"
+
+
+def test_calibration_task_entries_are_checked(tmp_path):
+    run = tmp_path / "run"
+    _scoring_rules_run(run)
+    recs = report.load_records(run)
+    cal = json.loads((run / "calibration.json").read_text())
+    assert report.load_calibration(run, recs)["noise"] == {"binary_0": 0.2, "binary_1": 0.2, "binary_2": 0.2}
+    cal["tasks"][0]["noise_log"] = "wide"
+    (run / "calibration.json").write_text(json.dumps(cal))
+    with pytest.raises(report.ReportError, match="calibration.json: task 'binary_0': noise_log 'wide'"):
+        report.load_calibration(run, recs)
+    cal["tasks"] = {"binary_0": 0.2}
+    (run / "calibration.json").write_text(json.dumps(cal))
+    with pytest.raises(report.ReportError, match="'tasks' must be a list"):
+        report.load_calibration(run, recs)

@@ -171,6 +171,28 @@ def test_dedupe_keeps_earliest_started_at(tmp_path):
     assert dict(zip(df["job_id"], df["speedup"])) == {"j1": 2.0, "j2": 8.0, "j3": 3.0}
 
 
+def test_a_harness_error_loses_to_any_other_record_of_its_job_and_is_not_in_the_resume_set(tmp_path):
+    """A harness error is the kit's fault: a resumed run retries the job, and the retry is the record that
+    counts, even when it started earlier (clocks of two nodes) than the harness error."""
+    H = Status.HARNESS_ERROR
+    with shards.ShardWriter(tmp_path, "a") as w:
+        w.append(make_record("j1", H, started_at="2026-11-29T20:00:01Z"))
+        w.append(make_record("j2", H, started_at="2026-11-29T20:00:01Z", error_message="first try"))
+        w.append(make_record("j3", started_at="2026-11-29T20:00:05Z", speedup=1.0))
+        w.append(make_record("j4", Status.WORKER_LOST, started_at="2026-11-29T20:00:01Z"))
+    with shards.ShardWriter(tmp_path, "b") as w:
+        w.append(make_record("j1", started_at="2026-11-29T20:00:05Z", speedup=2.0))  # the retry
+        w.append(make_record("j2", H, started_at="2026-11-29T20:00:09Z", error_message="second try"))
+        w.append(make_record("j2", H, started_at="", error_message="no start"))
+        w.append(make_record("j3", H, started_at="2026-11-29T20:00:00Z"))
+    df = shards.scan(tmp_path).collect()
+    got = {r["job_id"]: (r["status"], r["speedup"], r["error_message"]) for r in df.iter_rows(named=True)}
+    assert got == {"j1": ("ok", 2.0, ""), "j2": ("harness_error", None, "second try"), "j3": ("ok", 1.0, ""),
+                   "j4": ("worker_lost", None, "")}
+    # the resume set: j2 has only harness errors, so a resumed run runs it again; worker_lost is not retried
+    assert shards.done_job_ids(tmp_path) == {"j1", "j3", "j4"}
+
+
 def test_all_null_columns_keep_dtypes(tmp_path):
     # a record where every optional field is null / empty
     with shards.ShardWriter(tmp_path, "w") as w:

@@ -20,24 +20,30 @@ from kit.report.plots import FUNNEL, STATUS_COLORS, plot_categories, plot_failur
 from kit.report.render import REPORT_SCHEMA_VERSION, ReportPaths, build_report
 from kit.report.tables import (
     HEADLINE_PS,
+    INSIDE_NOISE_MARK,
     TOP_ERRORS,
     Scores,
     category_order,
     category_table,
     compile_errors,
     failures,
+    flagged_table,
     headline_table,
     kind_table,
     no_native_table,
     normalize_message,
     provenance_table,
     score_runs,
+    speedup_table,
     status_table,
+    task_list_table,
+    untimeable_table,
 )
 
 __all__ = [
     "FUNNEL",
     "HEADLINE_PS",
+    "INSIDE_NOISE_MARK",
     "PROVENANCE_KEYS",
     "REPORT_SCHEMA_VERSION",
     "STATUS_COLORS",
@@ -51,6 +57,7 @@ __all__ = [
     "category_table",
     "compile_errors",
     "failures",
+    "flagged_table",
     "headline_table",
     "kind_table",
     "load_calibration",
@@ -66,5 +73,8 @@ __all__ = [
     "read_runs",
     "run_tasks",
     "score_runs",
+    "speedup_table",
     "status_table",
+    "task_list_table",
+    "untimeable_table",
 ]

@@ -11,12 +11,16 @@ Input files of a run directory (all optional except the records):
   ``{"summary": {"aa_speedup_p05": f, "aa_speedup_p95": f, "aa_speedup_median": f, ...}, "tasks": [...]}``;
   or ``calibration.parquet`` with a ``speedup`` column (one A/A speedup per row), whose 5th–95th percentiles
   are used.  Without either, the ``native`` method's own speedups in the run (the A/A method) give the band.
-  The band [p05, p95] is drawn as the noise floor on the speedup plots.
+  The band [p05, p95] is drawn as the noise floor on the speedup plots.  Each entry of ``tasks`` may carry
+  ``noise_log`` (the half-width of that task's A/A 95 % interval on log scale, ln(ci_high / ci_low) / 2; a
+  number >= 0 or null) and ``untimeable`` (bool); absent, the task has no noise figure / is not untimeable.
+  The figures are the per-task noise bands of :func:`kit.metrics.summary`'s ``noise``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +28,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from kit import metrics, provenance, shards
+from kit import provenance, scoring, shards
 
 PROVENANCE_KEYS: tuple[str, ...] = (
     "config_digest",
@@ -155,27 +159,33 @@ def load_provenance(run_dir: Path) -> dict[str, str]:
 
 
 def load_calibration(run_dir: Path, records: pl.DataFrame) -> dict[str, Any] | None:
-    """Noise floor band ``{"low", "high", "median", "source"}`` of A/A speedups, or None (module docstring).
+    """Noise floor ``{"low", "high", "median", "source", "noise", "untimeable_tasks"}`` or None (module
+    docstring): ``low``/``high``/``median`` the band of A/A speedups (None when the file gives none),
+    ``noise`` task id → ``noise_log`` and ``untimeable_tasks`` (sorted) from ``calibration.json``'s tasks
+    (empty from the other sources).
 
     Raises:
-        ReportError: a calibration file lacks the fields it needs.
+        ReportError: a calibration file lacks the fields it needs, or a task entry is malformed.
     """
     js, pq = run_dir / "calibration.json", run_dir / "calibration.parquet"
     if js.is_file():
         try:
-            summ = json.loads(js.read_text(encoding="utf-8"))["summary"]
+            data = json.loads(js.read_text(encoding="utf-8"))
+            summ = data["summary"]
             low, high = summ["aa_speedup_p05"], summ["aa_speedup_p95"]
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise ReportError(
                 f"{js}: expected {{'summary': {{'aa_speedup_p05', 'aa_speedup_p95'}}}}: {exc!r}"
             ) from exc
-        if low is None or high is None:
+        per_task = _calibration_tasks(js, data.get("tasks"))
+        if (low is None or high is None) and not (per_task["noise"] or per_task["untimeable_tasks"]):
             return None
         return {
-            "low": float(low),
-            "high": float(high),
+            "low": None if low is None or high is None else float(low),
+            "high": None if low is None or high is None else float(high),
             "median": summ.get("aa_speedup_median"),
             "source": js.name,
+            **per_task,
         }
     if pq.is_file():
         df = pl.read_parquet(pq)
@@ -183,10 +193,34 @@ def load_calibration(run_dir: Path, records: pl.DataFrame) -> dict[str, Any] | N
             raise ReportError(f"{pq}: missing column 'speedup'")
         s = df["speedup"].drop_nulls().to_numpy()
         return _band(s, pq.name)
-    native = records.filter(
-        (pl.col("method") == "native") & pl.col("status").is_in(metrics._CORRECT) & ~pl.col("timing_emulated")
-    )["speedup"].drop_nulls()
+    # the native method's usable speedups only (kit.scoring: not timing_failed, emulated, untimeable, flagged)
+    native = scoring.with_optional_columns(records).filter(
+        (pl.col("method") == "native") & scoring.scorable_speedup([])
+    )["speedup"]
     return _band(native.to_numpy(), "native method in this run")
+
+
+def _calibration_tasks(js: Path, tasks: Any) -> dict[str, Any]:
+    """``{"noise": {task_id: noise_log}, "untimeable_tasks": [...]}`` from the ``tasks`` entries of
+    calibration.json ``js`` (module docstring; a null or absent field: no figure, not untimeable).
+
+    Raises:
+        ReportError: ``tasks`` is not a list of objects with a ``task_id``, or a ``noise_log`` is not a finite
+            number >= 0 (names the file and the task).
+    """
+    tasks = [] if tasks is None else tasks
+    if not isinstance(tasks, list) or not all(isinstance(t, dict) and isinstance(t.get("task_id"), str) for t in tasks):
+        raise ReportError(f"{js}: 'tasks' must be a list of objects with a 'task_id'")
+    noise: dict[str, float] = {}
+    for t in tasks:
+        v = t.get("noise_log")
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
+            raise ReportError(f"{js}: task {t['task_id']!r}: noise_log {v!r}, expected a finite number >= 0 or null")
+        noise[t["task_id"]] = float(v)
+    untimeable = sorted(t["task_id"] for t in tasks if t.get("untimeable") is True)
+    return {"noise": noise, "untimeable_tasks": untimeable}
 
 
 def _band(s: np.ndarray, source: str) -> dict[str, Any] | None:
@@ -197,6 +231,8 @@ def _band(s: np.ndarray, source: str) -> dict[str, Any] | None:
         "high": float(np.percentile(s, 95)),
         "median": float(np.median(s)),
         "source": source,
+        "noise": {},
+        "untimeable_tasks": [],
     }
 
 

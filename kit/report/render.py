@@ -7,12 +7,14 @@ method with its run (``<run>/<method>`` when there are several runs), and writes
 - ``report.html``: everything below, plots embedded as base64 PNG (no external file needed);
 - ``report.md``: the same tables, plots linked from ``plots/*.png``;
 - ``report.json``: the summary rows (same numbers as :func:`kit.metrics.summary`), per category rows,
-  failures, compile errors, provenance, calibration;
+  failures, compile errors, flagged records, provenance, calibration;
 - ``summary.csv``: one row per run, method (, split) and category (``category == "all"`` for the overall row).
 
 Sections: headline table (paper Table 4/5: CSR, FCR, fast_p with bootstrap 95 % CIs), stage funnel (Fig. 3),
-per-category CSR/FCR/fast_1.0 (Fig. 4/5), speedup distribution with the noise floor band, failure breakdown by
-status and error kind, the most common compile errors, run provenance.
+per-category CSR/FCR/fast_1.0 (Fig. 4/5), speedup distribution with the noise floor band, per-task speedups
+(marked inside their task's A/A noise band), the tasks without a native baseline, untimeable, or left with
+only harness errors, flagged candidates, failure breakdown by status and error kind, the most common compile
+errors, run provenance.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from kit.report.inputs import ReportError, Run, read_runs
 from kit.report.plots import plot_categories, plot_failures, plot_funnel, plot_speedups
 from kit.report.tables import (
     HEADLINE_PS,
+    INSIDE_NOISE_MARK,
     Scores,
     category_table,
     headline_table,
@@ -41,7 +44,10 @@ from kit.report.tables import (
     no_native_table,
     provenance_table,
     score_runs,
+    speedup_table,
     status_table,
+    task_list_table,
+    untimeable_table,
 )
 
 REPORT_SCHEMA_VERSION = 1
@@ -235,7 +241,16 @@ def _sections(
         note="Each cell: CSR / FCR / fast_1.0 in % of the category's tasks.",
     )
     add("Speedup distribution", plot="speedups", note=_calibration_note(scores.calibration))
+    add("Per-task speedups", speedup_table(scores.relabel(scores.per_task)), note=_speedups_note(runs))
     add("Tasks without a native baseline", no_native_table(scores.summary))
+    add("Untimeable tasks", untimeable_table(scores.summary, runs),
+        note="Native op time too short to time on this machine: correct, but no speedup is scored.")
+    add("Tasks left with only harness errors",
+        task_list_table(scores.summary, "harness_error_tasks", "tasks with only harness errors"),
+        note="A harness error is the kit's fault, not the candidate's: such a task counts as missing (a failure) "
+        "until a resumed mkb eval retries its jobs.")
+    add("Flagged candidates", scores.flagged,
+        note="Records carrying a flag; a speedup flagged implausible_speedup is not scored.")
     add("Outcomes by status (samples)", status_table(scores.fail), plot="failures")
     add("Failures by error kind (samples)", kind_table(scores.fail))
     add(
@@ -259,16 +274,30 @@ def _intro(runs: list[Run]) -> str:
     return (
         f"Runs: {', '.join(f'{r.label} ({r.dir})' for r in runs)}. Denominator: all tasks of the split, or of "
         f"the run's tasks.ids selection ({denom}); "
-        "a task without a record counts as a failure. Rates in %, 95 % bootstrap CI over tasks in brackets. "
-        "Best of the samples per task. fast_p counts correct tasks with speedup > p; tasks without a native "
-        "baseline and timings under emulation never count as fast."
+        "a task without a record, or with only harness errors, counts as a failure. Rates in %, 95 % bootstrap "
+        "CI over tasks in brackets. Best of the samples per task. FCR counts correct tasks; fast_p counts correct "
+        "tasks with a usable speedup > p. Unlike KernelBench, whose fast_0 is its correctness rate (FCR here), "
+        "fast_0 can be below FCR: a correct task without a usable speedup (no native baseline, timed under "
+        "emulation, timing failed, untimeable, or an implausible speedup) never counts as fast. fast_sig_1.0 "
+        "also needs the speedup's CI low bound above 1 and, with a per-task A/A calibration, the speedup beyond "
+        "its task's noise band."
     )
+
+
+def _speedups_note(runs: list[Run]) -> str:
+    """The note over the per-task speedup table: what a cell holds and where the noise bands come from."""
+    with_noise = [f"{r.label} ({len(r.calibration['noise'])} tasks)" for r in runs
+                  if r.calibration and r.calibration.get("noise")]
+    where = (f"per-task A/A noise bands from calibration.json: {', '.join(with_noise)}" if with_noise
+             else "no per-task A/A noise bands (calibration.json without noise_log)")
+    return (f"Best usable speedup per task (native ms / candidate ms); {INSIDE_NOISE_MARK}: inside its task's "
+            f"A/A noise band (|ln speedup| <= noise_log), not distinguishable from native; {where}.")
 
 
 def _calibration_note(calibration: dict[str, Any] | None) -> str:
     return (
         "no calibration (no calibration.json/.parquet and no native method in the runs)"
-        if calibration is None
+        if calibration is None or calibration.get("low") is None
         else f"A/A noise floor (native vs native speedup, p05–p95): {calibration['low']:.3f}–{calibration['high']:.3f}× "
         f"from {calibration['source']}"
     )
@@ -311,6 +340,7 @@ def _report_json(
         "by_category": scores.by_cat.to_dicts(),
         "failures": scores.fail.to_dicts(),
         "compile_errors": scores.errors.to_dicts(),
+        "flagged": scores.flagged.to_dicts(),
     }
 
 
@@ -318,4 +348,4 @@ def _summary_csv(scores: Scores) -> pl.DataFrame:
     """The rows of ``summary.csv``: the overall rows (``category == "all"``), then the per category rows."""
     return pl.concat(
         [scores.summary.with_columns(category=pl.lit("all")), scores.by_cat], how="diagonal_relaxed"
-    ).with_columns(pl.col("no_native_tasks").list.join(";"))
+    ).with_columns(pl.col(metrics.TASK_LIST_COLUMNS).list.join(";"))

@@ -1,5 +1,7 @@
 """The report's numbers and tables: each run's metrics (:func:`score_runs`) and the display tables built
-from them (headline, per category, outcomes by status and error kind, common compile errors, provenance)."""
+from them (headline, per category, per-task speedups, outcomes by status and error kind, common compile
+errors, tasks without a native baseline, untimeable or left with harness errors, flagged candidates,
+provenance)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from kit import metrics
+from kit import metrics, scoring
 from kit.records import Status
 from kit.report.inputs import PROVENANCE_KEYS, Run
 
@@ -112,6 +114,9 @@ def headline_table(summary: pl.DataFrame, ps: tuple[float, ...]) -> pl.DataFrame
         row["geomean speedup"] = "n/a" if g is None else f"{g:.3f}"
         row["no native"] = str(r["n_no_native"])
         row["emulated"] = str(r["n_emulated"])
+        row["untimeable"] = str(r["n_untimeable"])
+        row["implausible"] = str(r["n_implausible"])
+        row["harness errors"] = str(r["n_harness_errors"])
         out.append(row)
     return pl.DataFrame(out, schema=list(out[0]) if out else ["system"])
 
@@ -155,11 +160,58 @@ def kind_table(fail: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def task_list_table(summary: pl.DataFrame, column: str, header: str) -> pl.DataFrame:
+    """``system`` and its list column ``column`` of :func:`kit.metrics.summary` (comma-separated, headed
+    ``header``), for the systems that have any."""
+    return summary.select("system", pl.col(column).list.join(", ").alias(header)).filter(pl.col(header) != "")
+
+
 def no_native_table(summary: pl.DataFrame) -> pl.DataFrame:
     """``system`` and its ``no_native_tasks`` (comma-separated), for the systems that have any."""
-    return summary.select(
-        "system", pl.col("no_native_tasks").list.join(", ").alias("tasks without native baseline")
-    ).filter(pl.col("tasks without native baseline") != "")
+    return task_list_table(summary, "no_native_tasks", "tasks without native baseline")
+
+
+def untimeable_table(summary: pl.DataFrame, runs: list[Run]) -> pl.DataFrame:
+    """The untimeable tasks: per system (its correct samples timed untimeable, no scorable speedup), then per
+    run whose calibration marks tasks untimeable (``<run> calibration``)."""
+    header = "untimeable tasks"
+    calib = [{"system": f"{r.label} calibration", header: ", ".join(r.calibration["untimeable_tasks"])}
+             for r in runs if r.calibration and r.calibration.get("untimeable_tasks")]
+    return pl.concat([task_list_table(summary, "untimeable_tasks", header),
+                      pl.DataFrame(calib, schema={"system": pl.String, header: pl.String})])
+
+
+def flagged_table(records: pl.DataFrame) -> pl.DataFrame:
+    """Every record that carries flags (``flags``; null in older records): ``system``, ``task_id``,
+    ``sample_id``, ``status``, ``speedup``, ``flags`` (the codes) and ``reasons``, sorted."""
+    recs = scoring.with_optional_columns(records).filter(pl.col("flags").list.len().fill_null(0) > 0)
+    return recs.select(
+        "system", "task_id", "sample_id", "status", "speedup",
+        flags=_flag_field("code").list.join(", "), reasons=_flag_field("reason").list.join("; "),
+    ).sort("system", "task_id", "sample_id")
+
+
+def _flag_field(name: str) -> pl.Expr:
+    """The list of field ``name`` of each record's flags."""
+    return pl.col("flags").list.eval(pl.element().struct.field(name))
+
+
+#: the mark of a per-task speedup inside its task's A/A noise band
+INSIDE_NOISE_MARK = "~"
+
+
+def speedup_table(per_task: pl.DataFrame) -> pl.DataFrame:
+    """Per-task best scorable speedups: one row per task that has one for some system (sorted), one column
+    per system holding ``"1.234"``, followed by :data:`INSIDE_NOISE_MARK` when |ln speedup| <= the task's
+    ``noise_log`` (:func:`kit.metrics.per_task`); empty where the system has none."""
+    timed = per_task.filter(pl.col("speedup").is_not_null())
+    if timed.height == 0:
+        return pl.DataFrame(schema={"task_id": pl.String})
+    mark = pl.when(pl.col("inside_noise").fill_null(False)).then(pl.lit(" " + INSIDE_NOISE_MARK)).otherwise(pl.lit(""))
+    cell = pl.format("{}{}", pl.col("speedup").round(3).cast(pl.String), mark)
+    systems = timed["system"].unique(maintain_order=True).to_list()
+    wide = timed.select("task_id", "system", cell.alias("cell")).pivot(on="system", index="task_id", values="cell")
+    return wide.select("task_id", *systems).fill_null("").sort("task_id")
 
 
 def provenance_table(runs: list[Run]) -> pl.DataFrame:
@@ -192,6 +244,8 @@ class Scores:
     """:func:`failures` of every run's records"""
     errors: pl.DataFrame
     """:func:`compile_errors` of every run's records"""
+    flagged: pl.DataFrame
+    """:func:`flagged_table` of every run's records"""
     splits: list[str]
     """the splits of the runs' denominators, sorted"""
     categories: list[str]
@@ -217,34 +271,22 @@ def score_runs(runs: list[Run], ps: tuple[float, ...], n_boot: int, seed: int) -
     used = task_table["split"].unique().sort()
     split_key = ["split"] if used.len() > 1 else []
 
-    # metrics per run (so a task without native baseline in one run does not affect another run)
+    # metrics per run (so a task without native baseline in one run does not affect another run), each with
+    # the per-task noise bands of its own calibration
     summ_parts, cat_parts, pt_parts = [], [], []
     for r in runs:
-        s = metrics.summary(
-            r.records,
-            r.tasks,
-            ps=ps,
-            by=("run", "method", "system", *split_key),
-            n_boot=n_boot,
-            seed=seed,
-        )
-        c = metrics.summary(
-            r.records,
-            r.tasks,
-            ps=ps,
-            by=("run", "method", "system", *split_key, "category"),
-            n_boot=n_boot,
-            seed=seed,
-        )
-        summ_parts.append(s)
-        cat_parts.append(c)
-        pt_parts.append(metrics.per_task(r.records, r.tasks, keys=("run", "method", "system")))
+        noise = (r.calibration or {}).get("noise") or None
+        for parts, extra in ((summ_parts, ()), (cat_parts, ("category",))):
+            by = ("run", "method", "system", *split_key, *extra)
+            parts.append(metrics.summary(r.records, r.tasks, ps=ps, by=by, n_boot=n_boot, seed=seed, noise=noise))
+        pt_parts.append(metrics.per_task(r.records, r.tasks, keys=("run", "method", "system"), noise=noise))
     return Scores(
         summary=pl.concat(summ_parts, how="vertical").sort(["run", "method", *split_key]),
         by_cat=pl.concat(cat_parts, how="vertical").sort(["run", "method", *split_key, "category"]),
         per_task=pl.concat(pt_parts, how="vertical"),
         fail=failures(records),
         errors=compile_errors(records),
+        flagged=flagged_table(records),
         splits=used.to_list(),
         categories=category_order(task_table),
         calibration=next((r.calibration for r in runs if r.calibration), None),
