@@ -101,7 +101,7 @@ def execute(jobs: list[Job], done: set[str], run_dir: Path, executor: Executor, 
     todo = pending(jobs, done)
     unique = len({j.job_id for j in jobs})
     counts = {"jobs": unique, "skipped": unique - len(todo), "ran": 0, "workers": 0, "work_s": 0.0}
-    line = f"mkb eval: {unique} jobs, {unique - len(todo)} already recorded in {run_dir}"
+    line = f"mkb {label}: {unique} jobs, {unique - len(todo)} already recorded in {run_dir}"
     if not todo:
         print(line)
         return counts

@@ -300,7 +300,9 @@ def _scoring_rules_run(run_dir):
     cal_tasks = [{"task_id": t, "noise_log": 0.2} for t in ids[3:]] + [
         {"task_id": "unary_2", "noise_log": None, "untimeable": True}, {"task_id": "unary_1"}]
     (run_dir / "calibration.json").write_text(json.dumps(
-        {"summary": {"aa_speedup_p05": 0.9, "aa_speedup_p95": 1.1, "aa_speedup_median": 1.0}, "tasks": cal_tasks}))
+        {"summary": {"aa_speedup_p05": 0.9, "aa_speedup_p95": 1.1, "aa_speedup_median": 1.0, "timed": 40,
+                     "confidence": 0.95, "coverage": 0.975, "ci_width_median": 0.021, "noise_log_median": 0.0105,
+                     "native_fast_1.0": 0.5, "native_fast_sig_1.0": 0.025}, "tasks": cal_tasks}))
     return ids, {t: 0.2 for t in ids[3:]}
 
 
@@ -331,6 +333,8 @@ def test_report_applies_the_scoring_rules_and_lists_what_is_not_scored(tmp_path)
 
     md = paths.markdown.read_text()
     assert "Unlike KernelBench, whose fast_0 is its correctness rate (FCR here)" in md
+    # the calibration's coverage of its A/A intervals, beside their width (mkb calibrate's summary)
+    assert "the 95 % interval contains 1.0 for 39/40 timed tasks (97.5 %); median width 0.021" in md
     sections = dict(re.findall(r"## ([^\n]+)\n\n(.*?)(?=\n## |\Z)", md, flags=re.S))
     assert "| llm_x | unary_0 |" in sections["Tasks left with only harness errors"]
     assert "| llm_x | unary_2 |" in sections["Untimeable tasks"] and "| run calibration | unary_2 |" in sections["Untimeable tasks"]

@@ -185,6 +185,7 @@ def load_calibration(run_dir: Path, records: pl.DataFrame) -> dict[str, Any] | N
             "high": None if low is None or high is None else float(high),
             "median": summ.get("aa_speedup_median"),
             "source": js.name,
+            "summary": summ,
             **per_task,
         }
     if pq.is_file():

@@ -31,7 +31,7 @@ from typing import Any
 
 import polars as pl
 
-from kit import metrics
+from kit import metrics, noisefloor
 from kit.report.inputs import ReportError, Run, read_runs
 from kit.report.plots import plot_categories, plot_failures, plot_funnel, plot_speedups
 from kit.report.tables import (
@@ -295,12 +295,14 @@ def _speedups_note(runs: list[Run]) -> str:
 
 
 def _calibration_note(calibration: dict[str, Any] | None) -> str:
-    return (
-        "no calibration (no calibration.json/.parquet and no native method in the runs)"
-        if calibration is None or calibration.get("low") is None
-        else f"A/A noise floor (native vs native speedup, p05–p95): {calibration['low']:.3f}–{calibration['high']:.3f}× "
-        f"from {calibration['source']}"
-    )
+    if calibration is None or calibration.get("low") is None:
+        return "no calibration (no calibration.json/.parquet and no native method in the runs)"
+    note = (f"A/A noise floor (native vs native speedup, p05–p95): {calibration['low']:.3f}–"
+            f"{calibration['high']:.3f}× from {calibration['source']}")
+    summary = calibration.get("summary") or {}
+    if summary.get("coverage") is not None:  # written by mkb calibrate since the interval over rounds
+        note += ". " + noisefloor.coverage_line(summary)
+    return note
 
 
 def _html_text(sections: list[tuple[str, str, str]], generated: str) -> str:
