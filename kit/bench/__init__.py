@@ -22,9 +22,14 @@
    J jobs instead, e.g. all CPUs: the best one worker does alone, a stricter baseline than per-worker scaling).
    Run it on a quiet host (it warns when the host is busy before it starts).
 
+4. **timing cost** (``--timing-cost``): the timing and verification defaults' cost per candidate, the former
+   (3 rounds x 100 iterations; no extra thread counts) beside the current ones, interleaved
+   (:mod:`kit.bench.timingcost`).
+
 Engine: the real MNN tree when ``MKB_MNN__SOURCE_DIR`` is set (task ``--task``, sample from
 ``candidates/sample``), else the fixture engine shipped with the tests.
 
     python -m kit.bench [--task ID] [--sample correct] [--repeats 3]
     python -m kit.bench --scaling [--rounds R] [--copies N] [--one-worker-jobs J]   (Ray needs loopback networking)
+    python -m kit.bench --timing-cost [--task ID] [--repeats 3]
 """

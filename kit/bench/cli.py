@@ -7,6 +7,7 @@ import argparse
 import kit.bench
 from kit.bench.overhead import overhead
 from kit.bench.scaling import scaling
+from kit.bench.timingcost import timing_cost
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -17,6 +18,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample", default="correct")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--scaling", action="store_true", help="run the 1-vs-2-worker scaling benchmark instead")
+    ap.add_argument("--timing-cost", action="store_true", help="run the timing/verification cost benchmark instead: "
+                    "former vs current defaults per candidate")
     ap.add_argument("--copies", type=int, default=None, help="scaling: evaluate the sample set under this many "
                     "method names (default: 8 on the fixture engine, 1 on real MNN)")
     ap.add_argument("--one-worker-jobs", type=int, default=1, help="scaling: ninja -j of the serial and "
@@ -26,4 +29,6 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.scaling:
         return scaling(args.copies, args.one_worker_jobs, args.rounds)
+    if args.timing_cost:
+        return timing_cost(args.task, args.repeats)
     return overhead(args.task, args.sample, args.repeats)
