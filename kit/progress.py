@@ -1,7 +1,8 @@
 """The live progress bar of a run (rich): label, bar, done/total, elapsed, ETA and a status text with
-per-stage counts (:class:`StageTally`).
+per-stage counts (:class:`StageTally`); the same bar for one long build's steps (:class:`BuildProgress`).
 
-Shown when stderr is a terminal (or ``MKB_PROGRESS=1``); silent in logs and CI.
+Shown when stderr is a terminal (or ``MKB_PROGRESS=1``); without one (logs, CI) the run logs one line per
+record (:func:`log_record`) and a long build one line every few percent.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -56,6 +58,66 @@ def log_record(rec: Record) -> None:
         return
     log.info("%s/%s/%s: %s (%d tries) %s", rec.task_id, rec.method, rec.sample_id, rec.status.value, rec.attempts,
              rec.error_message[:120])
+
+
+def duration_text(seconds: float) -> str:
+    """``45 s``, ``3 min 10 s``, ``1 h 05 min``: a wall time for a log line (rounded down to whole seconds)."""
+    s = int(max(seconds, 0.0))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+class BuildProgress:
+    """The progress of one long build (the native baseline: ~10 min for MNN), as a context manager whose value
+    is the ``progress(done, total, elapsed_s)`` callback of :func:`kit.mnn.build.build` (steps finished and
+    planned, seconds since the build began; called from the build's watch thread).
+
+    With a progress bar (:func:`progress_shown`) it draws ``label``, bar, ``done/total``, elapsed and ETA like
+    :func:`job_progress`; without one it logs (logger ``kit``, INFO) ``label: 412/1310 steps (31 %), 3 min 10 s``
+    each time ``done`` reaches a further multiple of ``log_every_pct`` percent of ``total``, and the last
+    report on leaving if that one was not logged yet (a failed build ends short of 100 %)."""
+
+    def __init__(self, label: str, log_every_pct: int = 5) -> None:
+        self.label = label
+        self.log_every_pct = log_every_pct
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
+        self._next_pct = 0  # the next percentage that gets a log line
+        self._last: tuple[int, int, float] | None = None
+        self._logged = True
+
+    def __enter__(self) -> BuildProgress:
+        if progress_shown():
+            self._bar = job_progress()
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+        elif self._last is not None and not self._logged:
+            self._log(*self._last)
+
+    def __call__(self, done: int, total: int, elapsed_s: float) -> None:
+        self._last = (done, total, elapsed_s)
+        if self._bar is not None:
+            if self._task is None:
+                self._task = self._bar.add_task(self.label, total=total, status="steps")
+            self._bar.update(self._task, completed=done, total=total)
+            return
+        pct = 100 * done // total if total else 100
+        self._logged = False
+        if pct >= self._next_pct:
+            self._log(done, total, elapsed_s)
+            self._next_pct = (pct // self.log_every_pct + 1) * self.log_every_pct
+
+    def _log(self, done: int, total: int, elapsed_s: float) -> None:
+        pct = 100 * done // total if total else 100
+        log.info("%s: %d/%d steps (%d %%), %s", self.label, done, total, pct, duration_text(elapsed_s))
+        self._logged = True
 
 
 #: pipeline stages in order, and the stage each failing status stopped at

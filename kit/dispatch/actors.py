@@ -12,6 +12,7 @@ thread (``max_concurrency=2``) that answers :meth:`Actor.stage` while a job runs
 
 from __future__ import annotations
 
+import logging
 import os
 import platform
 import socket
@@ -53,6 +54,14 @@ class Actor:
     setup_error: BaseException | None
 
     def _start(self, cfg: EvalConfig, name: str) -> None:
+        # the kit's INFO lines (the native build's progress, ~10 minutes on a fresh cache) to stderr, which Ray
+        # forwards to the driver's console as "(JobActor pid=...) ..."; an actor's logger has no handler otherwise
+        log = logging.getLogger("kit")
+        if not log.handlers:
+            handler = logging.StreamHandler()
+            handler.setFormatter(logging.Formatter("%(message)s"))
+            log.addHandler(handler)
+            log.setLevel(logging.INFO)
         self.cfg = cfg
         self.kit_digest = kit_digest()  # the sources this process imports from now on
         self.node_id = ray.get_runtime_context().get_node_id()

@@ -21,6 +21,10 @@ from kit.artefacts import Bundle, pack, runtime_libs
 from kit.mnn import build as mbuild
 from kit.mnn.source import Pristine
 from kit.mnn.workspace import Workspace
+from kit.progress import BuildProgress
+
+#: the engine's name in the native build's progress line
+_ENGINE_NAMES = {"mnn": "MNN"}
 
 
 class NativeBuildError(Exception):
@@ -109,7 +113,9 @@ def ensure_native(opts: mbuild.BuildOptions, pristine: Pristine, ws: Workspace) 
     if repaired:
         raise NativeBuildError(f"workspace {ws.root} was not clean for the native build: {repaired[:5]}")
     try:
-        res = mbuild.build(ws, opts)
+        # ~10 min for MNN on 2 cores (13 from a cold ccache): show its steps, unlike a candidate's seconds
+        with BuildProgress(f"native {_ENGINE_NAMES.get(opts.engine, opts.engine)} build") as progress:
+            res = mbuild.build(ws, opts, progress=progress)
     except mbuild.ConfigureError as exc:
         raise NativeBuildError(str(exc)) from exc
     if not res.ok:
