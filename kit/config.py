@@ -111,7 +111,11 @@ class MnnSection(_Section):
 
 class BuildSection(_Section):
     jobs: int = Field(default=max(1, os.cpu_count() or 1), ge=1)
+    #: seconds for a build of the native baseline (the whole tree: about 13 minutes on 2 cores from cold)
     timeout_s: float = Field(default=1200.0, gt=0)
+    #: seconds for a candidate's build (its files and what depends on them: seconds, measured 1.5-4.3 s for a
+    #: swapped kernel; a compile-time bomb would otherwise hold a worker for the native build's 20 minutes)
+    candidate_timeout_s: float = Field(default=300.0, gt=0)
     ccache: bool = True
 
 
@@ -162,6 +166,25 @@ class TimingSection(_Section):
                                 f"timing.cores {self.cores} must name timing.threads = {self.threads} distinct "
                                 f"non-negative core numbers (or be empty: chosen automatically)")
         return self
+
+
+class SandboxSection(_Section):
+    """How commands that run or compile candidate code are confined (:mod:`kit.sandbox`)."""
+
+    #: ``bwrap``: bubblewrap required; ``auto``: bubblewrap where it works, else rlimits only (logged, and every
+    #: record says ``sandboxed = false``); ``none``: rlimits only
+    mode: Literal["auto", "bwrap", "none"] = "auto"
+    #: address space of a compiler process (MiB; a template bomb is stopped here)
+    build_memory_mb: int = Field(default=4096, ge=256)
+    #: largest file a confined command may write (MiB)
+    file_mb: int = Field(default=1024, ge=1)
+    open_files: int = Field(default=1024, ge=16)
+    #: processes a confined command may add to those the kit's user runs (a fork bomb stops here)
+    processes: int = Field(default=256, ge=8)
+    #: CPU seconds of one runner or converter process
+    run_cpu_s: int = Field(default=600, ge=1)
+    #: size of a sandboxed command's private /tmp (MiB)
+    tmp_mb: int = Field(default=256, ge=1)
 
 
 #: resource names Ray defines itself (never a node label)
@@ -238,6 +261,7 @@ class EvalConfig(BaseSettings):
     build: BuildSection = BuildSection()
     verify: VerifySection = VerifySection()
     timing: TimingSection = TimingSection()
+    sandbox: SandboxSection = SandboxSection()
     dispatch: DispatchSection = DispatchSection()
     report: ReportSection = ReportSection()
 
@@ -276,7 +300,8 @@ class EvalConfig(BaseSettings):
         """The settings :meth:`digest` covers, as ``{section: {key: value}}`` (JSON types)."""
         return {
             "mnn": self.mnn.model_dump(mode="json", include={"version", "tree_sha256", "engine", "cmake_args"}),
-            "build": {"timeout_s": self.build.timeout_s},
+            "build": {"timeout_s": self.build.timeout_s, "candidate_timeout_s": self.build.candidate_timeout_s},
+            "sandbox": self.sandbox.model_dump(mode="json"),
             "verify": self.verify.model_dump(mode="json"),
             "timing": self.timing.model_dump(mode="json"),
         }

@@ -121,6 +121,7 @@ class Where:
     host: str = ""
     worker: str = ""
     mnn_version: str = ""
+    sandboxed: bool = False
     started_at: str = ""
     timing_worker: str = ""
     timing_host: str = ""

@@ -43,7 +43,8 @@ __all__ = ["build_job", "rejected_record", "run_job", "time_job"]
 
 def _where(worker: Worker) -> Where:
     return Where(arch=platform.machine(), host=socket.gethostname(), worker=worker.name,
-                 mnn_version=worker.mnn_version or worker.cfg.mnn.version, started_at=now_utc())
+                 mnn_version=worker.mnn_version or worker.cfg.mnn.version, started_at=now_utc(),
+                 sandboxed=worker.settings.sandboxed)
 
 
 def run_job(job: Job, worker: Worker) -> Record:
@@ -68,7 +69,8 @@ def time_job(job: Job, built: Built, timer: Timer) -> Record:
     one; ``wall_s`` = both halves).  A bundle of another architecture or native build is a
     ``harness_error`` (a cluster fault, not the candidate's)."""
     half = built.half
-    where = replace(half.where, timing_worker=timer.name, timing_host=socket.gethostname())
+    where = replace(half.where, timing_worker=timer.name, timing_host=socket.gethostname(),
+                    sandboxed=half.where.sandboxed and timer.settings.sandboxed)
     outcome = replace(half.outcome)  # a copy: the timing result goes into this job's own outcome
     rec = _guarded(job, where, outcome, lambda scratch, out: _time_shipped(job, built, timer, scratch, out))
     assert isinstance(rec, Record)

@@ -57,6 +57,7 @@ class ErrorKind(enum.StrEnum):
     SIGNAL = "signal"
     EXIT_CODE = "exit_code"
     TIMEOUT = "timeout"
+    LIMIT = "limit"  # a resource limit stopped the process (memory, file size, CPU seconds, processes)
     NO_NATIVE = "no_native"  # native baseline unavailable for timing
     WORKER_LOST = "worker_lost"  # built and verified, but the timing worker (or its node) died on every try
     INTERNAL = "internal"
@@ -166,6 +167,8 @@ class Record(BaseModel):
 
     arch: str = ""
     host: str = ""
+    #: the commands that compiled and ran the candidate ran in the sandbox (bubblewrap); False: rlimits only
+    sandboxed: bool = False
     worker: str = ""  # the worker that built (and verified) the candidate
     timing_worker: str = ""  # the timing worker, when timing ran on another node (dispatch.build_resource)
     timing_host: str = ""

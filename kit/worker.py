@@ -16,12 +16,12 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
-from kit import hostinfo, proc
+from kit import hostinfo, proc, sandbox
 from kit.artefacts import Bundle
 from kit.config import EvalConfig, MnnSection
 from kit.gate import NodeGate
 from kit.mnn import build as mbuild
-from kit.mnn.native import Native, ensure_native, install_shipped
+from kit.mnn.native import Native, build_pristine, ensure_native, install_shipped
 from kit.mnn.runner import RunSettings
 from kit.mnn.source import Pristine, ensure_pristine
 from kit.mnn.workspace import Workspace, open_workspace
@@ -43,6 +43,8 @@ class JobSettings:
     timing: TimingOptions
     timing_enabled: bool
     mnn_version: str
+    #: the commands that run or compile candidate code run in bubblewrap (False: rlimits only)
+    sandboxed: bool = False
 
 
 def job_settings(cfg: EvalConfig) -> JobSettings:
@@ -51,26 +53,45 @@ def job_settings(cfg: EvalConfig) -> JobSettings:
     timing runs are pinned to this node's timing cores (:func:`kit.hostinfo.timing_cores`) and draw their
     inputs with ``verify.seed``.
 
+    Every command that compiles or runs candidate code is confined (:func:`policies`).
+
     Raises:
-        ValueError: ``timing.cores`` names cores this node does not have (or too few are usable)."""
+        ValueError: ``timing.cores`` names cores this node does not have (or too few are usable).
+        kit.sandbox.SandboxError: ``sandbox.mode = "bwrap"`` and bubblewrap does not work here."""
+    build_policy, run_policy = policies(cfg)
     run = RunSettings(threads=cfg.timing.threads, precision=cfg.timing.precision,
-                      memory_limit_bytes=cfg.verify.memory_limit_mb << 20)
+                      memory_limit_bytes=cfg.verify.memory_limit_mb << 20, policy=run_policy)
     v, t = cfg.verify, cfg.timing
     # timing runs are pinned to this node's timing cores; verification runs wherever the scheduler puts them
     pinned = replace(run, cpus=hostinfo.timing_cores(t.threads, t.cores))
     return JobSettings(
         build=mbuild.BuildOptions(engine=cfg.mnn.engine, cache_dir=cfg.mnn.cache_dir,
                                   cmake_args=tuple(cfg.mnn.cmake_args), jobs=cfg.build.jobs,
-                                  timeout_s=cfg.build.timeout_s, ccache=cfg.build.ccache),
+                                  timeout_s=cfg.build.timeout_s, ccache=cfg.build.ccache,
+                                  candidate_timeout_s=cfg.build.candidate_timeout_s, policy=build_policy),
         verify=VerifyOptions(trials=v.trials, seed=v.seed, convert_timeout_s=v.convert_timeout_s,
                              run_timeout_s=v.run_timeout_s, run=run, extra_threads=tuple(v.extra_threads),
-                             extra_trials=v.extra_trials),
+                             extra_trials=v.extra_trials, convert_policy=run_policy),
         timing=TimingOptions(warmup=t.warmup, iterations=t.iterations, rounds=t.rounds, confidence=t.confidence,
                              timeout_s=t.timeout_s, seed=v.seed, run=pinned, min_native_ms=t.min_native_ms,
                              implausible_speedup=t.implausible_speedup),
         timing_enabled=t.enabled,
         mnn_version=cfg.mnn.version,
+        sandboxed=run_policy.enabled,
     )
+
+
+def policies(cfg: EvalConfig) -> tuple[sandbox.Policy, sandbox.Policy]:
+    """How builds, and runs of the runner and the converter, are confined (``[sandbox]``): both in bubblewrap
+    where :func:`kit.sandbox.resolve` says so; a compiler's address space ``build_memory_mb``, a run's
+    ``verify.memory_limit_mb`` (set apart, as ``RunSettings.memory_limit_bytes``) and ``run_cpu_s``; both
+    ``file_mb``, ``open_files`` and ``processes``."""
+    s = cfg.sandbox
+    enabled = sandbox.resolve(s.mode)
+    common = dict(file_bytes=s.file_mb << 20, open_files=s.open_files, processes=s.processes)
+    build = sandbox.Policy(enabled, sandbox.Limits(memory_bytes=s.build_memory_mb << 20, **common), s.tmp_mb << 20)
+    run = sandbox.Policy(enabled, sandbox.Limits(cpu_s=s.run_cpu_s, **common), s.tmp_mb << 20)
+    return build, run
 
 
 @dataclass
@@ -183,6 +204,10 @@ def setup_worker(cfg: EvalConfig, index: int | None = None, name: str | None = N
         with gate.shared():
             native = ensure_native(opts, pristine, ws)
             mbuild.configure(ws, opts)
+    with gate.shared():
+        # a fresh workspace's first build is the whole tree: done here, so that a candidate's build (and its
+        # build.candidate_timeout_s) covers only what its files change
+        build_pristine(ws, opts, f"workspace {ws.root.name} build")
     return Worker(cfg, ws, native, name=name or ws.root.name, mnn_version=cfg.mnn.version, gate=gate)
 
 

@@ -209,8 +209,9 @@ def test_check_rejects_response_without_files(evaluated, tmp_path):
     assert verdict["status"] == "rejected_input" and verdict["error_kind"] == "parse"
 
 
-def test_killed_job_leaves_workspace_repairable(evaluated):
-    """SIGKILL a worker in the middle of a build: the next job finds and repairs the dirty workspace."""
+def test_killed_job_leaves_workspace_repairable(evaluated, caplog):
+    """SIGKILL a worker in the middle of a build: the next worker finds and repairs the dirty workspace (at its
+    set-up, before its first build)."""
     cfg, cfg_path, tmp = evaluated
     code = (
         "import os, signal, sys\n"
@@ -226,10 +227,13 @@ def test_killed_job_leaves_workspace_repairable(evaluated):
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert res.returncode == -9
-    worker = setup_worker(cfg)
+    with caplog.at_level("WARNING", logger="kit"):
+        worker = setup_worker(cfg)
     try:
-        repaired = worker.workspace.check_and_repair()
-        assert "source/backend/cpu/CPUArgMax.cpp" in repaired
+        assert any("restored 1 file(s)" in r.getMessage() and "source/backend/cpu/CPUArgMax.cpp" in r.getMessage()
+                   for r in caplog.records), caplog.text
+        rel = "source/backend/cpu/CPUArgMax.cpp"
+        assert (worker.workspace.src / rel).read_bytes() == (worker.workspace.pristine.root / rel).read_bytes()
         assert worker.workspace.check_and_repair() == []
     finally:
         worker.workspace.release()

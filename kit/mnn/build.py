@@ -17,6 +17,7 @@ from kit import proc
 from kit.mnn import buildwatch
 from kit.mnn.workspace import Workspace
 from kit.records import Diagnostic
+from kit.sandbox import Confinement, Policy, interpreter_paths
 
 ENGINE_CMAKE_ARGS = {
     "mnn": ["-DMNN_BUILD_CONVERTER=ON", "-DMNN_BUILD_TOOLS=ON"],
@@ -37,8 +38,10 @@ class BuildOptions:
     """How workspaces (and the native baseline) are configured and built.
 
     ``engine``: ``mnn`` or ``fixture`` (the kit's test engine: its own CMake flags); ``cmake_args``: extra
-    CMake arguments; ``jobs``: ninja's ``-j``; ``timeout_s``: seconds for one build; ``ccache``: compile through
-    ccache when it is installed, its cache under ``cache_dir / "ccache"``."""
+    CMake arguments; ``jobs``: ninja's ``-j``; ``timeout_s``: seconds for a build of the whole tree (the native
+    baseline), ``candidate_timeout_s`` for a candidate's build; ``ccache``: compile through ccache when it is
+    installed, its cache under ``cache_dir / "ccache"``; ``policy``: how the build's commands are confined
+    (they compile candidate code: a memory cap for the compiler, no network)."""
 
     engine: str
     cache_dir: Path
@@ -46,6 +49,13 @@ class BuildOptions:
     jobs: int = 1
     timeout_s: float = 1200.0
     ccache: bool = True
+    candidate_timeout_s: float = 300.0
+    policy: Policy = Policy()
+
+    def confine(self, ws: Workspace) -> Confinement:
+        """A build's confinement in ``ws``: it reads the workspace's sources (and this Python, for the tree's
+        scripts), writes its build directory and the ccache directory."""
+        return self.policy.confine(ro=[ws.src, *interpreter_paths()], rw=[ws.build, self.cache_dir / "ccache"])
 
 
 @dataclass(frozen=True)
@@ -95,7 +105,8 @@ def configure(ws: Workspace, opts: BuildOptions, timeout_s: float = 600.0) -> fl
     if not fresh and not ws.state().get("needs_configure", False):
         return 0.0
     argv = cmake_command(opts, ws.src) if fresh else ["cmake", "."]
-    res = proc.run(argv, cwd=ws.build, env=build_env(opts.cache_dir, ws.root), timeout_s=timeout_s)
+    res = proc.run(argv, cwd=ws.build, env=build_env(opts.cache_dir, ws.root), timeout_s=timeout_s,
+                   confine=opts.confine(ws))
     if not res.ok:
         raise ConfigureError(f"cmake failed in {ws.build} (exit {res.returncode}):\n{res.output[-6000:]}")
     ws.set_state(needs_configure=False)
@@ -121,7 +132,8 @@ def build(
     watch = buildwatch.watch(ws.build, env, targets or [], progress) if progress is not None else None
     ok = False
     try:
-        res = proc.run(argv, cwd=ws.build, env=env, timeout_s=timeout_s or opts.timeout_s, log_limit=2 << 20)
+        res = proc.run(argv, cwd=ws.build, env=env, timeout_s=timeout_s or opts.timeout_s, log_limit=2 << 20,
+                       confine=opts.confine(ws))
         ok = res.ok
     finally:
         if watch is not None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit import proc
+from kit import proc, sandbox
 
 _CONVERT_SUCCESS = "Converted Success!"
 _NOT_SUPPORTED = re.compile(r"These Op Not Support:\s*(.*)")
@@ -55,11 +55,15 @@ def convert(
     *,
     extra_args: Sequence[str] = (),
     memory_limit_bytes: int | None = None,
+    policy: sandbox.Policy = sandbox.Policy(),
+    lib_dir: Path | None = None,
 ) -> ConvertResult:
     """Convert ``onnx_path`` to ``out_mnn`` with ``MNNConvert -f ONNX ... --bizCode MNN --keepInputFormat=1``.
 
     ``out_mnn`` is deleted first so a stale file never counts; the converter runs in ``out_mnn``'s directory.
     ``env`` defaults to :func:`kit.proc.base_env` (pass ``LD_LIBRARY_PATH`` here to run it against other libs).
+    ``policy`` confines it (a candidate's converter is candidate code): it sees the converter, the ONNX model
+    and ``lib_dir`` (the libraries ``LD_LIBRARY_PATH`` names) read-only and writes only ``out_mnn``'s directory.
 
     Raises:
         FileNotFoundError: ``mnnconvert`` or ``onnx_path`` does not exist.
@@ -78,6 +82,7 @@ def convert(
     result = proc.run(
         argv, cwd=out_mnn.parent, env=env if env is not None else proc.base_env(), timeout_s=timeout_s,
         memory_limit_bytes=memory_limit_bytes,
+        confine=policy.confine(ro=[mnnconvert, onnx_path, *sandbox.lib_dirs(lib_dir)], rw=[out_mnn.parent]),
     )
     log = result.output
     unsupported = parse_unsupported(log)

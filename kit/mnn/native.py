@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -25,6 +26,8 @@ from kit.progress import BuildProgress
 
 #: the engine's name in the native build's progress line
 _ENGINE_NAMES = {"mnn": "MNN"}
+
+log = logging.getLogger("kit")
 
 
 class NativeBuildError(Exception):
@@ -99,6 +102,28 @@ def workspace_lib_dir(ws: Workspace) -> Path:
     return libs
 
 
+def build_pristine(ws: Workspace, opts: mbuild.BuildOptions, label: str) -> None:
+    """Build ``ws`` (which must hold the pristine sources) within ``opts.timeout_s``, its steps shown as
+    ``label`` (:class:`kit.progress.BuildProgress`): the native build, and a fresh workspace's first build
+    (the whole tree, ~10 min for MNN on 2 cores, 13 from a cold ccache; up to date: a no-op of ~0.3 s).
+
+    A workspace a killed job left changed is restored first (and said in the log).
+
+    Raises:
+        NativeBuildError: the pristine tree fails to configure or build."""
+    repaired = ws.check_and_repair()
+    if repaired:  # a job killed in the middle left them; restored from the pristine tree
+        log.warning("workspace %s: restored %d file(s) a killed job left changed: %s", ws.root, len(repaired),
+                    ", ".join(repaired[:5]))
+    try:
+        with BuildProgress(label) as progress:
+            res = mbuild.build(ws, opts, progress=progress)
+    except mbuild.ConfigureError as exc:
+        raise NativeBuildError(str(exc)) from exc
+    if not res.ok:
+        raise NativeBuildError(f"the pristine tree failed to build in {ws.build}:\n{res.log_tail}")
+
+
 def ensure_native(opts: mbuild.BuildOptions, pristine: Pristine, ws: Workspace) -> Native:
     """Build the pristine tree in ``ws`` (which must be clean) and save the baseline, unless cached.
 
@@ -109,17 +134,7 @@ def ensure_native(opts: mbuild.BuildOptions, pristine: Pristine, ws: Workspace) 
     native = Native(key, opts.cache_dir / "native" / key)
     if (native.dir / "done").is_file():
         return native
-    repaired = ws.check_and_repair()
-    if repaired:
-        raise NativeBuildError(f"workspace {ws.root} was not clean for the native build: {repaired[:5]}")
-    try:
-        # ~10 min for MNN on 2 cores (13 from a cold ccache): show its steps, unlike a candidate's seconds
-        with BuildProgress(f"native {_ENGINE_NAMES.get(opts.engine, opts.engine)} build") as progress:
-            res = mbuild.build(ws, opts, progress=progress)
-    except mbuild.ConfigureError as exc:
-        raise NativeBuildError(str(exc)) from exc
-    if not res.ok:
-        raise NativeBuildError(f"the pristine tree failed to build in {ws.build}:\n{res.log_tail}")
+    build_pristine(ws, opts, f"native {_ENGINE_NAMES.get(opts.engine, opts.engine)} build")
     staging = native.dir.with_name(native.dir.name + ".partial")
     if staging.exists():
         shutil.rmtree(staging)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kit import proc, tensorio
+from kit import proc, sandbox, tensorio
 
 #: the runner's C++ source, shipped inside the package (it includes ``mkb_io.hpp`` beside it)
 RUNNER_SOURCE = Path(__file__).with_name("runner") / "mkb_runner.cpp"
@@ -201,7 +201,9 @@ class RunSettings:
     ``warmup`` untimed then ``iterations`` timed forward passes (``iterations = 0``: one run, outputs only);
     ``op_types``: MNN op type names whose times make ``op_ms`` (``"*"`` = every op); ``timeout_s``: seconds
     (each half for :func:`start_model`); ``memory_limit_bytes``: RLIMIT_AS of the runner process (None: none);
-    ``cpus``: the CPU cores the runner is pinned to (empty: not pinned).
+    ``cpus``: the CPU cores the runner is pinned to (empty: not pinned); ``policy``: how it is confined (the
+    runner executes candidate code: :mod:`kit.sandbox`; it sees the runner, the libraries, the model and its
+    input directory read-only and writes only its output directory).
     """
 
     threads: int = 1
@@ -212,6 +214,7 @@ class RunSettings:
     timeout_s: float = 120.0
     memory_limit_bytes: int | None = None
     cpus: tuple[int, ...] = ()
+    policy: sandbox.Policy = sandbox.Policy()
 
 
 def run_model(
@@ -245,7 +248,7 @@ def run_model(
     """
     call = _Call.prepare(runner, model, inputs, output_names, lib_dir, settings, scratch=scratch, env=env)
     result = proc.run(call.argv, cwd=call.scratch, env=call.env, timeout_s=settings.timeout_s,
-                      memory_limit_bytes=settings.memory_limit_bytes, cpus=settings.cpus)
+                      memory_limit_bytes=settings.memory_limit_bytes, cpus=settings.cpus, confine=call.confine)
     return call.finish(result)
 
 
@@ -297,7 +300,7 @@ def start_model(
     call = _Call.prepare(runner, model, inputs, output_names, lib_dir, settings, scratch=scratch, env=env)
     started = proc.start([*call.argv, "--wait-go", "1"], ready_line=READY_LINE, cwd=call.scratch, env=call.env,
                          timeout_s=settings.timeout_s, memory_limit_bytes=settings.memory_limit_bytes,
-                         cpus=settings.cpus)
+                         cpus=settings.cpus, confine=call.confine)
     if isinstance(started, proc.ProcResult):
         return call.finish(started)
     return StartedRun(call, started, settings.timeout_s)
@@ -314,6 +317,7 @@ class _Call:
     output_names: tuple[str, ...]
     iterations: int
     settings: RunSettings = RunSettings()
+    confine: sandbox.Confinement | None = None
 
     def invocation_sha256(self, timeout_s: float | None = None) -> str:
         """sha256 (hex) of this invocation without what may differ between the sides of a comparison: the
@@ -327,6 +331,7 @@ class _Call:
             "timeout_s": self.settings.timeout_s if timeout_s is None else timeout_s,
             "memory_limit_bytes": self.settings.memory_limit_bytes,
             "cpus": list(self.settings.cpus),
+            "policy": repr(self.settings.policy),
         }
         return hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
 
@@ -362,7 +367,9 @@ class _Call:
             "--outputs", ",".join(output_names), "--threads", str(threads), "--precision", precision,
             "--warmup", str(warmup), "--iterations", str(iterations), "--op-types", ",".join(op_types),
         ]  # fmt: skip
-        return cls(argv, runner_env(lib_dir, env), scratch, out_dir, tuple(output_names), iterations, settings)
+        confine = settings.policy.confine(ro=[runner, model, in_dir, *sandbox.lib_dirs(lib_dir)], rw=[out_dir])
+        return cls(argv, runner_env(lib_dir, env), scratch, out_dir, tuple(output_names), iterations, settings,
+                   confine)
 
     def finish(self, result: proc.ProcResult) -> RunResult:
         """The :class:`RunResult` of the finished runner (outputs and timing files read)."""

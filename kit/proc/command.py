@@ -13,7 +13,8 @@ from kit.proc.pause import _await_pausable, _current_hook
 from kit.proc.pipes import _kill_group, _Pipes
 from kit.proc.result import ProcResult, _result
 from kit.proc.sessions import kill_session
-from kit.proc.spawn import _spawn
+from kit.proc.spawn import _spawn, confinement
+from kit.sandbox import Confinement
 
 
 def run(
@@ -27,6 +28,7 @@ def run(
     memory_limit_bytes: int | None = None,
     cpu_limit_s: int | None = None,
     cpus: Sequence[int] = (),
+    confine: Confinement | None = None,
     grace_s: float = 3.0,
 ) -> ProcResult:
     """Run ``argv`` and wait for it.
@@ -39,6 +41,8 @@ def run(
             after ``grace_s`` seconds.
         memory_limit_bytes / cpu_limit_s: RLIMIT_AS / RLIMIT_CPU for the child.
         cpus: the CPU cores the child (and what it starts) may run on; empty: no pinning.
+        confine: further rlimits and a sandbox (:class:`kit.sandbox.Confinement`); ``memory_limit_bytes`` and
+            ``cpu_limit_s`` win over its limits.
         log_limit: bytes kept of each of stdout and stderr.
 
     Raises:
@@ -46,7 +50,8 @@ def run(
     """
     args = [os.fspath(a) for a in argv]
     t0 = time.monotonic()
-    proc, marker = _spawn(args, cwd, env, stdin_bytes is not None, memory_limit_bytes, cpu_limit_s, cpus)
+    proc, marker, boxed = _spawn(args, cwd, env, stdin_bytes is not None,
+                                 confinement(confine, memory_limit_bytes, cpu_limit_s), cpus)
     pipes = _Pipes(proc, stdin_bytes)
     try:
         timed_out, paused = _await_pausable(proc.pid, pipes.step, timeout_s, _current_hook())
@@ -63,7 +68,7 @@ def run(
         out, err = pipes.close()
         if marker is not None:
             marker.unlink(missing_ok=True)
-    return _result(args, proc, out, err, time.monotonic() - t0, timed_out, paused, log_limit)
+    return _result(args, proc, out, err, time.monotonic() - t0, timed_out, paused, log_limit, boxed)
 
 
 class Waiting:
@@ -73,8 +78,9 @@ class Waiting:
     :meth:`cancel`; either way the command's session is gone afterwards."""
 
     def __init__(self, args: list[str], proc: subprocess.Popen[bytes], marker: Path | None, pipes: _Pipes,
-                 log_limit: int, grace_s: float) -> None:
+                 log_limit: int, grace_s: float, sandboxed: bool = False) -> None:
         self.args, self.proc, self._marker, self._pipes = args, proc, marker, pipes
+        self._sandboxed = sandboxed
         self._log_limit, self._grace_s = log_limit, grace_s
         self.pid = proc.pid
         self._result: ProcResult | None = None
@@ -117,7 +123,8 @@ class Waiting:
         out, err = self._pipes.close()  # stdin included
         if self._marker is not None:
             self._marker.unlink(missing_ok=True)
-        self._result = _result(self.args, self.proc, out, err, elapsed_s, timed_out, paused_s, self._log_limit)
+        self._result = _result(self.args, self.proc, out, err, elapsed_s, timed_out, paused_s, self._log_limit,
+                               self._sandboxed)
         return self._result
 
 
@@ -132,6 +139,7 @@ def start(
     memory_limit_bytes: int | None = None,
     cpu_limit_s: int | None = None,
     cpus: Sequence[int] = (),
+    confine: Confinement | None = None,
     grace_s: float = 3.0,
 ) -> Waiting | ProcResult:
     """Start ``argv`` (as :func:`run` would) and wait until it prints the line ``ready_line`` on stdout, where
@@ -152,9 +160,9 @@ def start(
     """
     args = [os.fspath(a) for a in argv]
     t0 = time.monotonic()
-    proc, marker = _spawn(args, cwd, env, True, memory_limit_bytes, cpu_limit_s, cpus)
+    proc, marker, boxed = _spawn(args, cwd, env, True, confinement(confine, memory_limit_bytes, cpu_limit_s), cpus)
     pipes = _Pipes(proc, None, ready_line.encode())
-    waiting = Waiting(args, proc, marker, pipes, log_limit, grace_s)
+    waiting = Waiting(args, proc, marker, pipes, log_limit, grace_s, boxed)
 
     def arrived(wait_s: float) -> bool:
         pipes.step(wait_s)

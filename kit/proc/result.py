@@ -65,9 +65,12 @@ def _truncate(data: bytes, limit: int) -> tuple[str, bool]:
 
 def _result(
     args: list[str], proc: subprocess.Popen[bytes], out: bytes | None, err: bytes | None, elapsed_s: float,
-    timed_out: bool, paused_s: float, log_limit: int,
+    timed_out: bool, paused_s: float, log_limit: int, sandboxed: bool = False,
 ) -> ProcResult:
     rc = proc.returncode
+    if sandboxed and rc is not None and 128 < rc <= 128 + 64:
+        # bubblewrap reaps the command and exits with 128 + the signal that killed it, as a shell does
+        rc = -(rc - 128)
     so, t1 = _truncate(out or b"", log_limit)
     se, t2 = _truncate(err or b"", log_limit)
     return ProcResult(

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from kit.proc.sessions import kill_session
+from kit.sandbox import Confinement, Limits, prefix
 
 #: environment variables passed through by default (everything else must be given explicitly)
 BASE_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "CCACHE_DIR", "CCACHE_BASEDIR", "CCACHE_NOHASHDIR")
@@ -77,22 +78,28 @@ def _die_with_parent(parent_pid: int) -> None:
 _PRLIMIT, _SETPRIV, _TASKSET = shutil.which("prlimit"), shutil.which("setpriv"), shutil.which("taskset")
 
 
-def _wrapper(memory_limit_bytes: int | None, cpu_limit_s: int | None, cpus: Sequence[int] = ()) -> list[str] | None:
-    """``prlimit`` (core dumps off, RLIMIT_AS, RLIMIT_CPU), ``setpriv --pdeathsig KILL`` and, with ``cpus``,
-    ``taskset --cpu-list`` (util-linux), each exec'ing the next, so the command runs as the same direct child
-    with the same limits, parent-death signal and CPU affinity a preexec_fn would set; None where they are
-    missing (then :func:`run` uses a preexec_fn)."""
+def _wrapper(limits: Limits, cpus: Sequence[int] = ()) -> list[str] | None:
+    """``prlimit`` (core dumps off and :class:`kit.sandbox.Limits`), ``setpriv --pdeathsig KILL`` and, with
+    ``cpus``, ``taskset --cpu-list`` (util-linux), each exec'ing the next, so the command runs as the same
+    direct child with the same limits, parent-death signal and CPU affinity a preexec_fn would set; None where
+    they are missing (then :func:`run` uses a preexec_fn)."""
     if not sys.platform.startswith("linux") or _PRLIMIT is None or _SETPRIV is None:
         return None
     if cpus and _TASKSET is None:
         return None
-    limits = ["--core=0"]
-    if memory_limit_bytes is not None:
-        limits.append(f"--as={memory_limit_bytes}")
-    if cpu_limit_s is not None:
-        limits.append(f"--cpu={cpu_limit_s}:{cpu_limit_s + 5}")
     pin = [_TASKSET, "--cpu-list", ",".join(map(str, cpus))] if cpus else []
-    return [_PRLIMIT, *limits, "--", _SETPRIV, "--pdeathsig", "KILL", "--", *pin]
+    return [_PRLIMIT, *limits.prlimit_args(), "--", _SETPRIV, "--pdeathsig", "KILL", "--", *pin]
+
+
+def _set_limits(limits: Limits) -> None:
+    """In the child before exec (the fallback without util-linux): :class:`kit.sandbox.Limits` as rlimits."""
+    pairs = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_AS, limits.memory_bytes),
+             (resource.RLIMIT_FSIZE, limits.file_bytes), (resource.RLIMIT_NOFILE, limits.open_files)]
+    for which, value in pairs:
+        if value is not None:
+            resource.setrlimit(which, (value, value))
+    if limits.cpu_s is not None:
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 5))
 
 
 def _check_program(program: str, env: Mapping[str, str], cwd: str | os.PathLike[str] | None) -> None:
@@ -107,36 +114,49 @@ def _check_program(program: str, env: Mapping[str, str], cwd: str | os.PathLike[
         raise FileNotFoundError(errno.ENOENT, f"No such file or directory: {program!r}", program)
 
 
+def confinement(confine: Confinement | None, memory_limit_bytes: int | None, cpu_limit_s: int | None) -> Confinement:
+    """``confine`` with the older single limits folded in (they win over its own)."""
+    c = confine or Confinement()
+    if memory_limit_bytes is None and cpu_limit_s is None:
+        return c
+    lim = c.limits
+    return Confinement(Limits(memory_limit_bytes if memory_limit_bytes is not None else lim.memory_bytes,
+                              cpu_limit_s if cpu_limit_s is not None else lim.cpu_s, lim.file_bytes,
+                              lim.open_files, lim.processes), c.view)
+
+
 def _spawn(
     args: list[str], cwd: str | os.PathLike[str] | None, env: Mapping[str, str] | None, stdin_pipe: bool,
-    memory_limit_bytes: int | None, cpu_limit_s: int | None, cpus: Sequence[int] = (),
-) -> tuple[subprocess.Popen[bytes], Path | None]:
-    """Start ``args`` in a session of its own with the limits, the parent-death signal and the CPU affinity
-    (see :func:`run`), stdout/stderr piped, stdin piped or /dev/null; record its session under
-    :func:`track_children`'s directory.  Returns the Popen and the record's path (None when not tracking)."""
+    confine: Confinement, cpus: Sequence[int] = (),
+) -> tuple[subprocess.Popen[bytes], Path | None, bool]:
+    """Start ``args`` in a session of its own with the limits, the parent-death signal, the CPU affinity and,
+    with ``confine.view``, inside the sandbox (see :func:`run`), stdout/stderr piped, stdin piped or
+    /dev/null; record its session under :func:`track_children`'s directory.  Returns the Popen, the record's
+    path (None when not tracking) and whether it runs in the sandbox (then exit status 128 + N means killed by
+    signal N)."""
     environment = dict(env) if env is not None else base_env()
     popen_args: dict = {}
-    wrapper = _wrapper(memory_limit_bytes, cpu_limit_s, cpus)
+    limits = confine.limits
+    box = prefix(confine.view) if confine.view is not None else []
+    wrapper = _wrapper(limits, cpus)
     if wrapper is not None:
         # limits and the parent-death signal set by exec'd helpers: without a preexec_fn, Popen can vfork
         # (measured: ~1-3 ms per command instead of ~17 ms for a fork of a worker process with ray, polars
         # and onnxruntime loaded)
         _check_program(args[0], environment, cwd)
-        command = wrapper + args
+        command = wrapper + box + args
     else:
         parent_pid = os.getpid()
 
         def _preexec() -> None:
             _die_with_parent(parent_pid)
-            if memory_limit_bytes is not None:
-                resource.setrlimit(resource.RLIMIT_AS, (memory_limit_bytes, memory_limit_bytes))
-            if cpu_limit_s is not None:
-                resource.setrlimit(resource.RLIMIT_CPU, (cpu_limit_s, cpu_limit_s + 5))
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            _set_limits(limits)
             if cpus:
                 os.sched_setaffinity(0, cpus)
 
-        command = args
+        if box:
+            _check_program(args[0], environment, cwd)
+        command = box + args
         popen_args["preexec_fn"] = _preexec
     proc = subprocess.Popen(
         command,
@@ -151,4 +171,4 @@ def _spawn(
     marker = _track_dir / str(proc.pid) if _track_dir is not None else None
     if marker is not None:
         marker.touch()
-    return proc, marker
+    return proc, marker, bool(box)

@@ -25,6 +25,12 @@ _PLACEMENT = {
 }
 #: at most this many diagnostics go into a record
 MAX_DIAGNOSTICS = 50
+#: what a compiler (or ninja) prints when a resource limit stopped it, and the limit's setting
+_LIMIT_TEXTS = (("out of memory allocating", "the compiler's memory limit (sandbox.build_memory_mb)"),
+                ("virtual memory exhausted", "the compiler's memory limit (sandbox.build_memory_mb)"),
+                ("cannot allocate memory", "the compiler's memory limit (sandbox.build_memory_mb)"),
+                ("file size limit exceeded", "the file-size limit (sandbox.file_mb)"),
+                ("resource temporarily unavailable", "the process limit (sandbox.processes)"))
 
 
 @contextmanager
@@ -68,16 +74,21 @@ def build(ws: Workspace, swap: register.Swap, opts: mbuild.BuildOptions,
         kit.mnn.build.ConfigureError: the re-configure failed (a harness fault).
     """
     with hold():
-        b = mbuild.build(ws, opts)
+        b = mbuild.build(ws, opts, timeout_s=opts.candidate_timeout_s)
     outcome = BuildOutcome(
         build_s=b.wall_s + b.configure_s,
         diagnostics=tuple(relevant(b.diagnostics, swap, b.ok and not b.timed_out)),
         log_tail=b.log_tail[-4000:],
     )
     if b.timed_out:
-        raise StageFailure(Status.COMPILE_TIMEOUT, ErrorKind.TIMEOUT, f"build exceeded {opts.timeout_s} s",
-                           partial=outcome)
+        raise StageFailure(Status.COMPILE_TIMEOUT, ErrorKind.TIMEOUT,
+                           f"build exceeded build.candidate_timeout_s = {opts.candidate_timeout_s:g} s", partial=outcome)
     if not b.ok:
+        low = b.log_tail.lower()
+        cause = next((c for text, c in _LIMIT_TEXTS if text in low), None)
+        if cause is not None:
+            raise StageFailure(Status.COMPILE_ERROR, ErrorKind.LIMIT, f"the build was stopped by {cause}",
+                               partial=outcome)
         errors = [d for d in b.diagnostics if d.severity in ("error", "fatal error", "linker")]
         kind = ErrorKind.LINKER if errors and all(d.severity == "linker" for d in errors) else ErrorKind.COMPILER
         first = errors[0] if errors else None

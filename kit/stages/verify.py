@@ -9,11 +9,12 @@ at once.
 
 from __future__ import annotations
 
+import signal
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kit import proc
+from kit import proc, sandbox
 from kit.compare import compare
 from kit.inputs import make_inputs
 from kit.mnn import convert as mconvert
@@ -30,7 +31,7 @@ class VerifyOptions:
     first ``extra_trials`` of them again at each of ``extra_threads`` (a kernel whose multi-threaded split is
     wrong fails there); ``convert_timeout_s`` and ``run_timeout_s``: seconds for one converter and one runner
     process; ``run``: threads, precision and memory limit of the runner (timing's), whose
-    ``memory_limit_bytes`` caps the converter too."""
+    ``memory_limit_bytes`` caps the converter too; ``convert_policy``: how the converter is confined."""
 
     trials: int = 5
     seed: int = 0
@@ -39,6 +40,7 @@ class VerifyOptions:
     run: mrunner.RunSettings = mrunner.RunSettings()
     extra_threads: tuple[int, ...] = ()
     extra_trials: int = 2
+    convert_policy: sandbox.Policy = sandbox.Policy()
 
     def plan(self) -> list[tuple[int, int]]:
         """(seed, threads) of every trial, in order."""
@@ -58,11 +60,33 @@ class Side:
     lib_dir: Path
 
 
+#: signals the kernel sends for a resource limit, and the limit's setting
+_LIMIT_SIGNALS = {signal.SIGXFSZ: "the file-size limit (sandbox.file_mb)", signal.SIGXCPU: "the CPU-time limit (sandbox.run_cpu_s)"}
+#: what a process prints when an allocation or a fork failed at a limit
+_LIMIT_TEXTS = (("std::bad_alloc", "the memory limit (verify.memory_limit_mb)"),
+                ("cannot allocate memory", "the memory limit (verify.memory_limit_mb)"),
+                ("resource temporarily unavailable", "the process limit (sandbox.processes)"))
+
+
+def limit_cause(res: proc.ProcResult) -> str | None:
+    """The resource limit that stopped a failed process, in words naming its setting, or None."""
+    if res.signal is not None and res.signal in _LIMIT_SIGNALS:
+        return _LIMIT_SIGNALS[res.signal]
+    low = res.output.lower()
+    return next((cause for text, cause in _LIMIT_TEXTS if text in low), None) if not res.ok else None
+
+
 def process_failure(res: proc.ProcResult, what: str, kind_on_exit: ErrorKind = ErrorKind.EXIT_CODE) -> StageFailure | None:
-    """The failure a finished process stands for, or None if it succeeded."""
+    """The failure a finished process stands for, or None if it succeeded: a timeout, a resource limit (error
+    kind ``limit``, the message names it), a signal, or an exit status."""
     tail = res.stderr.strip()[-1500:] or res.stdout.strip()[-1500:]
     if res.timed_out:
         return StageFailure(Status.RUNTIME_TIMEOUT, ErrorKind.TIMEOUT, f"{what} timed out after {res.wall_s:.1f} s")
+    cause = limit_cause(res)
+    if cause is not None:
+        how = f"signal {res.signal}" if res.signal is not None else f"exit {res.returncode}"
+        return StageFailure(Status.RUNTIME_CRASH, ErrorKind.LIMIT, f"{what} stopped by {cause} ({how}): {tail}",
+                            signal=res.signal)
     if res.signal is not None:
         return StageFailure(
             Status.RUNTIME_CRASH, ErrorKind.SIGNAL, f"{what} killed by signal {res.signal}: {tail}", signal=res.signal
@@ -105,12 +129,12 @@ def convert(task: Task, side: Side, out: Path, opts: VerifyOptions) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     res = mconvert.convert(
         side.converter, task.onnx_path, out, env=mrunner.runner_env(side.lib_dir), timeout_s=opts.convert_timeout_s,
-        memory_limit_bytes=opts.run.memory_limit_bytes,
+        memory_limit_bytes=opts.run.memory_limit_bytes, policy=opts.convert_policy, lib_dir=side.lib_dir,
     )
     if res.proc.timed_out or res.proc.signal is not None:
         fail = process_failure(res.proc, "MNNConvert")
         assert fail is not None
-        fail.kind = ErrorKind.CONVERT if fail.kind != ErrorKind.TIMEOUT else fail.kind
+        fail.kind = ErrorKind.CONVERT if fail.kind not in (ErrorKind.TIMEOUT, ErrorKind.LIMIT) else fail.kind
         raise fail
     if not res.ok:
         raise StageFailure(Status.VERIFY_MISMATCH, ErrorKind.CONVERT, f"MNNConvert failed: {res.reason}\n{res.log[-1500:]}")

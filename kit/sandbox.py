@@ -1,0 +1,222 @@
+"""How a process that runs or compiles candidate code is confined.
+
+Candidates are LLM output: every command that runs their code (the runner, the candidate's converter) or
+compiles it (ninja, cmake, the compiler) goes through :func:`kit.proc.run` with a :class:`Confinement`:
+
+* **rlimits** (:class:`Limits`, set by util-linux ``prlimit``): address space, CPU seconds, file size, open
+  files, processes (counted on top of the user's processes running now: RLIMIT_NPROC counts every process of
+  the user, and the kit runs as one user);
+* a **sandbox** (:class:`View`, Debian's ``bubblewrap``): a read-only view of ``/usr`` (``/bin``, ``/lib``,
+  ``/lib64`` link into it) and of exactly the paths the step needs, writable only where the step writes (the
+  runner's output directory, a workspace's build directory), a private ``/tmp`` of bounded size, a fresh
+  ``/proc`` and ``/dev``, no ``/etc``, no ``/root`` and no kit cache beyond those paths; a private network
+  namespace (loopback only, down), private IPC and UTS namespaces, every capability dropped; and a PID
+  namespace that dies with the step, so nothing a candidate starts outlives it.  The paths keep their names
+  inside, so a command's arguments need no rewriting.
+
+``sandbox.mode`` chooses: ``bwrap`` (refuse to run without it), ``none`` (rlimits only: no filesystem,
+network or PID isolation; recorded in every record), ``auto`` (bwrap where it works, else none, said once in
+the log and in every record).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger("kit")
+
+#: what every sandboxed command sees read-only
+SYSTEM_RO = ("/usr",)
+#: links to /usr as Debian's merged-/usr layout has them
+SYSTEM_LINKS = (("usr/lib", "/lib"), ("usr/lib64", "/lib64"), ("usr/bin", "/bin"), ("usr/sbin", "/sbin"))
+
+
+class SandboxError(Exception):
+    """``sandbox.mode = "bwrap"`` but bubblewrap is missing or does not work here (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """rlimits of a confined command (None: not limited): ``memory_bytes`` (RLIMIT_AS), ``cpu_s`` (RLIMIT_CPU,
+    seconds), ``file_bytes`` (RLIMIT_FSIZE: no file may grow larger), ``open_files`` (RLIMIT_NOFILE),
+    ``processes`` (how many processes it may add to those the user runs now; RLIMIT_NPROC)."""
+
+    memory_bytes: int | None = None
+    cpu_s: int | None = None
+    file_bytes: int | None = None
+    open_files: int | None = None
+    processes: int | None = None
+
+    def prlimit_args(self) -> list[str]:
+        """The ``prlimit`` options for these limits (core dumps always off)."""
+        out = ["--core=0"]
+        if self.memory_bytes is not None:
+            out.append(f"--as={self.memory_bytes}")
+        if self.cpu_s is not None:
+            out.append(f"--cpu={self.cpu_s}:{self.cpu_s + 5}")
+        if self.file_bytes is not None:
+            out.append(f"--fsize={self.file_bytes}")
+        if self.open_files is not None:
+            out.append(f"--nofile={self.open_files}")
+        if self.processes is not None:
+            n = user_processes() + self.processes
+            out.append(f"--nproc={n}")
+        return out
+
+
+@dataclass(frozen=True)
+class View:
+    """What a sandboxed command sees besides :data:`SYSTEM_RO`: ``ro`` paths read-only and ``rw`` paths
+    writable, each at its own name (a path that does not exist is left out), and a private ``/tmp`` of at
+    most ``tmp_bytes``."""
+
+    ro: tuple[str, ...] = ()
+    rw: tuple[str, ...] = ()
+    tmp_bytes: int = 256 << 20
+
+    def with_paths(self, ro: Iterable[str | os.PathLike[str]] = (), rw: Iterable[str | os.PathLike[str]] = ()) -> View:
+        """This view and more paths (absolute, normalised)."""
+        return View(self.ro + tuple(_abs(p) for p in ro), self.rw + tuple(_abs(p) for p in rw), self.tmp_bytes)
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """How one command is confined: its ``limits`` and, with ``view``, the bubblewrap sandbox (None: no
+    sandbox; ``mode`` says why: ``none`` chosen, or ``auto`` without a working bubblewrap)."""
+
+    limits: Limits = field(default_factory=Limits)
+    view: View | None = None
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How a kind of command is confined, before its paths are known: ``enabled`` (sandbox it with bubblewrap:
+    :func:`resolve` of ``sandbox.mode``), its ``limits`` and the size of its private ``/tmp``."""
+
+    enabled: bool = False
+    limits: Limits = field(default_factory=Limits)
+    tmp_bytes: int = 256 << 20
+
+    def confine(self, ro: Iterable[str | os.PathLike[str]] = (), rw: Iterable[str | os.PathLike[str]] = ()) -> Confinement:
+        """The :class:`Confinement` of one command that must see ``ro`` and write ``rw``."""
+        view = View(tmp_bytes=self.tmp_bytes).with_paths(ro, rw) if self.enabled else None
+        return Confinement(self.limits, view)
+
+
+def _abs(p: str | os.PathLike[str]) -> str:
+    return os.path.normpath(os.path.abspath(os.fspath(p)))
+
+
+def user_processes(uid: int | None = None) -> int:
+    """How many processes of ``uid`` (default: ours) run now (``/proc``; RLIMIT_NPROC counts those)."""
+    uid = os.getuid() if uid is None else uid
+    n = 0
+    for d in os.scandir("/proc"):
+        if d.name.isdigit():
+            try:
+                if os.stat(d.path).st_uid == uid:
+                    n += 1
+            except OSError:
+                pass
+    return n
+
+
+def bwrap_path() -> str | None:
+    return shutil.which("bwrap")
+
+
+@functools.cache
+def bwrap_works() -> str:
+    """"" when bubblewrap runs a command in the kit's sandbox here, else why not (cached per process)."""
+    exe = bwrap_path()
+    if exe is None:
+        return "bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)"
+    try:
+        res = subprocess.run([exe, *_bwrap_args(View()), "--", "/usr/bin/true"], capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"bwrap failed to start: {exc}"
+    if res.returncode != 0:
+        return f"bwrap cannot sandbox here (exit {res.returncode}): {res.stderr.decode(errors='replace').strip()[:300]}"
+    return ""
+
+
+def resolve(mode: str) -> bool:
+    """Whether commands are sandboxed in ``mode`` (``bwrap``, ``auto``, ``none``).
+
+    Raises:
+        SandboxError: ``bwrap`` and bubblewrap does not work here."""
+    if mode == "none":
+        return False
+    why = bwrap_works()
+    if not why:
+        return True
+    if mode == "bwrap":
+        raise SandboxError(f"sandbox.mode = \"bwrap\": {why}")
+    _warn_once(why)
+    return False
+
+
+@functools.cache
+def _warn_once(why: str) -> None:
+    log.warning("sandbox.mode = \"auto\": %s; candidate code runs without filesystem, network and PID isolation "
+                "(rlimits only). Every record says so (sandboxed = false)", why)
+
+
+def _bwrap_args(view: View) -> list[str]:
+    args = [
+        "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+        "--die-with-parent", "--cap-drop", "ALL", "--proc", "/proc", "--dev", "/dev",
+        "--size", str(view.tmp_bytes), "--tmpfs", "/tmp",
+    ]  # fmt: skip
+    for ro in SYSTEM_RO:
+        args += ["--ro-bind", ro, ro]
+    for target, link in SYSTEM_LINKS:
+        if os.path.lexists(link):
+            args += ["--symlink", target, link]
+    for p in dict.fromkeys(view.ro):
+        if os.path.exists(p) and not _under_system(p):
+            args += ["--ro-bind", p, p]
+    for p in dict.fromkeys(view.rw):
+        if os.path.exists(p):
+            args += ["--bind", p, p]
+    return args
+
+
+def _under_system(p: str) -> bool:
+    return any(p == s or p.startswith(s + "/") for s in SYSTEM_RO)
+
+
+def prefix(view: View) -> list[str]:
+    """The bubblewrap command line that runs what follows it inside the sandbox ``view``.
+
+    Raises:
+        SandboxError: bubblewrap is not installed."""
+    exe = bwrap_path()
+    if exe is None:
+        raise SandboxError("bubblewrap (bwrap) is not installed")
+    return [exe, *_bwrap_args(view), "--"]
+
+
+def interpreter_paths() -> list[str]:
+    """The paths this Python needs inside a sandbox (a venv and the interpreter it was made from)."""
+    paths = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    return sorted(_abs(p) for p in paths)
+
+
+def lib_dirs(lib_dir: Path | None) -> list[str]:
+    """``lib_dir`` and the directories its entries resolve to (a workspace's ``lib/`` holds symlinks into its
+    build directory), and ``lib_dir/express`` when present: what a runner loading it must see."""
+    if lib_dir is None:
+        return []
+    out = {_abs(lib_dir)}
+    for entry in Path(lib_dir).iterdir():
+        out.add(_abs(entry.resolve().parent))
+    return sorted(out)
