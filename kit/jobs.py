@@ -20,6 +20,7 @@ from kit import candidates as kcand
 from kit.outcomes import Outcome, StageFailure, Where
 from kit.records import ErrorKind, Record, Status
 from kit.rundir import recorded_jobs
+from kit.stages.screen import response_flags
 from kit.tasks import Task
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ class Job:
     files: dict[str, str] | None = None
     reject_kind: ErrorKind = ErrorKind.NONE
     reject_reason: str = ""
+    #: remarks of the candidate's parsing (ignored response blocks, hidden files): flagged in the record
+    notes: tuple[str, ...] = ()
 
     @property
     def job_id(self) -> str:
@@ -94,6 +97,7 @@ def _results(outcome: Outcome) -> dict[str, Any]:
         if t.no_native_reason is not None:
             out |= dict(error_kind=ErrorKind.NO_NATIVE,
                         error_message=f"native MNN cannot convert this task: {t.no_native_reason[:500]}")
+    out["flags"] = list(outcome.flags) + list(out.get("flags", []))
     return out
 
 
@@ -115,7 +119,7 @@ def job_record(job: Job, where: Where, outcome: Outcome, failure: StageFailure |
 def rejected_record(job: Job) -> Record:
     """The record of a rejected candidate (no workspace, no build)."""
     failure = StageFailure(Status.REJECTED_INPUT, job.reject_kind, job.reject_reason)
-    return job_record(job, Where(started_at=now_utc()), Outcome(), failure)
+    return job_record(job, Where(started_at=now_utc()), Outcome(flags=response_flags(job.notes)), failure)
 
 
 def lost_record(job: Job, attempts: int, status: Status, message: str, worker: str = "", started_at: str = "") -> Record:
@@ -152,8 +156,9 @@ def orphan_record(rej: kcand.Rejection, digest: str) -> Record:
 def job_from(c: kcand.CandidateOrRejection, task: Task, digest: str) -> Job:
     """The job of candidate (or rejection) ``c`` for ``task`` under config digest ``digest``."""
     if isinstance(c, kcand.Candidate):
-        return Job(task, c.method, c.sample_id, c.sha256, digest, files=dict(c.files))
-    return Job(task, c.method, c.sample_id, c.sha256, digest, reject_kind=c.error_kind, reject_reason=c.reason)
+        return Job(task, c.method, c.sample_id, c.sha256, digest, files=dict(c.files), notes=tuple(c.notes))
+    return Job(task, c.method, c.sample_id, c.sha256, digest, reject_kind=c.error_kind, reject_reason=c.reason,
+               notes=tuple(c.notes))
 
 
 def make_jobs(

@@ -12,7 +12,7 @@ Units are in the field names (seconds ``_s``, milliseconds ``_ms``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kit.records import Diagnostic, ErrorKind, Flag, Status, Trial
 
@@ -100,6 +100,8 @@ class Outcome:
     build: BuildOutcome | None = None
     verify: VerifyOutcome | None = None
     timing: TimingOutcome | None = None
+    #: what a reviewer should look at, from any stage (static checks, ignored response parts)
+    flags: list[Flag] = field(default_factory=list)
 
     def add(self, part: BuildOutcome | VerifyOutcome | TimingOutcome | None) -> None:
         """Keep ``part`` as the result of its stage (None: nothing to keep)."""

@@ -33,6 +33,7 @@ from kit.mnn.native import workspace_lib_dir
 from kit.outcomes import Outcome, StageFailure, TimingOutcome, Where
 from kit.records import ErrorKind, Record, Status
 from kit.stages import build as sbuild
+from kit.stages import screen
 from kit.stages import timing as stiming
 from kit.stages import verify as sverify
 from kit.tasks import Task
@@ -107,12 +108,16 @@ def _build_verify(job: Job, worker: Worker, scratch: Path, out: Outcome) -> tupl
     """Register, build, convert and verify; returns the candidate's model and side (its libraries stay in
     the workspace's build directory until the next build).  The workspace's sources are restored."""
     ws, task, opts = worker.workspace, job.task, worker.settings
+    out.flags += screen.response_flags(job.notes)
     if job.files is None:
         raise StageFailure(Status.REJECTED_INPUT, job.reject_kind, job.reject_reason)
     try:
         worker.stage = "build"  # checking the workspace and registering the files are part of the build
+        out.flags += screen.check_sources(job.files, sbuild.originals(ws, task, job.files))
         with sbuild.candidate_in(ws, task, job.files) as swap:
             out.add(sbuild.build(ws, swap, opts.build, hold=lambda: _held(worker.gate, exclusive=False)))
+            for lib in sorted(workspace_lib_dir(ws).iterdir()):
+                screen.check_library(lib, worker.native_symbols(lib.name))
             # convert + verify with the candidate's converter and libraries
             worker.stage = "verify"
             side = sverify.Side(ws.build / "MNNConvert", workspace_lib_dir(ws))

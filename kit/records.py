@@ -58,6 +58,7 @@ class ErrorKind(enum.StrEnum):
     EXIT_CODE = "exit_code"
     TIMEOUT = "timeout"
     LIMIT = "limit"  # a resource limit stopped the process (memory, file size, CPU seconds, processes)
+    FORBIDDEN = "forbidden"  # the candidate does what no kernel does (kit.stages.screen): processes, files, libc symbols
     NO_NATIVE = "no_native"  # native baseline unavailable for timing
     WORKER_LOST = "worker_lost"  # built and verified, but the timing worker (or its node) died on every try
     INTERNAL = "internal"

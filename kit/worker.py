@@ -26,6 +26,7 @@ from kit.mnn.runner import RunSettings
 from kit.mnn.source import Pristine, ensure_pristine
 from kit.mnn.workspace import Workspace, open_workspace
 from kit.outcomes import StageFailure
+from kit.stages import screen
 from kit.stages import verify as sverify
 from kit.stages.timing import TimingOptions
 from kit.stages.verify import Side, VerifyOptions
@@ -109,6 +110,7 @@ class Worker:
     stage: str = ""
     _native_models: dict[str, Path | None] = field(default_factory=dict)
     _native_errors: dict[str, str] = field(default_factory=dict)
+    _native_symbols: dict[str, screen.Symbols] = field(default_factory=dict)
 
     @cached_property
     def settings(self) -> JobSettings:
@@ -121,6 +123,15 @@ class Worker:
     @property
     def native_side(self) -> Side:
         return Side(self.native.converter, self.native.lib_dir)
+
+    def native_symbols(self, name: str) -> screen.Symbols:
+        """The dynamic symbols of the native build's library ``name`` (read once; empty for a library the
+        native build has not: everything the candidate's has counts as added)."""
+        if name not in self._native_symbols:
+            path = self.native.lib_dir / name
+            empty = screen.Symbols(frozenset(), frozenset())
+            self._native_symbols[name] = screen.read_symbols(path) if path.is_file() else empty
+        return self._native_symbols[name]
 
     def native_error(self, task: Task) -> str:
         """Why native MNN cannot convert ``task`` ("" when it can, or before :meth:`native_model` was asked)."""

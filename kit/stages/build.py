@@ -56,6 +56,16 @@ def candidate_in(ws: Workspace, task: Task, files: Mapping[str, str]) -> Iterato
         register.restore(ws, swap)
 
 
+def originals(ws: Workspace, task: Task, files: Mapping[str, str]) -> dict[str, str]:
+    """The pristine text of the files ``files`` replace (MNN-relative path → text; new files have none)."""
+    out = {}
+    for name in files:
+        rel = task.place(name)
+        if rel is not None and (ws.pristine.root / rel).is_file():
+            out[rel] = (ws.pristine.root / rel).read_text(encoding="utf-8", errors="replace")
+    return out
+
+
 def relevant(diags: list[Diagnostic], swap: register.Swap, ok: bool) -> list[Diagnostic]:
     """Diagnostics worth showing: every error (a removed symbol fails in another file), but warnings and
     notes only from the candidate's own files; at most :data:`MAX_DIAGNOSTICS`."""

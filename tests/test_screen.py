@@ -1,0 +1,112 @@
+"""kit.stages.screen: the static checks of a candidate's sources and of its built library's symbols.
+
+Sources: every rejecting rule refuses a small kernel that does what no kernel does (naming file, line and rule);
+the flagging rules flag; the sample candidates (real MNN and fixture engine) pass.  Symbols: real shared libraries
+compiled here with g++ (a "native" one and candidates that define a libc function or import fork)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kit.outcomes import StageFailure
+from kit.records import ErrorKind, Status
+from kit.stages import screen
+
+ROOT = Path(__file__).resolve().parents[1]
+
+KERNEL = """#include "backend/cpu/CPUBackend.hpp"
+#include <vector>
+namespace MNN {
+ErrorCode CPUArgMax::onExecute(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
+    %s
+    return NO_ERROR;
+}
+}
+"""
+
+REJECTED = {
+    "process": 'system("id");',
+    "process (fork)": "if (fork() == 0) { for (;;) {} }",
+    "network": "int s = socket(2, 1, 0); connect(s, nullptr, 0);",
+    "dlopen": 'void* h = dlopen("libMNN.so", 2);',
+    "file_io (fopen)": 'FILE* f = fopen("x", "w");',
+    "file_io (fstream)": 'std::ofstream out("cache.bin");',
+    "host_paths": 'const char* p = "/proc/self/maps";',
+    "syscall": "syscall(39);",
+    "signals": "signal(14, nullptr);",
+}
+
+
+@pytest.mark.parametrize("case", sorted(REJECTED))
+def test_a_kernel_doing_what_no_kernel_does_is_rejected(case):
+    with pytest.raises(StageFailure) as ei:
+        screen.check_sources({"CPUArgMax.cpp": KERNEL % REJECTED[case]})
+    f = ei.value
+    assert f.status is Status.REJECTED_INPUT and f.kind is ErrorKind.FORBIDDEN
+    assert f.message.startswith("CPUArgMax.cpp:5: "), f.message  # file and line of the hit
+
+
+@pytest.mark.parametrize("include", ["/root/.cache/mkb/trees/src/source/backend/cpu/CPUArgMax.cpp",
+                                     "../../../other.hpp", "backend/cpu/CPUSoftmax.cpp"])
+def test_includes_outside_the_tree_or_of_implementation_files_are_rejected(include):
+    text = f'#include "{include}"\n' + KERNEL % ""
+    with pytest.raises(StageFailure, match="includes an? "):
+        screen.check_sources({"CPUArgMax.cpp": text})
+
+
+def test_threads_and_native_routines_are_flagged_not_rejected():
+    text = KERNEL % "std::thread t([] {}); t.detach(); MNNSoftmax(nullptr, nullptr, 4); MNNMine(1);"
+    original = KERNEL % "MNNSoftmax(dst, src, size); MNNExp(dst, src, size);"
+    flags = screen.check_sources({"CPUArgMax.cpp": text}, {"source/backend/cpu/CPUArgMax.cpp": original})
+    by = {f.code: f.reason for f in flags}
+    assert set(by) == {screen.THREADS, screen.NATIVE_ROUTINES}
+    assert by[screen.NATIVE_ROUTINES].endswith(": MNNSoftmax")  # MNNMine is not the native kernel's
+
+
+def test_the_sample_candidates_pass():
+    for root in (ROOT / "candidates" / "sample", ROOT / "tests" / "fixture_engine" / "candidates" / "sample"):
+        for sample in sorted(p for p in root.glob("*/*") if p.is_dir()):
+            files = {f.name: f.read_text(errors="replace") for f in sample.iterdir() if f.is_file()}
+            assert screen.check_sources(files) == [], sample
+
+
+def test_ignored_response_parts_become_flags():
+    flags = screen.response_flags(["block at line 3 ignored: language 'python' is not C/C++"])
+    assert [(f.code, f.reason) for f in flags] == [(screen.IGNORED_RESPONSE, "block at line 3 ignored: "
+                                                    "language 'python' is not C/C++")]
+
+
+# ---------------------------------------------------------------------------------------------- symbols
+NEEDS_GXX = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+
+
+def _so(tmp: Path, name: str, code: str) -> Path:
+    src = tmp / f"{name}.cpp"
+    src.write_text(code)
+    out = tmp / f"{name}.so"
+    subprocess.run(["g++", "-shared", "-fPIC", "-O0", str(src), "-o", str(out)], check=True, capture_output=True)
+    return out
+
+
+NATIVE = 'extern "C" int mnn_kernel(int x) { return x + 1; }\n'
+
+
+@NEEDS_GXX
+def test_a_library_defining_a_libc_function_or_calling_fork_is_rejected(tmp_path):
+    native = screen.read_symbols(_so(tmp_path, "native", NATIVE))
+    same = _so(tmp_path, "same", NATIVE + 'extern "C" int mnn_other(int x) { return x * 2; }\n')
+    screen.check_library(same, native)  # a new kernel symbol is fine
+    clock = _so(tmp_path, "clock", NATIVE + '#include <time.h>\nextern "C" int clock_gettime(clockid_t, '
+                'struct timespec* t) { t->tv_sec = 0; t->tv_nsec = 1; return 0; }\n')
+    with pytest.raises(StageFailure, match=r"defines libc functions \['clock_gettime'\]") as ei:
+        screen.check_library(clock, native)
+    assert ei.value.status is Status.REJECTED_INPUT and ei.value.kind is ErrorKind.FORBIDDEN
+    forks = _so(tmp_path, "forks", NATIVE + '#include <unistd.h>\nextern "C" int spawn() { return fork(); }\n')
+    with pytest.raises(StageFailure, match=r"calls \['fork'\], which no kernel needs"):
+        screen.check_library(forks, native)
+    # what the native library itself imports is not the candidate's doing
+    screen.check_library(forks, screen.read_symbols(forks))
