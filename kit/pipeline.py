@@ -114,7 +114,7 @@ def _build_verify(job: Job, worker: Worker, scratch: Path, out: Outcome) -> tupl
     try:
         worker.stage = "build"  # checking the workspace and registering the files are part of the build
         out.flags += screen.check_sources(job.files, sbuild.originals(ws, task, job.files))
-        with sbuild.candidate_in(ws, task, job.files) as swap:
+        with sbuild.candidate_in(ws, task, job.files, out.flags) as swap:
             out.add(sbuild.build(ws, swap, opts.build, hold=lambda: _held(worker.gate, exclusive=False)))
             for lib in sorted(workspace_lib_dir(ws).iterdir()):
                 screen.check_library(lib, worker.native_symbols(lib.name))
@@ -143,6 +143,7 @@ def _stages(job: Job, worker: Worker, scratch: Path, out: Outcome) -> None:
     worker.stage = "time"
     try:
         native_model = _native_for(worker, task)
+        worker.check_native(native_model)
         native = (native_model, worker.native_side) if native_model is not None else None
         out.add(_time(worker.settings.timing, task, worker.native.runner, (model, side), native,
                       worker.native_error(task), worker.gate, scratch / "timing"))
@@ -181,6 +182,7 @@ def _time_shipped(job: Job, built: Built, timer: Timer, scratch: Path, out: Outc
         native = (scratch / "native.mnn", sverify.Side(None, timer.lib_dir))
     timer.stage = "time"
     try:
+        timer.check_native(None)
         out.add(_time(timer.settings.timing, job.task, timer.runner, (model, sverify.Side(None, lib_dir)), native,
                       built.native_error, timer.gate, scratch / "timing"))
     finally:

@@ -35,6 +35,30 @@ from kit.tasks import Task, sha256_file
 log = logging.getLogger("kit")
 
 
+class BaselineChanged(Exception):
+    """A file of the native baseline differs from when it was first used (a candidate wrote into it, or the
+    cache was changed under a running worker): a harness error, and no timing against it."""
+
+
+@dataclass
+class Seal:
+    """sha256 of files as first seen; :meth:`check` refuses any that changed since (the native baseline's
+    libraries, runner and models, checked before each timing phase: ~20 ms for MNN's 15 MB)."""
+
+    digests: dict[Path, str] = field(default_factory=dict)
+
+    def check(self, paths: list[Path]) -> None:
+        """Seal the paths not seen yet; refuse a path whose content changed since it was sealed.
+
+        Raises:
+            BaselineChanged: names the file."""
+        for path in paths:
+            sha = sha256_file(path)
+            if self.digests.setdefault(path, sha) != sha:
+                raise BaselineChanged(f"{path} changed since this worker first used it (sha256 "
+                                      f"{self.digests[path][:16]} -> {sha[:16]}): not timing against it")
+
+
 @dataclass(frozen=True)
 class JobSettings:
     """The options of every stage of a job, from one configuration (see :func:`job_settings`)."""
@@ -111,6 +135,16 @@ class Worker:
     _native_models: dict[str, Path | None] = field(default_factory=dict)
     _native_errors: dict[str, str] = field(default_factory=dict)
     _native_symbols: dict[str, screen.Symbols] = field(default_factory=dict)
+    seal: Seal = field(default_factory=Seal)
+
+    def check_native(self, model: Path | None) -> None:
+        """Refuse a native baseline (runner, libraries, the task's native model) that changed since this
+        worker first used it.
+
+        Raises:
+            BaselineChanged: names the file."""
+        files = [self.native.runner, *sorted(p for p in self.native.lib_dir.iterdir() if p.is_file())]
+        self.seal.check(files + ([model] if model is not None else []))
 
     @cached_property
     def settings(self) -> JobSettings:
@@ -175,10 +209,16 @@ class Timer:
     name: str = "t0"
     gate: NodeGate | None = None
     stage: str = ""
+    seal: Seal = field(default_factory=Seal)
 
     @cached_property
     def settings(self) -> JobSettings:
         return job_settings(self.cfg)
+
+    def check_native(self, model: Path | None) -> None:
+        """As :meth:`Worker.check_native`, for the shipped baseline (``model``: the job's shipped native model
+        is new each time, so only the runner and the libraries are sealed)."""
+        self.seal.check([self.runner, *sorted(p for p in self.lib_dir.iterdir() if p.is_file())])
 
     @property
     def runner(self) -> Path:

@@ -234,3 +234,37 @@ def test_new_file_may_not_overwrite_an_existing_file(setup, tmp_path):
     with pytest.raises(StageFailure) as ei, candidate_in(ws, t, {"CPUArgMax.hpp": "// overwrite"}):
         pass
     assert ei.value.status == Status.REJECTED_INPUT and "existing MNN file" in ei.value.message
+
+
+def test_what_a_job_wrote_into_the_sources_is_restored_and_flagged(setup):
+    """After a job (the candidate's files restored), the workspace's sources are checked against the pristine tree
+    again: a file something the job ran changed is restored and flagged workspace_changed."""
+    from kit.stages.build import WORKSPACE_CHANGED, candidate_in
+
+    _, pristine, ws = setup
+    planted = ws.src / "source/backend/cpu/planted.txt"
+    flags = []
+    with candidate_in(ws, task(), {"CPUArgMax.cpp": "REGISTER_CPU_OP_CREATOR(CPUArgMaxCreator, OpType_ArgMax)\n"},
+                      flags):
+        planted.write_text("left behind")  # what a runner without the sandbox could do
+    assert not planted.exists()
+    assert [f.code for f in flags] == [WORKSPACE_CHANGED] and "planted.txt" in flags[0].reason
+    flags.clear()
+    with candidate_in(ws, task(), {"CPUArgMax.cpp": "REGISTER_CPU_OP_CREATOR(CPUArgMaxCreator, OpType_ArgMax)\n"},
+                      flags):
+        pass
+    assert flags == []  # an honest job leaves nothing to flag
+
+
+def test_the_native_baseline_is_sealed(tmp_path):
+    from kit.worker import BaselineChanged, Seal
+
+    files = [tmp_path / "libMNN.so", tmp_path / "mkb_runner"]
+    for f in files:
+        f.write_bytes(b"native " + f.name.encode())
+    seal = Seal()
+    seal.check(files)
+    seal.check(files)  # unchanged: fine
+    files[0].write_bytes(b"patched")
+    with pytest.raises(BaselineChanged, match="libMNN.so changed since this worker first used it"):
+        seal.check(files)

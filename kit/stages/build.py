@@ -15,7 +15,7 @@ from kit.mnn import build as mbuild
 from kit.mnn import register
 from kit.mnn.workspace import Workspace
 from kit.outcomes import BuildOutcome, StageFailure
-from kit.records import Diagnostic, ErrorKind, Status
+from kit.records import Diagnostic, ErrorKind, Flag, Status
 from kit.tasks import Task
 
 #: the statuses a file that cannot be placed stands for (:class:`kit.mnn.register.PlacementError`)
@@ -33,10 +33,17 @@ _LIMIT_TEXTS = (("out of memory allocating", "the compiler's memory limit (sandb
                 ("resource temporarily unavailable", "the process limit (sandbox.processes)"))
 
 
+#: flag code: the workspace's sources differed from the pristine tree after the job (restored)
+WORKSPACE_CHANGED = "workspace_changed"
+
+
 @contextmanager
-def candidate_in(ws: Workspace, task: Task, files: Mapping[str, str]) -> Iterator[register.Swap]:
+def candidate_in(ws: Workspace, task: Task, files: Mapping[str, str],
+                 flags: list[Flag] | None = None) -> Iterator[register.Swap]:
     """``files`` (basename → text) registered in ``ws`` for the block (the workspace is checked and repaired
-    first); its sources are restored when the block ends, whatever happens.
+    first); its sources are restored when the block ends, whatever happens, and checked against the pristine
+    tree again: a file that still differs (something the job ran wrote there) is restored and, with ``flags``,
+    flagged :data:`WORKSPACE_CHANGED` (~0.2 s for MNN's 6,900 files).
 
     Raises:
         StageFailure: REJECTED_INPUT (ALLOWLIST) when a new file would replace an MNN file the task does not
@@ -54,6 +61,10 @@ def candidate_in(ws: Workspace, task: Task, files: Mapping[str, str]) -> Iterato
         yield swap
     finally:
         register.restore(ws, swap)
+        changed = ws.check_and_repair()
+        if changed and flags is not None:
+            flags.append(Flag(code=WORKSPACE_CHANGED, reason="after the job the workspace's sources differed from "
+                              f"the pristine tree (restored): {', '.join(changed[:5])}"))
 
 
 def originals(ws: Workspace, task: Task, files: Mapping[str, str]) -> dict[str, str]:
