@@ -5,7 +5,9 @@ compiles it (ninja, cmake, the compiler) goes through :func:`kit.proc.run` with 
 
 * **rlimits** (:class:`Limits`, set by util-linux ``prlimit``): address space, CPU seconds, file size, open
   files, processes (counted on top of the user's processes running now: RLIMIT_NPROC counts every process of
-  the user, and the kit runs as one user);
+  the user, and the kit runs as one user).  The kernel never applies RLIMIT_NPROC to root: run as root, the
+  process limit is a ``pids`` cgroup of the command's own (:class:`PidsGroup`, where a writable cgroup
+  hierarchy with the pids controller exists; else no process limit, said once in the log);
 * a **sandbox** (:class:`View`, Debian's ``bubblewrap``): a read-only view of ``/usr`` (``/bin``, ``/lib``,
   ``/lib64`` link into it) and of exactly the paths the step needs, writable only where the step writes (the
   runner's output directory, a workspace's build directory), a private ``/tmp`` of bounded size, a fresh
@@ -27,6 +29,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,7 +69,7 @@ class Limits:
             out.append(f"--fsize={self.file_bytes}")
         if self.open_files is not None:
             out.append(f"--nofile={self.open_files}")
-        if self.processes is not None:
+        if self.processes is not None and os.getuid() != 0:  # root: a pids cgroup instead (RLIMIT_NPROC ignored)
             n = user_processes() + self.processes
             out.append(f"--nproc={n}")
         return out
@@ -113,6 +116,75 @@ class Policy:
 
 def _abs(p: str | os.PathLike[str]) -> str:
     return os.path.normpath(os.path.abspath(os.fspath(p)))
+
+
+#: where pids cgroups may be made (cgroup v1's pids hierarchy, or a v2 hierarchy with the pids controller)
+PIDS_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified"))
+
+
+@functools.cache
+def pids_root() -> Path | None:
+    """A cgroup directory this process may make a child with a ``pids.max`` in (None: none here)."""
+    for root in PIDS_ROOTS:
+        probe = root / f"mkb-probe-{os.getpid()}"
+        try:
+            probe.mkdir()
+        except OSError:
+            continue
+        try:
+            if (probe / "pids.max").exists():
+                return root
+        finally:
+            probe.rmdir()
+    return None
+
+
+class PidsGroup:
+    """A pids cgroup of one command: at most ``limit`` processes in it and everything it starts (joined by the
+    command before it execs, so nothing escapes).  :meth:`release` removes it once they are gone."""
+
+    _serial = 0
+
+    def __init__(self, root: Path, limit: int) -> None:
+        PidsGroup._serial += 1
+        self.path = root / f"mkb-{os.getpid()}-{PidsGroup._serial}"
+        self.path.mkdir()
+        (self.path / "pids.max").write_text(str(limit))
+
+    def enter(self) -> list[str]:
+        """The command line prefix that joins this group and execs what follows."""
+        return ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(self.path)]
+
+    def release(self) -> None:
+        """Remove the group (its processes have ended: the command's session was killed); a group that is not
+        empty yet is retried for up to 1 s, then left (the kernel keeps an empty group's cost negligible)."""
+        for _ in range(50):
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.02)
+        log.debug("pids cgroup %s still busy; left", self.path)
+
+
+def process_group_for(limits: Limits) -> PidsGroup | None:
+    """The pids cgroup that enforces ``limits.processes`` for a command run as root (None: not needed, or no
+    writable pids hierarchy: then said once in the log)."""
+    if limits.processes is None or os.getuid() != 0:
+        return None
+    root = pids_root()
+    if root is None:
+        _warn_no_pids()
+        return None
+    return PidsGroup(root, limits.processes)
+
+
+@functools.cache
+def _warn_no_pids() -> None:
+    log.warning("sandbox.processes: running as root, where RLIMIT_NPROC does not apply, and no writable pids "
+                "cgroup hierarchy here: the process count of candidate code is not limited")
 
 
 def user_processes(uid: int | None = None) -> int:

@@ -14,7 +14,7 @@ from kit.proc.pipes import _kill_group, _Pipes
 from kit.proc.result import ProcResult, _result
 from kit.proc.sessions import kill_session
 from kit.proc.spawn import _spawn, confinement
-from kit.sandbox import Confinement
+from kit.sandbox import Confinement, PidsGroup
 
 
 def run(
@@ -50,8 +50,8 @@ def run(
     """
     args = [os.fspath(a) for a in argv]
     t0 = time.monotonic()
-    proc, marker, boxed = _spawn(args, cwd, env, stdin_bytes is not None,
-                                 confinement(confine, memory_limit_bytes, cpu_limit_s), cpus)
+    proc, marker, boxed, group = _spawn(args, cwd, env, stdin_bytes is not None,
+                                        confinement(confine, memory_limit_bytes, cpu_limit_s), cpus)
     pipes = _Pipes(proc, stdin_bytes)
     try:
         timed_out, paused = _await_pausable(proc.pid, pipes.step, timeout_s, _current_hook())
@@ -68,6 +68,8 @@ def run(
         out, err = pipes.close()
         if marker is not None:
             marker.unlink(missing_ok=True)
+        if group is not None:
+            group.release()
     return _result(args, proc, out, err, time.monotonic() - t0, timed_out, paused, log_limit, boxed)
 
 
@@ -78,9 +80,9 @@ class Waiting:
     :meth:`cancel`; either way the command's session is gone afterwards."""
 
     def __init__(self, args: list[str], proc: subprocess.Popen[bytes], marker: Path | None, pipes: _Pipes,
-                 log_limit: int, grace_s: float, sandboxed: bool = False) -> None:
+                 log_limit: int, grace_s: float, sandboxed: bool = False, group: PidsGroup | None = None) -> None:
         self.args, self.proc, self._marker, self._pipes = args, proc, marker, pipes
-        self._sandboxed = sandboxed
+        self._sandboxed, self._group = sandboxed, group
         self._log_limit, self._grace_s = log_limit, grace_s
         self.pid = proc.pid
         self._result: ProcResult | None = None
@@ -123,6 +125,8 @@ class Waiting:
         out, err = self._pipes.close()  # stdin included
         if self._marker is not None:
             self._marker.unlink(missing_ok=True)
+        if self._group is not None:
+            self._group.release()
         self._result = _result(self.args, self.proc, out, err, elapsed_s, timed_out, paused_s, self._log_limit,
                                self._sandboxed)
         return self._result
@@ -160,9 +164,10 @@ def start(
     """
     args = [os.fspath(a) for a in argv]
     t0 = time.monotonic()
-    proc, marker, boxed = _spawn(args, cwd, env, True, confinement(confine, memory_limit_bytes, cpu_limit_s), cpus)
+    proc, marker, boxed, group = _spawn(args, cwd, env, True, confinement(confine, memory_limit_bytes, cpu_limit_s),
+                                        cpus)
     pipes = _Pipes(proc, None, ready_line.encode())
-    waiting = Waiting(args, proc, marker, pipes, log_limit, grace_s, boxed)
+    waiting = Waiting(args, proc, marker, pipes, log_limit, grace_s, boxed, group)
 
     def arrived(wait_s: float) -> bool:
         pipes.step(wait_s)

@@ -1,0 +1,119 @@
+"""kit.sandbox through kit.proc, for real (bubblewrap from Debian; CI installs it): what a confined command
+can see and do, the rlimits and how their hits are named, and what happens where bubblewrap is missing."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from kit import proc, sandbox
+from kit.records import ErrorKind, Status
+from kit.stages.verify import process_failure
+
+BWRAP = pytest.mark.skipif(bool(sandbox.bwrap_works()), reason=f"bubblewrap does not work here: {sandbox.bwrap_works()}")
+
+
+def _confined(tmp_path: Path, limits: sandbox.Limits | None = None, **kw) -> sandbox.Confinement:
+    (tmp_path / "in").mkdir(exist_ok=True)
+    (tmp_path / "out").mkdir(exist_ok=True)
+    (tmp_path / "in" / "data.txt").write_text("input")
+    return sandbox.Policy(True, limits or sandbox.Limits()).confine(ro=[tmp_path / "in"], rw=[tmp_path / "out"], **kw)
+
+
+@BWRAP
+def test_a_confined_command_sees_only_the_system_and_its_paths(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("host file")
+    script = (f"cat {tmp_path}/in/data.txt; echo; ls /; cat {secret} 2>&1; ls /etc /root 2>&1;"
+              f"echo ok > {tmp_path}/out/w; echo x > {tmp_path}/in/w 2>&1; echo $$")
+    res = proc.run(["bash", "-c", script], confine=_confined(tmp_path))
+    lines = res.stdout.splitlines()
+    assert lines[0] == "input"  # the read-only input
+    assert set(lines[1:9]) >= {"bin", "dev", "lib", "proc", "tmp", "usr"} and "etc" not in lines and "root" not in lines
+    assert "host file" not in res.stdout and "No such file" in res.stdout  # nothing of the host beyond its paths
+    assert (tmp_path / "out" / "w").read_text() == "ok\n" and not (tmp_path / "in" / "w").exists()
+    assert "Read-only file system" in res.output
+    assert lines[-1] == "2"  # its own PID namespace (bubblewrap's init is 1)
+
+
+@BWRAP
+def test_no_network_and_nothing_outlives_the_command(tmp_path):
+    res = proc.run(["bash", "-c", "ls /sys/class/net 2>/dev/null || cat /proc/net/dev; "
+                                  f"(sleep 30; echo late > {tmp_path}/out/late) & disown; echo started"],
+                   confine=_confined(tmp_path), timeout_s=20)
+    assert res.ok and "started" in res.stdout
+    assert "eth" not in res.stdout and "ens" not in res.stdout  # loopback only
+    time.sleep(0.5)
+    assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p) == "sleep 30"]
+    assert not (tmp_path / "out" / "late").exists()
+
+
+def _cmdline(p: Path) -> str:
+    try:
+        return (p / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""
+
+
+@BWRAP
+def test_limits_stop_the_command_and_are_named(tmp_path):
+    limits = sandbox.Limits(file_bytes=1 << 20, processes=8)
+    big = proc.run(["bash", "-c", f"head -c 5000000 /dev/zero > {tmp_path}/out/big"], confine=_confined(tmp_path, limits))
+    assert (tmp_path / "out" / "big").stat().st_size == 1 << 20  # the file stopped at the limit
+    # a fork bomb stops at the process limit (a pids cgroup when run as root, where RLIMIT_NPROC does not apply)
+    if os.getuid() == 0 and sandbox.pids_root() is None:
+        pytest.skip("root without a writable pids cgroup hierarchy: no process limit here")
+    bomb = proc.run(["python3", "-c", "import os, time\nfor _ in range(40):\n    if os.fork() == 0:\n"
+                                      "        time.sleep(5); os._exit(0)"], confine=_confined(tmp_path, limits), timeout_s=30)
+    assert "Resource temporarily unavailable" in bomb.stderr, bomb.output
+    fail = process_failure(bomb, "runner")
+    assert fail is not None and fail.kind is ErrorKind.LIMIT and "process limit (sandbox.processes)" in fail.message
+    # a process killed by the file-size signal: bubblewrap's exit status 128 + N is read back as the signal
+    xfsz = proc.run(["bash", "-c", f"exec head -c 5000000 /dev/zero > {tmp_path}/out/big2"],
+                    confine=_confined(tmp_path, limits))
+    assert xfsz.signal == 25, (xfsz.returncode, xfsz.stderr)
+    fail = process_failure(xfsz, "runner")
+    assert fail.status is Status.RUNTIME_CRASH and fail.kind is ErrorKind.LIMIT and "file-size limit" in fail.message
+    del big
+
+
+@BWRAP
+def test_a_crash_inside_the_sandbox_reads_as_its_signal(tmp_path):
+    res = proc.run(["bash", "-c", "kill -SEGV $$"], confine=_confined(tmp_path))
+    assert res.signal == 11 and res.returncode == -11
+
+
+def test_modes_where_bubblewrap_is_missing(monkeypatch, caplog):
+    assert sandbox.resolve("none") is False
+    monkeypatch.setattr(sandbox, "bwrap_path", lambda: None)
+    sandbox.bwrap_works.cache_clear()
+    sandbox._warn_once.cache_clear()
+    try:
+        with pytest.raises(sandbox.SandboxError, match="not installed"):
+            sandbox.resolve("bwrap")
+        with caplog.at_level("WARNING", logger="kit"):
+            assert sandbox.resolve("auto") is False
+        assert "without filesystem, network and PID isolation" in caplog.text
+    finally:
+        sandbox.bwrap_works.cache_clear()
+        sandbox._warn_once.cache_clear()
+
+
+def test_process_limit_is_an_rlimit_for_users_and_a_pids_cgroup_for_root():
+    lim = sandbox.Limits(processes=10)
+    nproc = [a for a in lim.prlimit_args() if a.startswith("--nproc=")]
+    if os.getuid() != 0:  # RLIMIT_NPROC counts every process of the user: on top of those running now
+        assert int(nproc[0].split("=")[1]) >= sandbox.user_processes() + 10 - 5  # processes come and go
+        assert sandbox.process_group_for(lim) is None
+        return
+    assert nproc == []  # the kernel ignores RLIMIT_NPROC for root
+    group = sandbox.process_group_for(lim)
+    if sandbox.pids_root() is None:
+        assert group is None
+        return
+    assert (group.path / "pids.max").read_text().strip() == "10"
+    group.release()
+    assert not group.path.exists()
