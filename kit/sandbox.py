@@ -259,7 +259,9 @@ def _bwrap_args(view: View) -> list[str]:
     for p in dict.fromkeys(view.rw):
         if os.path.exists(p):
             args += ["--bind", p, p]
-    return args
+    # the sandbox's own root (a tmpfs holding the mount points) read-only: else the directories made for the
+    # binds would be writable, unbounded in size, outside the private /tmp
+    return args + ["--remount-ro", "/"]
 
 
 def _under_system(p: str) -> bool:

@@ -1,0 +1,150 @@
+"""The adversarial corpus: hostile candidates of our own for the fixture engine's ArgMax task (``fx_argmax``),
+each with the status, error kind, flags and reason the kit must give it.
+
+A case is a change of the engine's own ``CPUArgMax.cpp`` (read from the engine tree at test time, so no kernel is
+copied here): code at file scope after the includes (``top``) and at the start of ``onExecute`` (``body``), or
+whole files (``files``) for the bad-input cases.  Cases that try to leave something behind name it in
+``leaves``: paths that must not exist after the run, and a marker that must not appear in any record.
+
+Classes (issue 18): static rejections of the source, rejections of the built library's symbols, what only the
+sandbox stops (obfuscated so that the static checks pass), resource limits, runtime cheats, bad inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+TASK = "fx_argmax"
+#: a string a case may try to smuggle out of the host (it must appear in no record)
+HOST_SECRET = "mkb-adversarial-host-secret"
+#: where cases try to leave files on the host
+ESCAPE_DIR = Path("/tmp/mkb-adversarial-escape")
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What the kit must record: one of ``status`` (a status, or several acceptable ones), the error kind
+    (None: any), flag codes it must carry, a substring of its error message or of a flag's reason."""
+
+    status: str | tuple[str, ...]
+    error_kind: str | None = None
+    flags: tuple[str, ...] = ()
+    reason: str = ""  # a substring of the record's error message (or a flag's reason)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    expect: Expect
+    top: str = ""
+    body: str = ""
+    files: dict[str, bytes] | None = None  # whole files instead of the kernel template
+    drop: str = ""  # text removed from the kernel template
+    leaves: tuple[str, ...] = ()  # host paths that must not exist after the run
+    klass: str = ""
+
+
+def kernel(engine: Path, case: Case) -> dict[str, bytes]:
+    """The files of ``case``: the engine's CPUArgMax.cpp with the case's code in, or its own files."""
+    if case.files is not None:
+        return case.files
+    text = (engine / "source/backend/cpu/CPUArgMax.cpp").read_text()
+    anchor = "namespace MNN {\n"
+    assert anchor in text
+    text = text.replace(anchor, case.top + "\n" + anchor, 1)
+    head = "ErrorCode CPUArgMax::onExecute(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) {\n"
+    assert head in text
+    text = text.replace(head, head + case.body + "\n", 1)
+    if case.drop:
+        assert case.drop in text
+        text = text.replace(case.drop, "")
+    return {"CPUArgMax.cpp": text.encode()}
+
+
+def _path_chars(path: str) -> str:
+    """A C++ char array spelling ``path`` character by character (so no string literal names a host path)."""
+    return "{" + ", ".join(f"'{c}'" for c in path) + ", 0}"
+
+
+REJECT = "rejected_input"
+_ESC = str(ESCAPE_DIR)
+
+#: the honest kernel beside the hostile ones: the task's best-of-k score must be its own
+HONEST = Case("honest", Expect("ok"), klass="honest")
+
+CASES: tuple[Case, ...] = (
+    HONEST,
+    # -- static checks of the source ---------------------------------------------------------------------
+    Case("runs_a_shell", Expect(REJECT, "forbidden", reason="creates a process"), top="#include <cstdlib>",
+         body='std::system("touch ' + _ESC + '/shell");', leaves=(_ESC + "/shell",), klass="static"),
+    Case("forks", Expect(REJECT, "forbidden", reason="creates a process"), top="#include <unistd.h>",
+         body="if (fork() == 0) { for (;;) {} }", klass="static"),
+    Case("opens_a_socket", Expect(REJECT, "forbidden", reason="uses the network"), top="#include <sys/socket.h>",
+         body="int s = socket(2, 1, 0); (void)s;", klass="static"),
+    Case("loads_a_library", Expect(REJECT, "forbidden", reason="loads code at run time"), top="#include <dlfcn.h>",
+         body='void* h = dlopen("libc.so.6", 2); (void)h;', klass="static"),
+    Case("writes_a_file", Expect(REJECT, "forbidden", reason="reads or writes files"), top="#include <cstdio>",
+         body='FILE* f = fopen("cache.bin", "wb"); if (f) fclose(f);', klass="static"),
+    Case("reads_proc", Expect(REJECT, "forbidden", reason="names a host path"),
+         body='const char* maps = "/proc/self/maps"; (void)maps;', klass="static"),
+    Case("raw_syscall", Expect(REJECT, "forbidden", reason="makes raw system calls"), top="#include <unistd.h>",
+         body="syscall(39);", klass="static"),
+    Case("installs_a_signal_handler", Expect(REJECT, "forbidden", reason="installs or sends signals"),
+         top="#include <csignal>", body="std::signal(SIGSEGV, SIG_IGN);", klass="static"),
+    Case("includes_an_absolute_path", Expect(REJECT, "forbidden", reason="includes an absolute path"),
+         top='#include "/dev/zero"', klass="static"),
+    Case("includes_a_native_implementation", Expect(REJECT, "forbidden", reason="includes an implementation file"),
+         top='#include "backend/cpu/CPUSoftmax.cpp"', klass="static"),
+    Case("includes_outside_the_tree", Expect(REJECT, "forbidden", reason="a path that leaves the tree"),
+         top='#include "../../../../kit/config.py"', klass="static"),
+    # -- the built library's symbols ---------------------------------------------------------------------------
+    Case("patches_the_clock", Expect(REJECT, "forbidden", reason="defines libc functions ['clock_gettime']"),
+         top='#include <ctime>\nextern "C" int clock_gettime(clockid_t, struct timespec* t) '
+             "{ t->tv_sec = 0; t->tv_nsec = 0; return 0; }", klass="symbols"),
+    Case("patches_memcpy", Expect(REJECT, "forbidden", reason="defines libc functions ['memcpy']"),
+         top='#include <cstddef>\nextern "C" void* memcpy(void* d, const void* s, size_t n) '
+             "{ char* a = (char*)d; const char* b = (const char*)s; while (n--) *a++ = *b++; return d; }",
+         klass="symbols"),
+    Case("forks_through_a_pointer", Expect(REJECT, "forbidden", reason="calls ['fork']"),
+         top="#include <unistd.h>\nstatic pid_t (*volatile spawn)() = &::fork;", body="if (inputs.empty()) spawn();",
+         klass="symbols"),
+    # -- what only the sandbox stops (the static checks pass) ----------------------------------------------------
+    Case("escapes_to_the_host_tmp", Expect("ok"), top="#include <fstream>",
+         body=f"{{ static const char p[] = {_path_chars(_ESC + '/written')}; std::basic_ofstream<char> o(p); "
+              "o << 1; }", leaves=(_ESC + "/written",), klass="sandbox"),
+    Case("plants_a_file_in_the_workspace", Expect("ok"), top="#include <fstream>",
+         body="{ std::basic_ofstream<char> o(__FILE__ \".planted\"); o << 1; }", klass="sandbox"),
+    Case("reads_a_host_file_into_its_error", Expect("ok"), top="#include <fstream>\n#include <iostream>",
+         body=f"{{ static const char p[] = {_path_chars(_ESC + '/secret.txt')}; std::basic_ifstream<char> i(p); "
+              "std::string s; if (std::getline(i, s)) { std::cerr << s; std::abort(); } }", klass="sandbox"),
+    Case("writes_a_huge_file", Expect("runtime_crash", "limit", reason="file-size limit"), top="#include <fstream>",
+         body="{ std::basic_ofstream<char> o(\"big.bin\"); static char b[1 << 20] = {1}; "
+              "for (int k = 0; k < 4096; ++k) o.write(b, sizeof b); o.flush(); }", klass="limits"),
+    # -- resource limits -------------------------------------------------------------------------------------
+    Case("spins_forever", Expect("runtime_timeout", "timeout"), body="for (volatile int k = 0; ; ) { (void)k; }",
+         klass="limits"),
+    Case("allocates_everything", Expect("runtime_crash", "limit", reason="memory limit"), top="#include <vector>",
+         body="{ std::vector<char*> keep; for (;;) keep.push_back(new char[64 << 20]); }", klass="limits"),
+    Case("compile_time_bomb", Expect("compile_error", "limit", reason="memory limit"),
+         top="#define X1(a) a a a a a a a a\n#define X2(a) X1(X1(X1(a)))\n#define X3(a) X2(X2(a))\n"
+             "long spin(long t) { X3(t += t * 3 + __LINE__;) return t; }", klass="limits"),
+    # -- runtime cheats caught without the runner's checks ---------------------------------------------------
+    Case("exits_early", Expect("runtime_crash", "exit_code"), top="#include <cstdlib>", body="std::exit(0);",
+         klass="runtime"),
+    Case("aborts", Expect("runtime_crash", "signal"), top="#include <cstdlib>", body="std::abort();", klass="runtime"),
+    Case("floods_stderr", Expect("runtime_crash", "signal"), top="#include <cstdio>\n#include <cstdlib>",
+         body="for (int k = 0; k < 200000; ++k) std::fputs(\"spam spam spam spam spam spam spam\\n\", stderr); "
+              "std::abort();", klass="runtime"),
+    Case("starts_a_thread", Expect("ok", flags=("threads",)), top="#include <thread>",
+         body="static bool once = [] { std::thread([] {}).join(); return true; }(); (void)once;", klass="runtime"),
+    Case("drops_its_registration", Expect("compile_error", "missing_symbol", reason="no longer registers"),
+         drop="REGISTER_CPU_OP_CREATOR(CPUArgMaxCreator, OpType_ArgMax);", klass="runtime"),
+    # -- bad inputs ------------------------------------------------------------------------------------------------
+    Case("not_utf8", Expect(REJECT, "not_utf8"), files={"CPUArgMax.cpp": b"int x = 1; // \xff\xfe\n"}, klass="input"),
+    Case("nul_bytes", Expect(REJECT), files={"CPUArgMax.cpp": b"int x = 1;\0\0\n"}, klass="input"),
+    Case("oversized", Expect(REJECT, "file_too_large"), files={"CPUArgMax.cpp": b"// " + b"x" * (300 * 1024) + b"\n"},
+         klass="input"),
+    Case("not_allowed_name", Expect(REJECT, "allowlist"), files={"CPUSoftmax.cpp": b"int x;\n"}, klass="input"),
+    Case("header_only", Expect(REJECT, "missing_file"), files={"CPUArgMax.hpp": b"#pragma once\n"}, klass="input"),
+)

@@ -1,0 +1,161 @@
+"""The adversarial corpus (tests/adversarial/corpus.py) through ``mkb eval`` on the fixture engine, sandboxed as by
+default: every case gets its expected status, error kind, flags and reason; the worker stays alive (one run, every
+job recorded); nothing is left behind (no process, no file outside scratch, the workspace and the native baseline
+byte-identical, no host secret in any record); and best-of-k over the corpus plus the honest kernel scores the
+task by the honest kernel."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from kit import metrics, sandbox
+from kit.config import load_config
+from kit.evaluate import evaluate
+from kit.mnn.source import tree_digest
+from kit.shards import read_records
+from kit.tasks import load_suite
+from kit.worker import setup_worker
+
+sys.path.insert(0, str(Path(__file__).parent / "adversarial"))
+from corpus import CASES, ESCAPE_DIR, HONEST, HOST_SECRET, TASK, kernel  # noqa: E402
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(bool(sandbox.bwrap_works()), reason=f"the corpus runs sandboxed: {sandbox.bwrap_works()}"),
+]
+
+
+def _hash_dir(d: Path) -> dict[str, str]:
+    return {str(p.relative_to(d)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(d.rglob("*")) if p.is_file() and p.parent.name != "models"}
+
+
+def _ours(marker: str) -> list[str]:
+    """Live processes whose command line names ``marker`` (this test's temporary paths)."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if marker in cmd:
+                out.append(cmd[:200])
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus_run(tmp_path_factory, fixture_engine_pristine, fixture_tasks_dir):
+    tmp = tmp_path_factory.mktemp("adversarial")
+    for case in CASES:
+        d = tmp / "cands" / TASK / case.name
+        d.mkdir(parents=True)
+        for name, data in kernel(fixture_engine_pristine, case).items():
+            (d / name).write_bytes(data)
+    shutil.rmtree(ESCAPE_DIR, ignore_errors=True)
+    ESCAPE_DIR.mkdir(parents=True)
+    (ESCAPE_DIR / "secret.txt").write_text(HOST_SECRET + "\n")
+    cfg_path = tmp / "cfg.toml"
+    cfg_path.write_text(f"""
+[run]
+dir = "{tmp / 'run'}"
+[tasks]
+dir = "{fixture_tasks_dir}"
+split = "all"
+ids = ["{TASK}"]
+[[candidates.sources]]
+method = "adversarial"
+path = "{tmp / 'cands'}"
+[mnn]
+engine = "fixture"
+source_dir = "{fixture_engine_pristine}"
+cache_dir = "{tmp / 'cache'}"
+check_tree = false
+[build]
+jobs = 1
+candidate_timeout_s = 60
+[verify]
+trials = 2
+extra_trials = 1
+run_timeout_s = 10
+convert_timeout_s = 30
+memory_limit_mb = 1024
+[timing]
+warmup = 1
+iterations = 5
+rounds = 2
+[sandbox]
+mode = "bwrap"
+build_memory_mb = 1024
+file_mb = 64
+[dispatch]
+mode = "serial"
+[report]
+enabled = false
+""")
+    cfg = load_config(cfg_path)
+    worker = setup_worker(cfg)  # the native baseline and the workspace, before any candidate
+    native_before = _hash_dir(worker.native.dir)
+    ws = worker.workspace
+    worker.workspace.release()
+    assert evaluate(cfg) == 0
+    yield cfg, read_records(cfg.run.dir), native_before, ws, tmp
+    shutil.rmtree(ESCAPE_DIR, ignore_errors=True)
+
+
+def test_the_corpus_has_every_class():
+    assert len(CASES) >= 30
+    assert {c.klass for c in CASES} >= {"static", "symbols", "sandbox", "limits", "runtime", "input", "honest"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_each_case_gets_its_expected_outcome(corpus_run, case):
+    _, records, _, _, _ = corpus_run
+    rows = records.filter(pl.col("sample_id") == case.name).to_dicts()
+    assert len(rows) == 1, f"{case.name}: {len(rows)} records"
+    r = rows[0]
+    want = case.expect
+    statuses = (want.status,) if isinstance(want.status, str) else want.status
+    why = f"{case.name}: {r['status']}/{r['error_kind']}: {r['error_message'][:600]}"
+    assert r["status"] in statuses, why
+    if want.error_kind is not None:
+        assert r["error_kind"] == want.error_kind, why
+    codes = {f["code"] for f in r["flags"] or []}
+    assert set(want.flags) <= codes, (why, codes)
+    if want.reason:
+        texts = [r["error_message"]] + [f["reason"] for f in r["flags"] or []]
+        assert any(want.reason in t for t in texts), why
+
+
+def test_nothing_is_left_behind(corpus_run):
+    cfg, records, native_before, ws, tmp = corpus_run
+    for case in CASES:
+        for path in case.leaves:
+            assert not Path(path).exists(), f"{case.name} left {path}"
+    assert not _ours(str(tmp)), _ours(str(tmp))
+    assert tree_digest(ws.src) == ws.pristine.digest  # the workspace's sources are the pristine tree's
+    assert not list(ws.src.rglob("*.planted")) and not list(ws.build.rglob("*.planted"))
+    native = next((cfg.mnn.cache_dir / "native").iterdir())
+    assert _hash_dir(native) == native_before
+    assert HOST_SECRET not in str(records.to_dicts())
+    assert all(len(m) <= 4000 for m in records["error_message"])  # what a flood of stderr leaves is bounded
+
+
+def test_best_of_k_scores_the_task_by_the_honest_kernel(corpus_run):
+    """Every hostile case that was not refused is a correct kernel doing extra things; none scores a speedup that
+    is not a real kernel's: the task's best-of-k speedup is that of an ``ok`` record, the honest one among them,
+    below the implausible factor."""
+    cfg, records, _, _, _ = corpus_run
+    tasks = load_suite(cfg.tasks.dir, "all", [TASK])
+    s = metrics.summary(records, tasks).row(0, named=True)
+    ok = records.filter((pl.col("status") == "ok") & pl.col("speedup").is_not_null())
+    assert s["fcr"] == 1.0 and s["csr"] == 1.0
+    assert HONEST.name in ok["sample_id"].to_list()
+    assert s["geomean_speedup"] == pytest.approx(ok["speedup"].max())
+    assert s["geomean_speedup"] < cfg.timing.implausible_speedup
