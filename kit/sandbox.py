@@ -146,6 +146,8 @@ class PidsGroup:
     _serial = 0
 
     def __init__(self, root: Path, limit: int) -> None:
+        if PidsGroup._serial == 0:
+            sweep_groups(root)
         PidsGroup._serial += 1
         self.path = root / f"mkb-{os.getpid()}-{PidsGroup._serial}"
         self.path.mkdir()
@@ -167,6 +169,25 @@ class PidsGroup:
             except OSError:
                 time.sleep(0.02)
         log.debug("pids cgroup %s still busy; left", self.path)
+
+
+def sweep_groups(root: Path) -> int:
+    """Remove the empty pids cgroups of kit processes that are gone (a killed worker could not release its
+    last ones); returns how many."""
+    removed = 0
+    for d in root.glob("mkb-*-*"):
+        try:
+            pid = int(d.name.split("-")[1])
+        except (IndexError, ValueError):
+            continue
+        if pid == os.getpid() or Path(f"/proc/{pid}").exists():
+            continue
+        try:
+            d.rmdir()
+            removed += 1
+        except OSError:
+            pass  # not empty yet: a later sweep
+    return removed
 
 
 def process_group_for(limits: Limits) -> PidsGroup | None:

@@ -117,3 +117,20 @@ def test_process_limit_is_an_rlimit_for_users_and_a_pids_cgroup_for_root():
     assert (group.path / "pids.max").read_text().strip() == "10"
     group.release()
     assert not group.path.exists()
+
+
+def test_groups_of_dead_kit_processes_are_swept():
+    root = sandbox.pids_root()
+    if os.getuid() != 0 or root is None:
+        pytest.skip("no pids cgroup hierarchy here")
+    dead = 2**22 - 7  # above pid_max's default: no such process
+    stale = root / f"mkb-{dead}-1"
+    stale.mkdir()
+    mine = sandbox.PidsGroup(root, 5)  # a live process's own group stays
+    try:
+        assert sandbox.sweep_groups(root) >= 1
+        assert not stale.exists() and mine.path.exists()
+    finally:
+        mine.release()
+        if stale.exists():
+            stale.rmdir()
