@@ -91,12 +91,13 @@ workers = 2
 
 
 def _procs_mentioning(text: str) -> list[int]:
-    """Pids of live processes whose command line contains ``text`` (read-only look at /proc)."""
+    """Pids of live processes whose command line or environment contains ``text`` (read-only look at /proc;
+    the environment too: Ray's agents rename themselves ``ray::DashboardAgent``, but inherit RAY_TMPDIR)."""
     pids = []
     for d in Path("/proc").iterdir():
-        if d.name.isdigit():
+        if d.name.isdigit() and int(d.name) != os.getpid():
             try:
-                if text.encode() in (d / "cmdline").read_bytes():
+                if text.encode() in (d / "cmdline").read_bytes() or text.encode() in (d / "environ").read_bytes():
                     pids.append(int(d.name))
             except OSError:
                 pass

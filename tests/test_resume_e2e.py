@@ -81,10 +81,12 @@ enabled = true
 
 
 def _procs_mentioning(*texts: str) -> dict[int, str]:
-    """Live processes (not this one) whose command line contains one of ``texts``: pid → command line.
+    """Live processes (not this one) whose command line or environment contains one of ``texts``: pid →
+    command line.
 
     Only a read-only look at /proc; ``texts`` are this test's private temporary paths, so every match is a
-    process this test started (directly or through the kit and Ray).
+    process this test started (directly or through the kit and Ray; Ray's agents rename themselves, so their
+    environment is read too).
     """
     found = {}
     for d in Path("/proc").iterdir():
@@ -92,9 +94,10 @@ def _procs_mentioning(*texts: str) -> dict[int, str]:
             continue
         try:
             cmdline = (d / "cmdline").read_bytes()
+            environ = (d / "environ").read_bytes()
         except OSError:
             continue
-        if any(t.encode() in cmdline for t in texts):
+        if any(t.encode() in cmdline or t.encode() in environ for t in texts):
             found[int(d.name)] = cmdline.replace(b"\0", b" ").decode(errors="replace")[:300]
     return found
 

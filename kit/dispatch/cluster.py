@@ -19,6 +19,7 @@ from pathlib import Path
 import ray
 
 from kit.config import EvalConfig
+from kit.proc import reaper
 
 #: fraction of ``dispatch.timing_resource`` each actor requests (only placement, never a limit)
 RESOURCE_FRACTION = 0.01
@@ -46,12 +47,21 @@ def kit_digest() -> str:
     return h.hexdigest()[:16]
 
 
+#: the reaper of the embedded Ray this process started (:mod:`kit.proc.reaper`)
+_REAPER: reaper.Reaper | None = None
+
+
 def connect(cfg: EvalConfig) -> bool:
-    """Initialise Ray for ``cfg.dispatch``; True if this call started it (then :func:`ray.shutdown` it)."""
+    """Initialise Ray for ``cfg.dispatch``; True if this call started it (then :func:`shutdown` it).
+
+    An embedded Ray gets a reaper (:mod:`kit.proc.reaper`): should this process die, SIGKILL included, every
+    process it started from here on dies with it (Ray's agents otherwise outlive a killed driver)."""
+    global _REAPER
     if ray.is_initialized():
         return False
     d = cfg.dispatch
     if d.mode == "processes" or d.address is None:
+        _REAPER = reaper.start()
         # no dashboard; no idle task workers prestarted (the kit runs actors only; each idle worker costs
         # ~1.5 % of a core, measured on 2 cores, that a timed job would otherwise share)
         ray.init(address="local", include_dashboard=False, _system_config={"prestart_worker_first_driver": False})
@@ -68,6 +78,15 @@ def connect(cfg: EvalConfig) -> bool:
         except (ConnectionError, ValueError) as exc:
             raise DispatchError(f"dispatch.address: cannot join the cluster at {d.address!r}: {exc}") from exc
     return True
+
+
+def shutdown() -> None:
+    """Stop the Ray this process started (:func:`connect`) and end its reaper, which kills what is left."""
+    global _REAPER
+    ray.shutdown()
+    if _REAPER is not None:
+        _REAPER.close()
+        _REAPER = None
 
 
 #: seconds to wait for a TCP connection to the head named by dispatch.address

@@ -10,11 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import ray
-
 from kit.config import EvalConfig
 from kit.dispatch.actors import DEFAULT_JOB, DEFAULT_SETUP, DEFAULT_TIME, JobFn, SetupFn, TimeFn
-from kit.dispatch.cluster import connect, timer_nodes, worker_count
+from kit.dispatch.cluster import connect, shutdown, timer_nodes, worker_count
 from kit.dispatch.driver import Driver
 from kit.jobs import Job, RunStats
 from kit.progress import StageTally, job_progress
@@ -49,7 +47,7 @@ class RayExecutor:
     def __exit__(self, *exc: object) -> None:
         self._depth -= 1
         if self._depth == 0 and self._started:
-            ray.shutdown()
+            shutdown()
             self._started = False
 
     def where(self) -> str:
