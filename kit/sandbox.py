@@ -9,9 +9,9 @@ compiles it (ninja, cmake, the compiler) goes through :func:`kit.proc.run` with 
   process limit is a ``pids`` cgroup of the command's own (:class:`PidsGroup`, where a writable cgroup
   hierarchy with the pids controller exists; else no process limit, said once in the log);
 * a **sandbox** (:class:`View`, Debian's ``bubblewrap``): a read-only view of ``/usr`` (``/bin``, ``/lib``,
-  ``/lib64`` link into it) and of exactly the paths the step needs, writable only where the step writes (the
+  ``/lib64`` link into it; and ``/etc/alternatives``) and of exactly the paths the step needs, writable only where the step writes (the
   runner's output directory, a workspace's build directory), a private ``/tmp`` of bounded size, a fresh
-  ``/proc`` and ``/dev``, no ``/etc``, no ``/root`` and no kit cache beyond those paths; a private network
+  ``/proc`` and ``/dev``, no other ``/etc``, no ``/root`` and no kit cache beyond those paths; a private network
   namespace (loopback only, down), private IPC and UTS namespaces, every capability dropped; and a PID
   namespace that dies with the step, so nothing a candidate starts outlives it.  The paths keep their names
   inside, so a command's arguments need no rewriting.
@@ -36,8 +36,9 @@ from pathlib import Path
 
 log = logging.getLogger("kit")
 
-#: what every sandboxed command sees read-only
-SYSTEM_RO = ("/usr",)
+#: what every sandboxed command sees read-only: /usr, and Debian's alternatives (/usr/bin/c++ and cc are links
+#: through /etc/alternatives: without them a tree configured outside the sandbox has no compiler inside)
+SYSTEM_RO = ("/usr", "/etc/alternatives")
 #: links to /usr as Debian's merged-/usr layout has them
 SYSTEM_LINKS = (("usr/lib", "/lib"), ("usr/lib64", "/lib64"), ("usr/bin", "/bin"), ("usr/sbin", "/sbin"))
 

@@ -27,12 +27,13 @@ def _confined(tmp_path: Path, limits: sandbox.Limits | None = None, **kw) -> san
 def test_a_confined_command_sees_only_the_system_and_its_paths(tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("host file")
-    script = (f"cat {tmp_path}/in/data.txt; echo; ls /; cat {secret} 2>&1; ls /etc /root 2>&1;"
-              f"echo ok > {tmp_path}/out/w; echo x > {tmp_path}/in/w 2>&1; echo $$")
+    script = (f"cat {tmp_path}/in/data.txt; echo; ls /; cat {secret} 2>&1; ls /root 2>&1; ls /etc; "
+              f"cat /etc/passwd 2>&1; echo ok > {tmp_path}/out/w; echo x > {tmp_path}/in/w 2>&1; echo $$")
     res = proc.run(["bash", "-c", script], confine=_confined(tmp_path))
     lines = res.stdout.splitlines()
     assert lines[0] == "input"  # the read-only input
-    assert set(lines[1:9]) >= {"bin", "dev", "lib", "proc", "tmp", "usr"} and "etc" not in lines and "root" not in lines
+    assert set(lines[1:10]) >= {"bin", "dev", "etc", "lib", "proc", "tmp", "usr"} and "root" not in lines
+    assert "alternatives" in lines and "/etc/passwd: No such file" in res.stdout  # /etc holds the alternatives only
     assert "host file" not in res.stdout and "No such file" in res.stdout  # nothing of the host beyond its paths
     assert (tmp_path / "out" / "w").read_text() == "ok\n" and not (tmp_path / "in" / "w").exists()
     assert "Read-only file system" in res.output
@@ -134,3 +135,18 @@ def test_groups_of_dead_kit_processes_are_swept():
         mine.release()
         if stale.exists():
             stale.rmdir()
+
+
+@BWRAP
+def test_a_tree_configured_outside_builds_inside(fixture_engine, tmp_path):
+    """CMake records the compiler as /usr/bin/c++, a link through /etc/alternatives on Debian: a workspace
+    configured outside the sandbox (an older kit, ``sandbox.mode = "none"``) still builds inside it."""
+    build = tmp_path / "build"
+    build.mkdir()
+    conf = proc.run(["cmake", "-G", "Ninja", str(fixture_engine)], cwd=build, timeout_s=300)
+    assert conf.ok, conf.output[-2000:]
+    policy = sandbox.Policy(True, sandbox.Limits(memory_bytes=2 << 30))
+    res = proc.run(["ninja", "-j", "2"], cwd=build, timeout_s=600, confine=policy.confine(ro=[fixture_engine],
+                                                                                          rw=[build]))
+    assert res.ok, res.output[-2000:]
+    assert (build / "libMNN.so").is_file()

@@ -26,10 +26,14 @@
    (3 rounds x 100 iterations; no extra thread counts) beside the current ones, interleaved
    (:mod:`kit.bench.timingcost`).
 
+5. **sandbox cost** (``--sandbox-cost``): a candidate through the whole pipeline with rlimits only and in the
+   sandbox, alternately (:mod:`kit.bench.sandboxcost`; target <= 1.10).
+
 Engine: the real MNN tree when ``MKB_MNN__SOURCE_DIR`` is set (task ``--task``, sample from
 ``candidates/sample``), else the fixture engine shipped with the tests.
 
     python -m kit.bench [--task ID] [--sample correct] [--repeats 3]
     python -m kit.bench --scaling [--rounds R] [--copies N] [--one-worker-jobs J]   (Ray needs loopback networking)
     python -m kit.bench --timing-cost [--task ID] [--repeats 3]
+    python -m kit.bench --sandbox-cost [--task ID] [--repeats 3]
 """

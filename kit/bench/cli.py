@@ -6,6 +6,7 @@ import argparse
 
 import kit.bench
 from kit.bench.overhead import overhead
+from kit.bench.sandboxcost import sandbox_cost
 from kit.bench.scaling import scaling
 from kit.bench.timingcost import timing_cost
 
@@ -18,6 +19,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample", default="correct")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--scaling", action="store_true", help="run the 1-vs-2-worker scaling benchmark instead")
+    ap.add_argument("--sandbox-cost", action="store_true", help="run the sandbox cost benchmark instead: a "
+                    "candidate through the pipeline with and without the sandbox")
     ap.add_argument("--timing-cost", action="store_true", help="run the timing/verification cost benchmark instead: "
                     "former vs current defaults per candidate")
     ap.add_argument("--copies", type=int, default=None, help="scaling: evaluate the sample set under this many "
@@ -31,4 +34,6 @@ def main(argv: list[str] | None = None) -> int:
         return scaling(args.copies, args.one_worker_jobs, args.rounds)
     if args.timing_cost:
         return timing_cost(args.task, args.repeats)
+    if args.sandbox_cost:
+        return sandbox_cost(args.task, args.repeats)
     return overhead(args.task, args.sample, args.repeats)
