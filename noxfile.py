@@ -56,7 +56,7 @@ def check(session: nox.Session) -> None:
 def calibrate(session: nox.Session) -> None:
     """`mkb calibrate`: native method on every task of the split."""
     _install(session)
-    session.run("mkb", "calibrate", *(session.posargs or ["--config", "configs/default.toml"]))
+    session.run("mkb", "calibrate", *(session.posargs or ["--config", "configs/calibrate.toml"]))
 
 
 @nox.session(reuse_venv=True, default=False)

@@ -21,6 +21,8 @@ from kit.evaluate import execute
 from kit.jobs import job_from
 from kit.mnn.source import ensure_pristine
 from kit.noisefloor import coverage_line, summarize, task_row
+from kit.rundir import prepare as prepare_run_dir
+from kit.rundir import release as release_run_dir
 from kit.serial import SerialExecutor
 from kit.shards import done_job_ids, read_records
 from kit.tasks import load_suite
@@ -31,12 +33,17 @@ def calibrate(cfg: EvalConfig) -> int:
     ``calibration.json`` in the run directory (:func:`kit.noisefloor.summarize`, and per task: native passes?, A/A speedup, its
     interval, noise floor, untimeable) and print the summary.  Returns 0."""
     tasks = load_suite(cfg.tasks.dir, cfg.tasks.split, cfg.tasks.ids or None)
-    run_dir = cfg.run.dir / "calibration"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    root = ensure_pristine(cfg.mnn).root  # the native method's files are the tree's own
-    jobs = [job_from(kcand.native_candidate(t, root), t, cfg.digest()) for t in tasks]
-    execute(jobs, done_job_ids(run_dir), run_dir, SerialExecutor(cfg), label="calibrate")
-    rows = [task_row(r) for r in read_records(run_dir).iter_rows(named=True)]
+    # the records live in <run.dir>/calibration, a run directory like any: one configuration, one writer
+    cal = cfg.model_copy(update={"run": cfg.run.model_copy(update={"dir": cfg.run.dir / "calibration"})})
+    run_dir = prepare_run_dir(cal)
+    try:
+        root = ensure_pristine(cfg.mnn).root  # the native method's files are the tree's own
+        jobs = [job_from(kcand.native_candidate(t, root), t, cfg.digest()) for t in tasks]
+        execute(jobs, done_job_ids(run_dir), run_dir, SerialExecutor(cfg), label="calibrate")
+    finally:
+        release_run_dir(run_dir)
+    selected = {t.id for t in tasks}  # this selection's tasks only, not every task calibrated there before
+    rows = [task_row(r) for r in read_records(run_dir).iter_rows(named=True) if r["task_id"] in selected]
     summary = summarize(rows, cfg.timing.confidence)
     (cfg.run.dir / "calibration.json").write_text(json.dumps({"summary": summary, "tasks": rows}, indent=1))
     print(json.dumps(summary, indent=1))

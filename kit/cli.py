@@ -91,6 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"mkb: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # what finished is recorded (each record is written as it arrives): the same command resumes
+        print(f"mkb: interrupted; run the same `mkb {args.cmd}` again to resume", file=sys.stderr)
+        return 130
 
 
 class _StderrHandler(logging.StreamHandler):

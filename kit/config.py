@@ -17,7 +17,7 @@ import os
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -125,7 +125,7 @@ class VerifySection(_Section):
     seed: int = 0
     #: further thread counts to verify at, so that a kernel whose multi-threaded split is wrong fails; each runs
     #: the first ``extra_trials`` seeds (a count equal to ``timing.threads`` is skipped)
-    extra_threads: list[int] = Field(default_factory=lambda: [4])
+    extra_threads: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [4])
     extra_trials: int = Field(default=2, ge=1)
     convert_timeout_s: float = Field(default=120.0, gt=0)
     run_timeout_s: float = Field(default=60.0, gt=0)

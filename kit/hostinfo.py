@@ -116,7 +116,7 @@ def timing_cores(threads: int, configured: list[int] | tuple[int, ...] = ()) -> 
         missing = sorted(set(configured) - set(usable))
         if missing:
             raise ValueError(f"timing.cores {list(configured)}: cores {missing} are not usable here (usable: {usable})")
-        return tuple(configured)
+        return tuple(sorted(configured))
     if len(usable) < threads:
         raise ValueError(f"timing.threads = {threads}: only {len(usable)} usable core(s) here ({usable})")
     return tuple(usable[-threads:])

@@ -51,7 +51,8 @@ def _where(worker: Worker) -> Where:
 def run_job(job: Job, worker: Worker) -> Record:
     """Evaluate one job in ``worker``'s workspace and return its record (never raises for a candidate's
     failure; a fault of the kit itself becomes a ``harness_error`` record with the traceback)."""
-    rec = _guarded(job, _where(worker), Outcome(), lambda scratch, out: _stages(job, worker, scratch, out))
+    rec = _guarded(job, _where(worker), Outcome(), lambda scratch, out: _stages(job, worker, scratch, out),
+                   worker.scratch)
     assert isinstance(rec, Record)
     return rec
 
@@ -61,7 +62,8 @@ def build_job(job: Job, worker: Worker) -> Record | Built:
     register, build, convert and verify here (this node runs the build's architecture), then pack what
     timing needs (:class:`~kit.artefacts.Built`).  Returns the final :class:`Record` instead when the job
     ends here (a failure, or ``timing.enabled = false``).  Never raises for a candidate's failure."""
-    return _guarded(job, _where(worker), Outcome(), lambda scratch, out: _build_for_shipping(job, worker, scratch, out))
+    return _guarded(job, _where(worker), Outcome(), lambda scratch, out: _build_for_shipping(job, worker, scratch, out),
+                    worker.scratch)
 
 
 def time_job(job: Job, built: Built, timer: Timer) -> Record:
@@ -73,7 +75,8 @@ def time_job(job: Job, built: Built, timer: Timer) -> Record:
     where = replace(half.where, timing_worker=timer.name, timing_host=socket.gethostname(),
                     sandboxed=half.where.sandboxed and timer.settings.sandboxed)
     outcome = replace(half.outcome)  # a copy: the timing result goes into this job's own outcome
-    rec = _guarded(job, where, outcome, lambda scratch, out: _time_shipped(job, built, timer, scratch, out))
+    rec = _guarded(job, where, outcome, lambda scratch, out: _time_shipped(job, built, timer, scratch, out),
+                   timer.scratch)
     assert isinstance(rec, Record)
     return rec.model_copy(update={"wall_s": (rec.wall_s or 0.0) + half.wall_s})
 
@@ -83,11 +86,11 @@ def time_job(job: Job, built: Built, timer: Timer) -> Record:
 Body = Callable[[Path, Outcome], "Built | None"]
 
 
-def _guarded(job: Job, where: Where, outcome: Outcome, body: Body) -> Record | Built:
+def _guarded(job: Job, where: Where, outcome: Outcome, body: Body, scratch_root: Path | None = None) -> Record | Built:
     """Run ``body(scratch, outcome)`` and turn its outcome into a record: the one place where exceptions
     become statuses.  ``outcome`` collects stage results as they come, so a later failure keeps them."""
     t0 = time.monotonic()
-    scratch = Path(tempfile.mkdtemp(prefix=f"mkb-{job.job_id[:8]}-"))
+    scratch = Path(tempfile.mkdtemp(prefix=f"mkb-{job.job_id[:8]}-", dir=scratch_root))
     failure: StageFailure | None = None
     try:
         shipped = body(scratch, outcome)
@@ -145,7 +148,7 @@ def _stages(job: Job, worker: Worker, scratch: Path, out: Outcome) -> None:
         native_model = _native_for(worker, task)
         worker.check_native(native_model)
         native = (native_model, worker.native_side) if native_model is not None else None
-        out.add(_time(worker.settings.timing, task, worker.native.runner, (model, side), native,
+        out.add(_time(worker.timing, task, worker.native.runner, (model, side), native,
                       worker.native_error(task), worker.gate, scratch / "timing"))
     finally:
         worker.stage = ""
@@ -183,7 +186,7 @@ def _time_shipped(job: Job, built: Built, timer: Timer, scratch: Path, out: Outc
     timer.stage = "time"
     try:
         timer.check_native(None)
-        out.add(_time(timer.settings.timing, job.task, timer.runner, (model, sverify.Side(None, lib_dir)), native,
+        out.add(_time(timer.timing, job.task, timer.runner, (model, sverify.Side(None, lib_dir)), native,
                       built.native_error, timer.gate, scratch / "timing"))
     finally:
         timer.stage = ""

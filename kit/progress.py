@@ -56,7 +56,8 @@ def log_record(rec: Record) -> None:
     """Without a progress bar (nohup, CI, a cluster job): one INFO line per record, instead of the bar."""
     if progress_shown():
         return
-    log.info("%s/%s/%s: %s (%d tries) %s", rec.task_id, rec.method, rec.sample_id, rec.status.value, rec.attempts,
+    tries = f" ({rec.attempts} tries)" if rec.attempts > 1 else ""
+    log.info("%s/%s/%s: %s%s %s", rec.task_id, rec.method, rec.sample_id, rec.status.value, tries,
              rec.error_message[:120])
 
 

@@ -19,6 +19,7 @@ import polars as pl
 
 from kit import provenance, scoring, shards
 from kit.config import ConfigError, EvalConfig
+from kit.records import SCHEMA_VERSION
 
 
 def prepare(cfg: EvalConfig) -> Path:
@@ -42,6 +43,12 @@ def prepare(cfg: EvalConfig) -> Path:
     digests = recorded_digests(run_dir)
     other = sorted(digests - {cfg.digest()})
     if other:
+        older = older_schema(run_dir)
+        if older is not None:
+            raise ConfigError(
+                f"run.dir: {run_dir} holds records of an older kit (record schema {older}, this kit writes "
+                f"{SCHEMA_VERSION}; config digest {', '.join(other)}): such a run cannot be resumed. Evaluate into "
+                f"another run.dir; mkb report still shows the old run beside the new one")
         changed = changed_settings((before or {}).get("config"), cfg)
         what = f"settings changed: {', '.join(changed)}" if changed else "the changed settings are not known"
         raise ConfigError(
@@ -86,6 +93,13 @@ def release(run_dir: Path) -> None:
     fd = _HELD.pop(Path(run_dir).resolve(), None)
     if fd is not None:
         os.close(fd)
+
+
+def older_schema(run_dir: Path) -> int | None:
+    """The oldest record schema version in ``run_dir`` when it is older than this kit's, else None."""
+    col = shards.collect(shards.scan(run_dir, dedupe=False).select(pl.col("schema_version").min()), run_dir)
+    oldest = col["schema_version"][0] if col.height else None
+    return int(oldest) if oldest is not None and oldest < SCHEMA_VERSION else None
 
 
 def recorded_digests(run_dir: Path) -> set[str]:

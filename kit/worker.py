@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import os
+import shutil
+import socket
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
 from kit import hostinfo, proc, sandbox
 from kit.artefacts import Bundle
-from kit.config import EvalConfig, MnnSection
+from kit.config import ConfigError, EvalConfig, MnnSection
 from kit.gate import NodeGate
 from kit.mnn import build as mbuild
 from kit.mnn.native import Native, build_pristine, ensure_native, install_shipped
@@ -59,6 +62,20 @@ class Seal:
                                       f"{self.digests[path][:16]} -> {sha[:16]}): not timing against it")
 
 
+def scratch_root(cache_dir: Path) -> Path:
+    """This process's scratch directory under ``cache_dir/scratch`` (one per process: a job's scratch is made
+    in it and removed after the job), after removing those of kit processes that are gone (a killed worker
+    cannot remove its last job's)."""
+    base = cache_dir / "scratch"
+    base.mkdir(parents=True, exist_ok=True)
+    for d in base.iterdir():
+        if d.name.isdigit() and int(d.name) != os.getpid() and not Path(f"/proc/{d.name}").exists():
+            shutil.rmtree(d, ignore_errors=True)
+    mine = base / str(os.getpid())
+    mine.mkdir(exist_ok=True)
+    return mine
+
+
 @dataclass(frozen=True)
 class JobSettings:
     """The options of every stage of a job, from one configuration (see :func:`job_settings`)."""
@@ -78,17 +95,15 @@ def job_settings(cfg: EvalConfig) -> JobSettings:
     timing runs are pinned to this node's timing cores (:func:`kit.hostinfo.timing_cores`) and draw their
     inputs with ``verify.seed``.
 
-    Every command that compiles or runs candidate code is confined (:func:`policies`).
+    Every command that compiles or runs candidate code is confined (:func:`policies`).  The timing cores are
+    not resolved here (a node that never times needs none): :func:`pin_timing`.
 
     Raises:
-        ValueError: ``timing.cores`` names cores this node does not have (or too few are usable).
         kit.sandbox.SandboxError: ``sandbox.mode = "bwrap"`` and bubblewrap does not work here."""
     build_policy, run_policy = policies(cfg)
     run = RunSettings(threads=cfg.timing.threads, precision=cfg.timing.precision,
                       memory_limit_bytes=cfg.verify.memory_limit_mb << 20, policy=run_policy)
     v, t = cfg.verify, cfg.timing
-    # timing runs are pinned to this node's timing cores; verification runs wherever the scheduler puts them
-    pinned = replace(run, cpus=hostinfo.timing_cores(t.threads, t.cores))
     return JobSettings(
         build=mbuild.BuildOptions(engine=cfg.mnn.engine, cache_dir=cfg.mnn.cache_dir,
                                   cmake_args=tuple(cfg.mnn.cmake_args), jobs=cfg.build.jobs,
@@ -98,12 +113,25 @@ def job_settings(cfg: EvalConfig) -> JobSettings:
                              run_timeout_s=v.run_timeout_s, run=run, extra_threads=tuple(v.extra_threads),
                              extra_trials=v.extra_trials, convert_policy=run_policy),
         timing=TimingOptions(warmup=t.warmup, iterations=t.iterations, rounds=t.rounds, confidence=t.confidence,
-                             timeout_s=t.timeout_s, seed=v.seed, run=pinned, min_native_ms=t.min_native_ms,
+                             timeout_s=t.timeout_s, seed=v.seed, run=run, min_native_ms=t.min_native_ms,
                              implausible_speedup=t.implausible_speedup),
         timing_enabled=t.enabled,
         mnn_version=cfg.mnn.version,
         sandboxed=run_policy.enabled,
     )
+
+
+def pin_timing(opts: TimingOptions, cfg: EvalConfig) -> TimingOptions:
+    """``opts`` with its runs pinned to this node's timing cores (:func:`kit.hostinfo.timing_cores`: ``timing.cores``,
+    else the last ``timing.threads`` usable ones; verification runs wherever the scheduler puts them).
+
+    Raises:
+        kit.config.ConfigError: ``timing.cores`` names cores this node does not have, or it has too few."""
+    try:
+        cores = hostinfo.timing_cores(cfg.timing.threads, cfg.timing.cores)
+    except ValueError as exc:
+        raise ConfigError(f"{exc} (on {socket.gethostname()}, where this worker times)") from None
+    return replace(opts, run=replace(opts.run, cpus=cores))
 
 
 def policies(cfg: EvalConfig) -> tuple[sandbox.Policy, sandbox.Policy]:
@@ -137,6 +165,11 @@ class Worker:
     _native_symbols: dict[str, screen.Symbols] = field(default_factory=dict)
     seal: Seal = field(default_factory=Seal)
 
+    @cached_property
+    def scratch(self) -> Path:
+        """Where this worker's jobs get their scratch directories (:func:`scratch_root`)."""
+        return scratch_root(self.cfg.mnn.cache_dir)
+
     def check_native(self, model: Path | None) -> None:
         """Refuse a native baseline (runner, libraries, the task's native model) that changed since this
         worker first used it.
@@ -149,6 +182,12 @@ class Worker:
     @cached_property
     def settings(self) -> JobSettings:
         return job_settings(self.cfg)
+
+    @cached_property
+    def timing(self) -> TimingOptions:
+        """The timing options, pinned to this node's timing cores (:func:`pin_timing`; resolved when the worker
+        first times)."""
+        return pin_timing(self.settings.timing, self.cfg)
 
     @property
     def native_key(self) -> str:
@@ -214,6 +253,16 @@ class Timer:
     @cached_property
     def settings(self) -> JobSettings:
         return job_settings(self.cfg)
+
+    @cached_property
+    def scratch(self) -> Path:
+        """As :attr:`Worker.scratch`."""
+        return scratch_root(self.cfg.mnn.cache_dir)
+
+    @cached_property
+    def timing(self) -> TimingOptions:
+        """As :attr:`Worker.timing`."""
+        return pin_timing(self.settings.timing, self.cfg)
 
     def check_native(self, model: Path | None) -> None:
         """As :meth:`Worker.check_native`, for the shipped baseline (``model``: the job's shipped native model

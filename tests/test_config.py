@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest_fixture import fixture_config_text
 
 from kit.config import ConfigError, EvalConfig, load_config
 
@@ -201,3 +202,24 @@ def test_timing_cores_must_match_the_thread_count(tmp_path):
     assert load_config(write(tmp_path, "[timing]\nthreads = 2\ncores = [0, 1]\n")).timing.cores == [0, 1]
     with pytest.raises(ConfigError, match="timing.rounds"):
         load_config(write(tmp_path, "[timing]\nrounds = 1\n"))
+
+
+def test_timing_cores_are_checked_where_a_worker_times_not_where_settings_are_made(tmp_path):
+    """A node that only builds and verifies needs no timing cores: a bad ``timing.cores`` is a ConfigError
+    naming the host when the timing options are pinned, not when the job settings are made."""
+    import socket
+
+    from kit import hostinfo
+    from kit.worker import job_settings, pin_timing
+
+    p = tmp_path / "cfg.toml"
+    p.write_text(fixture_config_text(tmp_path / "run", cache_dir=tmp_path / "cache")
+                 + f"[timing]\ncores = [{max(hostinfo.usable_cores()) + 1}]\n")
+    cfg = load_config(p)
+    opts = job_settings(cfg).timing  # no error: nothing is pinned yet
+    assert opts.run.cpus == ()
+    with pytest.raises(ConfigError, match=socket.gethostname()) as exc:
+        pin_timing(opts, cfg)
+    assert "timing.cores" in str(exc.value)
+    ok = load_config(p, ["--timing.cores", f"[{hostinfo.usable_cores()[0]}]"])
+    assert pin_timing(job_settings(ok).timing, ok).run.cpus == (hostinfo.usable_cores()[0],)

@@ -84,3 +84,11 @@ def test_load_average_is_read():
     assert load is None or load >= 0.0
     if Path("/proc/loadavg").is_file():
         assert load is not None
+
+
+def test_configured_timing_cores_are_sorted_so_either_order_is_the_same_pinning():
+    usable = hostinfo.usable_cores()
+    if len(usable) < 2:
+        pytest.skip("needs two usable cores")
+    pair = [usable[1], usable[0]]
+    assert hostinfo.timing_cores(2, pair) == (usable[0], usable[1]) == hostinfo.timing_cores(2, sorted(pair))

@@ -316,7 +316,7 @@ def test_timing_holds_the_node_only_while_the_runners_run(evaluated, tmp_path, m
         assert model is not None
         side = worker.native_side
         tr = stiming.time_candidate(task, worker.native.runner, (model, side), (model, side), tmp_path,
-                                    worker.settings.timing, hold=holder("exclusive"), prepare=holder("shared"))
+                                    worker.timing, hold=holder("exclusive"), prepare=holder("shared"))
     finally:
         worker.workspace.release()
     runs = 2 * cfg.timing.rounds
@@ -324,3 +324,21 @@ def test_timing_holds_the_node_only_while_the_runners_run(evaluated, tmp_path, m
                       + [("_go", "exclusive")] * runs + [("_outcome", "-")])
     assert len(tr.candidate_samples_ms) == len(tr.native_samples_ms) == cfg.timing.rounds * cfg.timing.iterations
     assert tr.speedup is not None and tr.speedup_ci_low <= tr.speedup <= tr.speedup_ci_high
+
+
+def test_calibrate_is_a_run_dir_of_its_own_and_summarizes_only_the_selected_tasks(evaluated, capsys):
+    _, cfg_path, tmp = evaluated
+    run = ["--run.dir", str(tmp / "cal")]
+    assert main(["calibrate", "--config", str(cfg_path), *run, "--tasks.ids", '["fx_argmax","fx_exp"]']) == 0
+    first = json.loads((tmp / "cal" / "calibration.json").read_text())
+    assert sorted(r["task_id"] for r in first["tasks"]) == ["fx_argmax", "fx_exp"]
+    # a second selection resumes the same calibration records but summarizes only its own tasks
+    assert main(["calibrate", "--config", str(cfg_path), *run, "--tasks.ids", '["fx_exp"]']) == 0
+    second = json.loads((tmp / "cal" / "calibration.json").read_text())
+    assert [r["task_id"] for r in second["tasks"]] == ["fx_exp"]
+    assert scan(tmp / "cal" / "calibration").collect().height == 2  # fx_exp was not timed again
+    # other settings into the same calibration directory: refused like any run directory, nothing written
+    capsys.readouterr()
+    assert main(["calibrate", "--config", str(cfg_path), *run, "--timing.rounds", "3"]) == 2
+    assert "timing.rounds (2 -> 3)" in capsys.readouterr().err
+    assert scan(tmp / "cal" / "calibration").collect().height == 2

@@ -217,3 +217,16 @@ def test_results_parquet_alone_is_checked_like_a_shard(tmp_path, capsys, fixture
     assert main(["report", str(run), "--tasks-dir", str(fixture_tasks_dir)]) == 2
     err = capsys.readouterr().err
     assert "results.parquet" in err and "Traceback" not in err and not (run / "report").exists()
+
+
+def test_records_of_an_older_schema_are_refused_as_an_older_kit_not_as_changed_settings(tmp_path):
+    cfg = load_config(_cfg_file(tmp_path))
+    old = _record("0123456789abcdef").model_copy(update={"schema_version": 1})
+    with ShardWriter(cfg.run.dir, "w0") as w:
+        w.append(old)
+    with pytest.raises(ConfigError) as exc:
+        rundir.prepare(cfg)
+    msg = str(exc.value)
+    assert "older kit" in msg and "record schema 1" in msg and "0123456789abcdef" in msg
+    assert "settings changed" not in msg and "not known" not in msg
+    assert rundir.older_schema(cfg.run.dir) == 1

@@ -43,7 +43,7 @@ def timing_cost(task_id: str | None, repeats: int) -> int:
             if model is None:
                 raise SystemExit(f"native MNN cannot convert {task_id}: pick another --task")
             side = (model, worker.native_side)
-            new = worker.settings.timing
+            new = worker.timing
             old = replace(new, rounds=3, iterations=100)
             v_new = worker.settings.verify
             v_old = replace(v_new, extra_threads=())

@@ -252,6 +252,9 @@ def run_model(
     return call.finish(result)
 
 
+#: environment variables whose values depend on the caller's session, not on the run (left out of digests)
+_HOST_ENV = frozenset({"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL"})
+
 #: the line the runner prints on stdout at its rendezvous (``--wait-go 1``)
 READY_LINE = "mkb_runner: ready"
 
@@ -322,12 +325,14 @@ class _Call:
     def invocation_sha256(self, timeout_s: float | None = None) -> str:
         """sha256 (hex) of this invocation without what may differ between the sides of a comparison: the
         model and the input/output directories (positional arguments) and ``LD_LIBRARY_PATH`` (the libraries)
-        are left out; the runner, every flag, the rest of the environment and the process settings (timeout,
-        memory limit, cores) are in.  Native and candidate runs of one timing must have the same digest."""
+        are left out, and so are the values of :data:`_HOST_ENV` (where the caller's shell has them: they differ
+        between sessions, never between the sides); the runner, every flag, the rest of the environment and the
+        process settings (timeout, memory limit, cores, confinement) are in.  Native and candidate runs of one
+        timing must have the same digest."""
         canonical = {
             "runner": self.argv[0],
             "flags": self.argv[4:],
-            "env": {k: v for k, v in sorted(self.env.items()) if k != "LD_LIBRARY_PATH"},
+            "env": {k: ("" if k in _HOST_ENV else v) for k, v in sorted(self.env.items()) if k != "LD_LIBRARY_PATH"},
             "timeout_s": self.settings.timeout_s if timeout_s is None else timeout_s,
             "memory_limit_bytes": self.settings.memory_limit_bytes,
             "cpus": list(self.settings.cpus),

@@ -288,8 +288,12 @@ def _speedups_note(runs: list[Run]) -> str:
     """The note over the per-task speedup table: what a cell holds and where the noise bands come from."""
     with_noise = [f"{r.label} ({len(r.calibration['noise'])} tasks)" for r in runs
                   if r.calibration and r.calibration.get("noise")]
-    where = (f"per-task A/A noise bands from calibration.json: {', '.join(with_noise)}" if with_noise
-             else "no per-task A/A noise bands (calibration.json without noise_log)")
+    if with_noise:
+        where = f"per-task A/A noise bands from calibration.json: {', '.join(with_noise)}"
+    elif any(r.calibration and r.calibration.get("source") == "calibration.json" for r in runs):
+        where = "no per-task A/A noise bands (its calibration.json has no noise_log: an older mkb calibrate)"
+    else:
+        where = "no per-task A/A noise bands (no calibration.json: copy mkb calibrate's into the run directory)"
     return (f"Best usable speedup per task (native ms / candidate ms); {INSIDE_NOISE_MARK}: inside its task's "
             f"A/A noise band (|ln speedup| <= noise_log), not distinguishable from native; {where}.")
 

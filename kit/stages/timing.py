@@ -140,7 +140,7 @@ def check_symmetric(plan: list[tuple[str, int]], started: list[mrunner.StartedRu
     for (who, _), run in zip(plan, started):
         digests.setdefault(who, set()).add(run.invocation_sha256)
         allowed = hostinfo.allowed_cores(run.waiting.pid) if cores else None
-        if allowed is not None and allowed != cores:
+        if allowed is not None and sorted(allowed) != sorted(cores):
             raise AsymmetricTiming(f"the {who} runner (pid {run.waiting.pid}) may run on cores {list(allowed)}, "
                                    f"not only the timing cores {list(cores)}")
     every = set().union(*digests.values())
