@@ -290,15 +290,26 @@ def _under_system(p: str) -> bool:
     return any(p == s or p.startswith(s + "/") for s in SYSTEM_RO)
 
 
-def prefix(view: View) -> list[str]:
-    """The bubblewrap command line that runs what follows it inside the sandbox ``view``.
+def prefix(view: View, cwd: str | os.PathLike[str] | None = None) -> list[str]:
+    """The bubblewrap command line that runs what follows it inside the sandbox ``view``, started in ``cwd``
+    when the view shows it (one of its paths or below one), else in its private ``/tmp``.
+
+    Why: a directory the view does not show exists inside only as the mount points of its binds, writable
+    when it lies under ``/tmp`` (the private tmpfs) and read-only elsewhere; a kernel writing a large file
+    into its working directory was stopped by the file-size limit with the kit's cache under /tmp and wrote
+    nothing (its writes failing silently) with the cache under /root.  The private /tmp is the same everywhere.
 
     Raises:
         SandboxError: bubblewrap is not installed."""
     exe = bwrap_path()
     if exe is None:
         raise SandboxError("bubblewrap (bwrap) is not installed")
-    return [exe, *_bwrap_args(view), "--"]
+    chdir = []
+    if cwd is not None:
+        here = _abs(cwd)
+        if not any(here == p or here.startswith(p.rstrip("/") + "/") for p in (*view.ro, *view.rw)):
+            chdir = ["--chdir", "/tmp"]
+    return [exe, *_bwrap_args(view), *chdir, "--"]
 
 
 def interpreter_paths() -> list[str]:

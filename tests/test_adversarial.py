@@ -6,7 +6,6 @@ task by the honest kernel."""
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import sys
 from pathlib import Path
@@ -17,37 +16,18 @@ import pytest
 from kit import metrics, sandbox
 from kit.config import load_config
 from kit.evaluate import evaluate
-from kit.mnn.source import tree_digest
 from kit.shards import read_records
 from kit.tasks import load_suite
 from kit.worker import setup_worker
 
 sys.path.insert(0, str(Path(__file__).parent / "adversarial"))
+from checks import check_case, check_nothing_left, hash_dir  # noqa: E402
 from corpus import CASES, ESCAPE_DIR, HONEST, HOST_SECRET, TASK, kernel  # noqa: E402
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(bool(sandbox.bwrap_works()), reason=f"the corpus runs sandboxed: {sandbox.bwrap_works()}"),
 ]
-
-
-def _hash_dir(d: Path) -> dict[str, str]:
-    return {str(p.relative_to(d)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(d.rglob("*")) if p.is_file() and p.parent.name != "models"}
-
-
-def _ours(marker: str) -> list[str]:
-    """Live processes whose command line names ``marker`` (this test's temporary paths)."""
-    out = []
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try:
-                cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if marker in cmd:
-                out.append(cmd[:200])
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +81,7 @@ enabled = false
 """)
     cfg = load_config(cfg_path)
     worker = setup_worker(cfg)  # the native baseline and the workspace, before any candidate
-    native_before = _hash_dir(worker.native.dir)
+    native_before = hash_dir(worker.native.dir)
     ws = worker.workspace
     worker.workspace.release()
     assert evaluate(cfg) == 0
@@ -116,35 +96,13 @@ def test_the_corpus_has_every_class():
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_each_case_gets_its_expected_outcome(corpus_run, case):
-    _, records, _, _, _ = corpus_run
-    rows = records.filter(pl.col("sample_id") == case.name).to_dicts()
-    assert len(rows) == 1, f"{case.name}: {len(rows)} records"
-    r = rows[0]
-    want = case.expect
-    statuses = (want.status,) if isinstance(want.status, str) else want.status
-    why = f"{case.name}: {r['status']}/{r['error_kind']}: {r['error_message'][:600]}"
-    assert r["status"] in statuses, why
-    if want.error_kind is not None:
-        assert r["error_kind"] == want.error_kind, why
-    codes = {f["code"] for f in r["flags"] or []}
-    assert set(want.flags) <= codes, (why, codes)
-    if want.reason:
-        texts = [r["error_message"]] + [f["reason"] for f in r["flags"] or []]
-        assert any(want.reason in t for t in texts), why
+    check_case(corpus_run[1], case)
 
 
 def test_nothing_is_left_behind(corpus_run):
     cfg, records, native_before, ws, tmp = corpus_run
-    for case in CASES:
-        for path in case.leaves:
-            assert not Path(path).exists(), f"{case.name} left {path}"
-    assert not _ours(str(tmp)), _ours(str(tmp))
-    assert tree_digest(ws.src) == ws.pristine.digest  # the workspace's sources are the pristine tree's
-    assert not list(ws.src.rglob("*.planted")) and not list(ws.build.rglob("*.planted"))
     native = next((cfg.mnn.cache_dir / "native").iterdir())
-    assert _hash_dir(native) == native_before
-    assert HOST_SECRET not in str(records.to_dicts())
-    assert all(len(m) <= 4000 for m in records["error_message"])  # what a flood of stderr leaves is bounded
+    check_nothing_left(CASES, records, ws, tmp, native, native_before)
 
 
 def test_best_of_k_scores_the_task_by_the_honest_kernel(corpus_run):

@@ -104,6 +104,19 @@ def _procs_mentioning(text: str) -> list[int]:
     return pids
 
 
+def _cmdline(pid: int) -> str:
+    """``pid``'s command line, parent and whether it carries a reaper's mark (what a leftover is, for the failure
+    message)."""
+    try:
+        d = Path(f"/proc/{pid}")
+        cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()[:120]
+        ppid = (d / "stat").read_text().rsplit(")", 1)[1].split()[1]
+        marked = b"MKB_SESSION_MARK=" in (d / "environ").read_bytes()
+        return f"{cmd} (parent {ppid}, {'marked' if marked else 'not marked'})"
+    except (OSError, IndexError):
+        return "(gone)"
+
+
 @pytest.mark.slow
 def test_driver_sigkill_then_rerun_finishes(tmp_path):
     from kit import headline
@@ -144,7 +157,8 @@ def test_driver_sigkill_then_rerun_finishes(tmp_path):
         end = time.monotonic() + 60
         while _procs_mentioning(str(ray_tmp)) and time.monotonic() < end:
             time.sleep(0.5)
-        assert _procs_mentioning(str(ray_tmp)) == [], "Ray processes outlived the killed driver"
+        left = {pid: _cmdline(pid) for pid in _procs_mentioning(str(ray_tmp))}
+        assert left == {}, f"Ray processes outlived the killed driver: {left}"
 
         second = proc.run(argv + [str(tmp_path / "pid2")], env=env, timeout_s=600)
         assert second.ok, second.output[-4000:]

@@ -41,6 +41,21 @@ def test_a_confined_command_sees_only_the_system_and_its_paths(tmp_path):
 
 
 @BWRAP
+def test_a_command_starts_in_its_directory_when_it_sees_it_else_in_its_private_tmp(tmp_path):
+    """The same behaviour wherever the kit's directories lie: a working directory the sandbox does not show
+    would be a read-only mount point outside /tmp and a writable one under it."""
+    hidden = tmp_path / "scratch"
+    hidden.mkdir()
+    confine = _confined(tmp_path)
+    res = proc.run(["bash", "-c", "pwd; echo x > f && echo wrote"], cwd=hidden, confine=confine)
+    assert res.stdout.split() == ["/tmp", "wrote"] and not (hidden / "f").exists()
+    res = proc.run(["bash", "-c", "pwd; echo x > f && echo wrote"], cwd=tmp_path / "out", confine=confine)
+    assert res.stdout.split() == [str(tmp_path / "out"), "wrote"] and (tmp_path / "out" / "f").exists()
+    res = proc.run(["pwd"], cwd=tmp_path / "in", confine=confine)
+    assert res.stdout.strip() == str(tmp_path / "in")
+
+
+@BWRAP
 def test_no_network_and_nothing_outlives_the_command(tmp_path):
     res = proc.run(["bash", "-c", "ls /sys/class/net 2>/dev/null || cat /proc/net/dev; "
                                   f"(sleep 30; echo late > {tmp_path}/out/late) & disown; echo started"],

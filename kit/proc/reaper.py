@@ -41,21 +41,24 @@ def marked(mark: str, exclude: set[int] | None = None) -> list[int]:
     return out
 
 
-def reap(mark: str, passes: int = 3, spare: int | None = None) -> int:
-    """SIGKILL every marked process but ``spare`` (a few passes: a dying process may fork once more); returns
-    how many."""
+def reap(mark: str, quiet_s: float = 1.0, limit_s: float = 30.0, spare: int | None = None) -> int:
+    """SIGKILL every marked process but ``spare`` until none has been seen for ``quiet_s`` (a dying daemon may
+    still start one more process: three passes 50 ms apart once left two alive, in a full test run beside
+    another on a loaded 2-core machine), at most ``limit_s``; returns how many were killed."""
     killed = 0
     me = {os.getpid()} | ({spare} if spare is not None else set())
-    for _ in range(passes):
+    deadline = time.monotonic() + limit_s
+    quiet_since = time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - quiet_since < quiet_s:
         pids = marked(mark, me)
-        if not pids:
-            break
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
                 killed += 1
             except OSError:
                 pass
+        if pids:
+            quiet_since = time.monotonic()
         time.sleep(0.05)
     return killed
 

@@ -137,7 +137,7 @@ def _spawn(
     environment = dict(env) if env is not None else base_env()
     popen_args: dict = {}
     limits = confine.limits
-    box = prefix(confine.view) if confine.view is not None else []
+    box = prefix(confine.view, cwd) if confine.view is not None else []
     group = process_group_for(limits)
     enter = group.enter() if group is not None else []
     wrapper = _wrapper(limits, cpus)

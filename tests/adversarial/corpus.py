@@ -12,6 +12,7 @@ sandbox stops (obfuscated so that the static checks pass), resource limits, runt
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,16 +47,18 @@ class Case:
 
 
 def kernel(engine: Path, case: Case) -> dict[str, bytes]:
-    """The files of ``case``: the engine's CPUArgMax.cpp with the case's code in, or its own files."""
+    """The files of ``case``: ``engine``'s CPUArgMax.cpp (the fixture engine's, or a real MNN tree's) with the
+    case's code in, or the case's own files."""
     if case.files is not None:
         return case.files
     text = (engine / "source/backend/cpu/CPUArgMax.cpp").read_text()
     anchor = "namespace MNN {\n"
     assert anchor in text
     text = text.replace(anchor, case.top + "\n" + anchor, 1)
-    head = "ErrorCode CPUArgMax::onExecute(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) {\n"
-    assert head in text
-    text = text.replace(head, head + case.body + "\n", 1)
+    # the engine's and MNN's own spell the signature differently ("Tensor*>&" / "Tensor *> &")
+    head = re.search(r"ErrorCode CPUArgMax::onExecute\([^)]*\)\s*\{\n", text)
+    assert head, "CPUArgMax::onExecute not found"
+    text = text[:head.end()] + case.body + "\n" + text[head.end():]
     if case.drop:
         assert case.drop in text
         text = text.replace(case.drop, "")

@@ -1,0 +1,76 @@
+"""kit.proc.reaper: a SIGKILLed driver's marked processes (daemons that ignore SIGTERM, and one started late
+by a dying parent) are killed; a driver that closes its reaper stays alive, its marked children do not."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kit.proc import reaper
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+#: the driver: starts its reaper, then a daemon that ignores SIGTERM, and a parent that starts a child
+#: only once it is itself being torn down (late: after the driver died); prints its mark, then waits
+DRIVER = r"""
+import subprocess, sys, time
+from kit.proc import reaper
+r = reaper.start()
+subprocess.Popen(["sh", "-c", "trap '' TERM; sleep 300"], start_new_session=True)
+subprocess.Popen(["sh", "-c", "sleep 0.3; sleep 300 & wait"], start_new_session=True)
+print(r.mark, flush=True)
+if sys.argv[1] == "close":
+    time.sleep(0.5)
+    r.close()
+    print("closed", flush=True)
+time.sleep(300)
+"""
+
+
+def _driver(mode: str) -> tuple[subprocess.Popen[str], str]:
+    p = subprocess.Popen([sys.executable, "-c", DRIVER, mode], stdout=subprocess.PIPE, text=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    assert p.stdout is not None
+    return p, p.stdout.readline().strip()
+
+
+def _gone(mark: str, limit_s: float = 30.0) -> list[int]:
+    deadline = time.monotonic() + limit_s
+    while (left := reaper.marked(mark)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+def test_a_sigkilled_driver_leaves_no_marked_process():
+    p, mark = _driver("wait")
+    try:
+        deadline = time.monotonic() + 10
+        while len(reaper.marked(mark)) < 3 and time.monotonic() < deadline:  # sh, sh and the late sleep
+            time.sleep(0.05)
+        # the driver itself is not: /proc shows the environment it was started with, the mark came later
+        assert len(reaper.marked(mark)) >= 3 and p.pid not in reaper.marked(mark)
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(10)
+        assert _gone(mark) == []
+    finally:
+        for pid in reaper.marked(mark):
+            os.kill(pid, signal.SIGKILL)
+        if p.poll() is None:
+            p.kill()
+
+
+def test_closing_the_reaper_kills_the_marked_children_and_spares_the_driver():
+    p, mark = _driver("close")
+    try:
+        assert p.stdout is not None and p.stdout.readline().strip() == "closed"
+        assert _gone(mark) == []
+        assert p.poll() is None
+    finally:
+        for pid in reaper.marked(mark):
+            os.kill(pid, signal.SIGKILL)
+        p.kill()
+        p.wait()
