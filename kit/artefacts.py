@@ -18,8 +18,9 @@ from __future__ import annotations
 import io
 import os
 import platform
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.dynamic import DynamicSection
@@ -165,7 +166,9 @@ class Built:
     ``half``: what the build half measured; ``libs``: the candidate's shared libraries (``lib/*.so*``);
     ``model``: the task converted by the candidate's converter (.mnn bytes); ``native_model``: the task
     converted by the native converter, or None when native cannot convert it (``native_error`` says why);
-    ``native_key``: the native build the candidate must be timed against; ``built_by``: the build worker's name.
+    ``native_key``: the native build the candidate must be timed against; ``built_by``: the build worker's name;
+    ``references``: seed → ONNX Runtime's outputs (name → array) of that seed's inputs, for the checks the
+    timing node makes (the timed runs' outputs, the verification after timing) without the task's ONNX file.
     """
 
     half: BuildHalf
@@ -175,3 +178,4 @@ class Built:
     native_key: str
     built_by: str
     native_error: str = ""
+    references: dict[int, dict[str, Any]] = field(default_factory=dict)

@@ -152,7 +152,8 @@ class TimingSection(_Section):
     cores: list[int] = Field(default_factory=list)
     #: a native op time (ms) below this is too short to time here: the record is flagged untimeable, its
     #: speedup never scored.  The floor of the per-op callbacks measured on MNN 3.2.2 here (a 1-element Add,
-    #: BinaryOp): 0.06 us, i.e. about 1 % of 5 us; the shortest native op time of the test split was 34 us
+    #: BinaryOp): 0.29 us since the runner reads its clock by the system call (0.06 us through libc), i.e. about
+    #: 6 % of 5 us; the shortest native op time of the test split was 34 us
     min_native_ms: float = Field(default=0.005, ge=0)
     #: a speedup above this factor is flagged implausible in the record and the report, never silently scored
     implausible_speedup: float = Field(default=10.0, gt=1.0)

@@ -1,6 +1,7 @@
 """``run_job(job, worker) -> Record``: the stages in order, and the one place exceptions become statuses.
 
-register → build → convert + verify → time, in a workspace the worker owns.  Whatever happens, the
+register → build → convert + verify → time → verify again (other seeds: the kernel must stay correct over all
+its calls), in a workspace the worker owns.  Whatever happens, the
 workspace is restored and exactly one :class:`~kit.records.Record` comes back.  Each stage returns its own
 result (:mod:`kit.outcomes`), collected in an :class:`~kit.outcomes.Outcome`; :func:`_guarded` turns the
 outcome and whatever was raised into the record (through :func:`kit.jobs.job_record`), so a later failure
@@ -8,8 +9,9 @@ keeps what earlier stages measured.
 
 When timing runs on other nodes than builds (``dispatch.build_resource``), a job is split in two halves:
 :func:`build_job` on the build node (register → build → convert + verify, then the artefacts packed into a
-:class:`~kit.artefacts.Built`) and :func:`time_job` on a timing node (a :class:`~kit.worker.Timer`).  Both
-halves go through the same exception→status mapping.
+:class:`~kit.artefacts.Built`, with the ONNX Runtime references of the timing node's checks) and
+:func:`time_job` on a timing node (a :class:`~kit.worker.Timer`: time, then verify again).  Both halves go
+through the same exception→status mapping.
 """
 
 from __future__ import annotations
@@ -28,16 +30,17 @@ from pathlib import Path
 from kit import artefacts
 from kit.artefacts import BuildHalf, Built
 from kit.gate import NodeGate
+from kit.inputs import make_inputs
 from kit.jobs import Job, job_record, now_utc, rejected_record
 from kit.mnn.native import workspace_lib_dir
-from kit.outcomes import Outcome, StageFailure, TimingOutcome, Where
+from kit.outcomes import Outcome, StageFailure, TimingOutcome, VerifyOutcome, Where
 from kit.records import ErrorKind, Record, Status
 from kit.stages import build as sbuild
 from kit.stages import screen
 from kit.stages import timing as stiming
 from kit.stages import verify as sverify
 from kit.tasks import Task
-from kit.worker import Timer, Worker
+from kit.worker import JobSettings, Timer, Worker
 
 __all__ = ["build_job", "rejected_record", "run_job", "time_job"]
 
@@ -150,6 +153,8 @@ def _stages(job: Job, worker: Worker, scratch: Path, out: Outcome) -> None:
         native = (native_model, worker.native_side) if native_model is not None else None
         out.add(_time(worker.timing, task, worker.native.runner, (model, side), native,
                       worker.native_error(task), worker.gate, scratch / "timing"))
+        worker.stage = "verify"
+        _reverify(worker.settings.verify, job, (model, side), worker.native.runner, worker.gate, scratch, out)
     finally:
         worker.stage = ""
 
@@ -167,7 +172,16 @@ def _build_for_shipping(job: Job, worker: Worker, scratch: Path, out: Outcome) -
         native_key=worker.native_key,
         built_by=worker.name,
         native_error=worker.native_error(job.task),
+        references=_references(job, worker.settings),
     )
+
+
+def _references(job: Job, settings: JobSettings) -> dict[int, dict]:
+    """ONNX Runtime's outputs for the seeds of the timing node's checks (the timed input sets, the verification
+    after timing), by seed: a timing node has no task files."""
+    again = sverify.reverify_options(settings.verify, sverify.reverify_salt(job.candidate_sha256))
+    seeds = stiming.timed_seeds(settings.timing) + [seed for _, group in again.groups() for seed in group]
+    return {seed: dict(sverify.reference(job.task, seed, make_inputs(job.task, seed))) for seed in dict.fromkeys(seeds)}
 
 
 def _time_shipped(job: Job, built: Built, timer: Timer, scratch: Path, out: Outcome) -> None:
@@ -184,10 +198,13 @@ def _time_shipped(job: Job, built: Built, timer: Timer, scratch: Path, out: Outc
         (scratch / "native.mnn").write_bytes(built.native_model)
         native = (scratch / "native.mnn", sverify.Side(None, timer.lib_dir))
     timer.stage = "time"
+    candidate = (model, sverify.Side(None, lib_dir))
     try:
         timer.check_native(None)
-        out.add(_time(timer.timing, job.task, timer.runner, (model, sverify.Side(None, lib_dir)), native,
-                      built.native_error, timer.gate, scratch / "timing"))
+        out.add(_time(timer.timing, job.task, timer.runner, candidate, native, built.native_error,
+                      timer.gate, scratch / "timing", built.references))
+        timer.stage = "verify"
+        _reverify(timer.settings.verify, job, candidate, timer.runner, timer.gate, scratch, out, built.references)
     finally:
         timer.stage = ""
 
@@ -201,12 +218,42 @@ def _time(
     native_error: str,
     gate: NodeGate | None,
     scratch: Path,
+    refs: sverify.References | None = None,
 ) -> TimingOutcome:
     """Stage 3: time ``candidate`` against ``native``: the runners start up under the node's gate held shared,
     their runs hold it exclusively.  Without a native side the outcome says why (``no_native_reason``)."""
     tr = stiming.time_candidate(task, runner, candidate, native, scratch, opts,
-                                hold=lambda: _held(gate, exclusive=True), prepare=lambda: _held(gate, exclusive=False))
+                                hold=lambda: _held(gate, exclusive=True), prepare=lambda: _held(gate, exclusive=False),
+                                refs=refs)
     return tr if native is not None else replace(tr, no_native_reason=native_error)
+
+
+def _reverify(opts: sverify.VerifyOptions, job: Job, candidate: tuple[Path, sverify.Side], runner: Path,
+              gate: NodeGate | None, scratch: Path, out: Outcome, refs: sverify.References | None = None) -> None:
+    """Stage 4, once timing has passed: the verification trials again with other seeds, salted with the
+    candidate's sha256 (:func:`kit.stages.verify.reverify`), under the node's gate held shared.  Its trials and
+    seconds are added to the verification's in ``out`` (a failure's too, as its ``partial``).
+
+    Raises:
+        StageFailure: as :func:`kit.stages.verify.reverify`."""
+    model, side = candidate
+    salt = sverify.reverify_salt(job.candidate_sha256)
+    try:
+        with _held(gate, exclusive=False):
+            again = sverify.reverify(job.task, model, side, runner, scratch / "reverify", opts, salt, refs)
+    except StageFailure as f:
+        if isinstance(f.partial, VerifyOutcome):
+            f.partial = _joined(out.verify, f.partial)
+        raise
+    out.add(_joined(out.verify, again))
+
+
+def _joined(first: VerifyOutcome | None, again: VerifyOutcome) -> VerifyOutcome:
+    """``first``'s trials then ``again``'s, and the seconds of both (``first`` None: ``again``)."""
+    if first is None:
+        return again
+    return replace(first, trials=first.trials + again.trials,
+                   verify_s=None if first.verify_s is None else first.verify_s + (again.verify_s or 0.0))
 
 
 def _held(gate: NodeGate | None, exclusive: bool):

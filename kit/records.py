@@ -62,6 +62,10 @@ class ErrorKind(enum.StrEnum):
     NO_NATIVE = "no_native"  # native baseline unavailable for timing
     WORKER_LOST = "worker_lost"  # built and verified, but the timing worker (or its node) died on every try
     INTERNAL = "internal"
+    INPUT_MODIFIED = "input_modified"  # a forward wrote into an input tensor (runner exit 4)
+    THREADS_LEFT = "threads_left"  # a thread of the candidate was still running after a forward (runner exit 5)
+    CLOCK_MISMATCH = "clock_mismatch"  # the runner's clock disagrees with the kit's about a timing run's length
+    TIMED_OUTPUT_MISMATCH = "timed_output_mismatch"  # the outputs of the timed runs differ from ONNX Runtime
 
 
 class Diagnostic(BaseModel):

@@ -101,10 +101,10 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
 
 
 @contextmanager
-def swapped(eng: Engine, task: Task, sample: str, *, cmake: bool = True) -> Iterator[proc.ProcResult]:
-    """Place the sample's files, rerun register.py (and ``cmake .`` for new files), build; yield the
-    ninja result; afterwards restore the pristine files and rebuild."""
-    sample_dir = FIXTURE_ROOT / "candidates" / "sample" / task.id / sample
+def swapped(eng: Engine, task: Task, sample: str, *, cmake: bool = True, method: str = "sample") -> Iterator[proc.ProcResult]:
+    """Place the sample's files (``candidates/<method>/<task>/<sample>``), rerun register.py (and ``cmake .``
+    for new files), build; yield the ninja result; afterwards restore the pristine files and rebuild."""
+    sample_dir = FIXTURE_ROOT / "candidates" / method / task.id / sample
     backups: dict[Path, bytes | None] = {}
     for f in sorted(sample_dir.iterdir()):
         rel = task.place(f.name)
@@ -284,11 +284,12 @@ def test_timing_mode_writes_samples(engine: Engine, tasks: dict[str, Task]) -> N
     )
     assert res.ok, res.output
     timing = json.loads((out_dir / "timing.json").read_text())
-    assert set(timing) == {"op_ms", "total_ms", "op_types"}
+    assert set(timing) == {"op_ms", "total_ms", "op_types", "phase_ms"}
     assert timing["op_types"] == {"Raster": 1}
     op_ms, total_ms = np.array(timing["op_ms"]), np.array(timing["total_ms"])
     assert op_ms.shape == total_ms.shape == (7,)
     assert (op_ms > 0).all() and (op_ms <= total_ms).all()
+    assert total_ms.sum() <= timing["phase_ms"]  # the timed forwards are part of the phase (the same clock)
     # outputs are written in timing mode too
     ref = run_reference(task.onnx_path, inputs)
     assert compare(read_tensors(out_dir)["y"], ref["y"], 0, 0).ok
@@ -365,6 +366,94 @@ def test_runner_reports_errors_with_exit_3_and_usage_with_exit_2(
         engine.work,
     )
     assert res.returncode == 2
+
+
+def _write_sets(eng: Engine, task: Task, seeds: tuple[int, ...], tag: str) -> tuple[Path, list[dict[str, np.ndarray]]]:
+    """The task's inputs of ``seeds`` as input sets ``<in_dir>/0``, ``<in_dir>/1``, ...; returns (in_dir, sets)."""
+    in_dir = eng.work / f"{task.id}{tag}_sets"
+    shutil.rmtree(in_dir, ignore_errors=True)
+    sets = [make_inputs(task, seed) for seed in seeds]
+    for k, inputs in enumerate(sets):
+        write_tensors(in_dir / str(k), {n: to_wire(n, a) for n, a in inputs.items()})
+    return in_dir, sets
+
+
+def _run_sets(eng: Engine, model: Path, in_dir: Path, tag: str, *extra: str) -> tuple[proc.ProcResult, Path]:
+    out_dir = eng.work / f"{tag}_out"
+    shutil.rmtree(out_dir, ignore_errors=True)
+    return _run([eng.runner, model, in_dir, out_dir, "--outputs", "y", *extra], eng.work, timeout_s=60), out_dir
+
+
+def test_several_input_sets_run_in_order_in_one_process(engine: Engine, tasks: dict[str, Task]) -> None:
+    """in_dir/0, in_dir/1, ...: one forward per set, each set's outputs in out_dir/<k>; in timing mode the
+    timed forwards alternate between the sets and the outputs of each set's last one are written."""
+    task = tasks["fx_exp"]
+    _, model = convert(engine, task)
+    in_dir, sets = _write_sets(engine, task, (0, 1, 2), "_multi")
+    refs = [run_reference(task.onnx_path, inputs)["y"] for inputs in sets]
+    tol = (task.tolerance.atol, task.tolerance.rtol)
+    res, out = _run_sets(engine, model, in_dir, "multi")
+    assert res.ok, res.output
+    assert sorted(p.name for p in out.iterdir()) == ["0", "1", "2"]
+    assert all(compare(read_tensors(out / str(k))["y"], ref, *tol).ok for k, ref in enumerate(refs))
+
+    res, out = _run_sets(engine, model, in_dir, "multi_time", "--warmup", "1", "--iterations", "5", "--op-types", "UnaryOp")
+    assert res.ok, res.output
+    timing = json.loads((out / "timing.json").read_text())
+    assert len(timing["total_ms"]) == 5 and sum(timing["total_ms"]) <= timing["phase_ms"]
+    assert all(compare(read_tensors(out / str(k))["y"], ref, *tol).ok for k, ref in enumerate(refs))
+
+    res, _ = _run_sets(engine, model, in_dir, "multi_few", "--iterations", "2")  # fewer timed runs than sets
+    assert res.returncode == 2 and "input sets" in res.stderr
+    write_tensors(in_dir / "3", {"x": np.zeros((2, 2), np.float32)})  # a set with other tensors than the model's
+    res, _ = _run_sets(engine, model, in_dir, "multi_bad")
+    assert res.returncode == 3 and "does not match" in res.stderr
+
+
+@pytest.mark.parametrize(("sample", "code", "message"), [
+    ("writes_input", 4, "input 'x' was modified by run 1"),
+    ("thread_left", 5, "2 threads after run 1"),
+])
+def test_runner_stops_a_kernel_that_writes_its_input_or_leaves_a_thread(
+    engine: Engine, tasks: dict[str, Task], sample: str, code: int, message: str
+) -> None:
+    task = tasks["fx_exp"]
+    _, model = convert(engine, task)
+    with swapped(engine, task, sample, method="hostile") as build:
+        assert build.ok, build.output
+        in_dir, _ = _write_sets(engine, task, (0, 1), f"_{sample}")
+        for extra in ((), ("--iterations", "2")):
+            res, _ = _run_sets(engine, model, in_dir, sample, *extra)
+            assert res.returncode == code and message in res.stderr, res.output
+
+
+def test_runner_fills_the_outputs_before_every_forward(engine: Engine, tasks: dict[str, Task]) -> None:
+    """A kernel correct on its first call only (later calls write nothing) leaves the runner's NaN fill in the
+    second set's output: neither the first set's result nor zeros."""
+    task = tasks["fx_exp"]
+    _, model = convert(engine, task)
+    with swapped(engine, task, "correct_first_call", method="hostile") as build:
+        assert build.ok, build.output
+        in_dir, sets = _write_sets(engine, task, (0, 1), "_first")
+        res, out = _run_sets(engine, model, in_dir, "first")
+        assert res.ok, res.output
+        ref0 = run_reference(task.onnx_path, sets[0])["y"]
+        assert compare(read_tensors(out / "0")["y"], ref0, task.tolerance.atol, task.tolerance.rtol).ok
+        assert np.isnan(read_tensors(out / "1")["y"]).all()
+
+
+def test_runner_clock_is_out_of_the_librarys_reach(engine: Engine, tasks: dict[str, Task]) -> None:
+    """The candidate's library defines clock_gettime, gettimeofday and syscall (each aborts): the runner's
+    timings never call them."""
+    task = tasks["fx_exp"]
+    _, model = convert(engine, task)
+    with swapped(engine, task, "clock_hook", method="hostile") as build:
+        assert build.ok, build.output
+        in_dir, _ = _write_sets(engine, task, (0, 1), "_clock")
+        res, out = _run_sets(engine, model, in_dir, "clock", "--warmup", "1", "--iterations", "4", "--op-types", "UnaryOp")
+        assert res.ok and res.signal is None, res.output
+        timing = json.loads((out / "timing.json").read_text())
+        assert all(t > 0 for t in timing["op_ms"]) and timing["phase_ms"] >= sum(timing["total_ms"])
 
 
 def _one_node_model(

@@ -20,6 +20,7 @@ from kit.config import load_config
 from kit.evaluate import check, evaluate
 from kit.records import Status
 from kit.shards import done_job_ids, scan
+from kit.stages.verify import REVERIFY_SEED_OFFSET, reverify_salt
 from kit.tasks import load_suite
 from kit.worker import setup_worker
 
@@ -116,9 +117,13 @@ def test_one_record_per_job_and_fields(evaluated):
     n = cfg.timing.iterations * cfg.timing.rounds
     for r in ok.iter_rows(named=True):
         assert r["candidate_ms"] > 0
-        # the trials at timing.threads, then the first extra_trials seeds again at each extra thread count
-        assert [(t["seed"], t["threads"]) for t in r["trials"]] == (
-            [(k, cfg.timing.threads) for k in range(cfg.verify.trials)] + [(k, 4) for k in range(cfg.verify.extra_trials)])
+        # the trials at timing.threads, then the first extra_trials seeds again at each extra thread count; the
+        # same again after timing, with seeds from verify.seed + 1000 + a number from the candidate's sha256
+        again = cfg.verify.seed + REVERIFY_SEED_OFFSET + reverify_salt(r["candidate_sha256"])
+        assert [(t["seed"], t["threads"]) for t in r["trials"]] == [
+            (base + k, threads) for base in (cfg.verify.seed, again)
+            for threads, n in ((cfg.timing.threads, cfg.verify.trials), (4, cfg.verify.extra_trials))
+            for k in range(n)]
         assert all(t["ok"] for t in r["trials"])
         # stage times, and the conditions of the timing runs: the same cores, the same invocation on both sides
         assert all(r[k] > 0 for k in ("build_s", "convert_s", "verify_s", "timing_s", "wall_s"))
@@ -281,8 +286,9 @@ def test_next_owner_kills_what_a_killed_worker_left_running(evaluated, tmp_path)
 
 def test_timing_holds_the_node_only_while_the_runners_run(evaluated, tmp_path, monkeypatch):
     """The exclusive timing phase covers the runs of the runners and nothing else: the runners start up (model
-    loaded, inputs read) under the shared hold before it, the inputs are drawn before both, the runs' symmetry
-    checked before and the statistics computed after (all of that would otherwise idle the node's other cores)."""
+    loaded, inputs read) under the shared hold before it, the inputs (two sets) are drawn before both, the runs'
+    symmetry checked before, and the timed outputs compared and the statistics computed after (all of that
+    would otherwise idle the node's other cores)."""
     from contextlib import contextmanager
 
     from kit.stages import timing as stiming
@@ -308,7 +314,7 @@ def test_timing_holds_the_node_only_while_the_runners_run(evaluated, tmp_path, m
             return real(*a, **k)
         monkeypatch.setattr(stiming, name, wrapped)
 
-    for name in ("make_inputs", "_started", "check_symmetric", "_go", "_outcome"):
+    for name in ("make_inputs", "_started", "check_symmetric", "_go", "check_timed_outputs", "_outcome"):
         spy(name, getattr(stiming, name))
     worker = setup_worker(cfg, index=0)
     try:
@@ -320,8 +326,9 @@ def test_timing_holds_the_node_only_while_the_runners_run(evaluated, tmp_path, m
     finally:
         worker.workspace.release()
     runs = 2 * cfg.timing.rounds
-    assert events == ([("make_inputs", "-")] + [("_started", "shared")] * runs + [("check_symmetric", "-")]
-                      + [("_go", "exclusive")] * runs + [("_outcome", "-")])
+    assert events == ([("make_inputs", "-")] * stiming.TIMED_SETS + [("_started", "shared")] * runs
+                      + [("check_symmetric", "-")] + [("_go", "exclusive")] * runs + [("check_timed_outputs", "-"),
+                                                                                      ("_outcome", "-")])
     assert len(tr.candidate_samples_ms) == len(tr.native_samples_ms) == cfg.timing.rounds * cfg.timing.iterations
     assert tr.speedup is not None and tr.speedup_ci_low <= tr.speedup <= tr.speedup_ci_high
 

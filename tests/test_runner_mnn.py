@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -348,3 +349,99 @@ def test_threads_and_precision_are_accepted(threads, precision, runner_bin, conv
     assert cmp.ok, cmp.reason
     with pytest.raises(ValueError, match="precision"):
         mr.run_model(runner_bin, mnn_path, inputs, ["y"], settings=mr.RunSettings(precision="fp16"), scratch=work / "prec_bad")
+
+
+def test_several_input_sets_in_one_process(runner_bin, converted, work):
+    """Input sets in_dir/0, in_dir/1, ...: one forward each in verify mode; in timing mode the timed forwards
+    alternate between them; every set's outputs match its own reference, and timing.json has phase_ms, which
+    holds the timed forwards and lies within the kit's own wall time of the run."""
+    onnx_path, mnn_path = converted["softmax"]
+    sets = [_rng_inputs(CASES["softmax"][1], seed=s) for s in (1, 2, 3)]
+    refs = [_reference(onnx_path, one, ["y"])["y"] for one in sets]
+    res = mr.run_model(runner_bin, mnn_path, sets, ["y"], settings=mr.RunSettings(timeout_s=60), scratch=work / "sets")
+    assert res.ok, res.error
+    assert len(res.output_sets) == 3 and res.outputs is res.output_sets[0] and res.phase_ms is None
+    assert all(compare(out["y"], ref).ok for out, ref in zip(res.output_sets, refs))
+    assert not compare(res.output_sets[0]["y"], refs[1]).ok  # the sets differ: each output is its own set's
+
+    timed = mr.run_model(runner_bin, mnn_path, sets[:2], ["y"], scratch=work / "sets_timed",
+                         settings=mr.RunSettings(warmup=2, iterations=5, op_types=("Softmax",), timeout_s=60))
+    assert timed.ok, timed.error
+    assert len(timed.total_ms) == 5 and len(timed.output_sets) == 2
+    assert all(compare(out["y"], ref).ok for out, ref in zip(timed.output_sets, refs))
+    assert sum(timed.total_ms) <= timed.phase_ms <= timed.proc.wall_s * 1e3
+    with pytest.raises(ValueError, match="fewer than"):
+        mr.run_model(runner_bin, mnn_path, sets, ["y"], settings=mr.RunSettings(iterations=2), scratch=work / "few")
+
+
+def _preload(work: Path, name: str, code: str) -> Path:
+    """A shared library compiled from ``code``, to be loaded before all others (LD_PRELOAD): its symbols come
+    first in every lookup of the runner, as a candidate's libMNN.so's come before libc's."""
+    src, lib = work / f"{name}.cpp", work / f"lib{name}.so"
+    src.write_text(code)
+    res = subprocess.run(["g++", "-O1", "-shared", "-fPIC", "-pthread", str(src), "-o", str(lib), "-ldl"],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    return lib
+
+
+def _env(**extra: str) -> dict[str, str]:
+    from kit import proc
+
+    return {**proc.base_env(), **extra}
+
+
+def test_the_runner_clock_is_out_of_a_librarys_reach(runner_bin, converted, work):
+    """A library defining clock_gettime, gettimeofday and syscall's clock_gettime ahead of libc's, with a clock
+    that stands still: the runner's times still advance (its clock is the system call itself; a runner reading
+    std::chrono's clock measured 0 ms for every op and forward here).  MNN itself calls gettimeofday, so the
+    functions return a time rather than abort."""
+    lib = _preload(work, "clockhook", """
+#include <dlfcn.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <cstdarg>
+#include <ctime>
+extern "C" int clock_gettime(clockid_t, struct timespec* ts) __THROW { ts->tv_sec = 1; ts->tv_nsec = 0; return 0; }
+extern "C" int gettimeofday(struct timeval* tv, void*) __THROW { tv->tv_sec = 1; tv->tv_usec = 0; return 0; }
+extern "C" long syscall(long n, ...) __THROW {
+    va_list ap;
+    va_start(ap, n);
+    long a[6];
+    for (long& x : a) x = va_arg(ap, long);
+    va_end(ap);
+    if (n == SYS_clock_gettime) return clock_gettime(static_cast<clockid_t>(a[0]), reinterpret_cast<timespec*>(a[1]));
+    auto real = reinterpret_cast<long (*)(long, ...)>(dlsym(RTLD_NEXT, "syscall"));
+    return real(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+""")
+    _, mnn_path = converted["softmax"]
+    inputs = _rng_inputs(CASES["softmax"][1])
+    res = mr.run_model(runner_bin, mnn_path, [inputs, inputs], ["y"], env=_env(LD_PRELOAD=str(lib)),
+                       settings=mr.RunSettings(warmup=1, iterations=4, op_types=("Softmax",), timeout_s=60),
+                       scratch=work / "clockhook")
+    assert res.ok, res.error
+    assert all(t > 0 for t in res.op_ms) and all(t > 0 for t in res.total_ms)
+    assert res.phase_ms >= sum(res.total_ms)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_thread_beyond_mnns_own_stops_the_runner(threads, runner_bin, converted, work):
+    """MNN's own threads (the main one and threads - 1 pool workers) are allowed; one more, started by a
+    library when it is loaded, makes the runner exit with EXIT_THREADS_LEFT."""
+    lib = _preload(work, "extrathread", """
+#include <chrono>
+#include <thread>
+__attribute__((constructor)) static void start() {
+    std::thread([] { std::this_thread::sleep_for(std::chrono::seconds(60)); }).detach();
+}
+""")
+    _, mnn_path = converted["softmax"]
+    inputs = _rng_inputs(CASES["softmax"][1])
+    settings = mr.RunSettings(threads=threads, timeout_s=60)
+    ok = mr.run_model(runner_bin, mnn_path, inputs, ["y"], settings=settings, scratch=work / f"thr{threads}")
+    assert ok.ok, ok.error
+    res = mr.run_model(runner_bin, mnn_path, inputs, ["y"], env=_env(LD_PRELOAD=str(lib)), settings=settings,
+                       scratch=work / f"thr{threads}_extra")
+    assert not res.ok and res.proc.returncode == mr.EXIT_THREADS_LEFT, res.proc.output
+    assert f"{threads + 1} threads before the first forward" in res.error

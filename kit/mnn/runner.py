@@ -1,16 +1,29 @@
-"""Build and run the kit's own runner (``runner/mkb_runner.cpp``) on converted models (:mod:`kit.mnn.convert`).
+"""Run the kit's own runner (``runner/mkb_runner.cpp``; compiled by :mod:`kit.mnn.runner_build`, whose names are
+re-exported here) on converted models (:mod:`kit.mnn.convert`).
 
 The runner protocol (also implemented by the fixture engine)::
 
     mkb_runner <model_file> <in_dir> <out_dir> --outputs y[,z] [--threads N] [--precision high|normal|low]
                [--warmup W] [--iterations N] [--op-types A,B|*] [--wait-go 0|1]
 
-Inputs and outputs are tensor directories (:mod:`kit.tensorio`).  ``--iterations 0`` runs once and writes the
-outputs; ``--iterations N`` also writes ``timing.json`` with ``op_ms`` (sum of the selected op types' times per
-run), ``total_ms`` (whole forward per run) and ``op_types`` (ops executed per run, by type).  With
-``--wait-go 1`` the runner loads the model and reads the inputs, prints ``mkb_runner: ready`` on stdout and waits
-for the line ``go`` on stdin (:func:`start_model`: the start-up happens before a timing phase, the runs inside
-it).  Exit status 0 is success, 2 a usage error (a kit bug), 3 a load/shape/run error; a crash is a signal.
+Inputs and outputs are tensor directories (:mod:`kit.tensorio`).  ``in_dir`` is one input set (a tensor
+directory; outputs go to ``out_dir``) or several, ``in_dir/0/``, ``in_dir/1/``, ... (outputs of set k go to
+``out_dir/k/``), all with the same tensors.  ``--iterations 0`` runs one forward per set, in order, and writes
+each set's outputs; ``--iterations N`` (N >= the number of sets S) runs ``--warmup`` untimed and N timed
+forwards, forward i on set i % S, writes the outputs of each set's last timed forward and ``timing.json`` with
+``op_ms`` (sum of the selected op types' times per run), ``total_ms`` (whole forward per run), ``op_types``
+(ops executed per run, by type) and ``phase_ms`` (wall time from reading "go" to the end of the timed forwards).
+Every time is CLOCK_MONOTONIC read by the system call itself, never through libc, whose clock functions the
+candidate's ``libMNN.so`` could replace for the whole process.  With ``--wait-go 1`` the runner loads the model
+and reads the inputs, prints ``mkb_runner: ready`` on stdout and waits for the line ``go`` on stdin
+(:func:`start_model`: the start-up happens before a timing phase, the runs inside it).
+
+Around every forward the runner fills the previous forward's output memory with 0xFF bytes (NaN; MNN's
+StaticModule reuses it for the next forward), then checks that every input tensor still holds its bytes and
+that the process has no more threads than the engine's own (MNN: the main thread and ``threads - 1`` pool
+workers).  Exit status 0 is success, 2 a usage error (a kit bug), 3 a load/shape/run error,
+:data:`EXIT_INPUT_MODIFIED` (4) a forward that wrote into an input, :data:`EXIT_THREADS_LEFT` (5) a thread left
+running after a forward; a crash is a signal.
 
 Nothing here turns a failure into a record status: results carry ``ok`` and the :class:`~kit.proc.ProcResult`;
 exceptions are raised only for faults of the kit itself (:class:`RunnerBuildError`, :class:`RunnerProtocolError`).
@@ -20,7 +33,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 from collections.abc import Mapping, Sequence
@@ -30,106 +42,32 @@ from pathlib import Path
 import numpy as np
 
 from kit import proc, sandbox, tensorio
+from kit.mnn.runner_build import (
+    CXX_FLAGS,
+    RUNNER_FILES,
+    RUNNER_SOURCE,
+    RunnerBuildError,
+    build_runner,
+    runner_key,
+)
 
-#: the runner's C++ source, shipped inside the package (it includes ``mkb_io.hpp`` beside it)
-RUNNER_SOURCE = Path(__file__).with_name("runner") / "mkb_runner.cpp"
-#: every file the runner is compiled from
-RUNNER_FILES = (RUNNER_SOURCE, RUNNER_SOURCE.with_name("mkb_io.hpp"))
-#: flags of the single compiler invocation (besides include/library paths)
-CXX_FLAGS = ("-O2", "-std=c++17", "-pthread")
+__all__ = ["CXX_FLAGS", "RUNNER_FILES", "RUNNER_SOURCE", "RunnerBuildError", "build_runner", "runner_key"]
+
 #: exit status of the runner for a load/shape/run error (2 = usage error)
 EXIT_RUN_ERROR = 3
 EXIT_USAGE = 2
+#: exit status of the runner when a forward changed an input tensor's bytes
+EXIT_INPUT_MODIFIED = 4
+#: exit status of the runner when more threads than the engine's own remain after a forward
+EXIT_THREADS_LEFT = 5
 PRECISIONS = ("high", "normal", "low")
 
-
-
-class RunnerBuildError(RuntimeError):
-    """The runner did not compile or link; ``proc`` holds the compiler's output."""
-
-    def __init__(self, message: str, result: proc.ProcResult | None = None):
-        super().__init__(message)
-        self.proc = result
+#: the inputs of one call: one set (graph input name → array) or several, run in order in one process
+Inputs = Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]]
 
 
 class RunnerProtocolError(RuntimeError):
     """The runner broke its protocol (usage error, missing or malformed output files): a fault of the kit."""
-
-
-# ---------------------------------------------------------------------------------------------- build
-
-
-def _libraries(build_dir: Path) -> tuple[Path, Path]:
-    mnn = build_dir / "libMNN.so"
-    express = build_dir / "express" / "libMNN_Express.so"
-    for lib in (mnn, express):
-        if not lib.is_file():
-            raise FileNotFoundError(
-                f"{lib} not found: build the MNN targets MNN and MNN_Express in {build_dir} first"
-            )
-    return mnn, express
-
-
-def runner_key(src_root: Path, build_dir: Path, compiler: str = "g++") -> str:
-    """sha256 (hex) of everything the runner binary depends on: its sources, the public headers' path, the
-    library paths, the compiler and the flags."""
-    h = hashlib.sha256()
-    for path in RUNNER_FILES:
-        h.update(path.read_bytes())
-    for part in (
-        str(Path(src_root).resolve() / "include"),
-        str(Path(build_dir).resolve()),
-        compiler,
-        *CXX_FLAGS,
-    ):
-        h.update(b"\0" + part.encode())
-    return h.hexdigest()
-
-
-def build_runner(
-    src_root: Path, build_dir: Path, out: Path, timeout_s: float = 120.0, *, compiler: str = "g++"
-) -> Path:
-    """Compile ``mkb_runner`` against ``src_root/include`` and ``build_dir``'s ``libMNN.so`` and
-    ``express/libMNN_Express.so`` with one compiler invocation; the binary's RUNPATH names both library dirs.
-
-    Skipped when ``out`` exists and its key file (``out`` + ``.key``, see :func:`runner_key`) matches.
-    The binary is written to a temporary name and renamed, so concurrent builders never see half a file.
-
-    Returns:
-        ``out``.
-    Raises:
-        FileNotFoundError: the headers or the libraries are missing.
-        RunnerBuildError: the compiler failed or timed out (message and ``.proc`` carry its output).
-    """
-    src_root, build_dir, out = Path(src_root).resolve(), Path(build_dir).resolve(), Path(out)
-    include = src_root / "include"
-    if not (include / "MNN" / "expr" / "Module.hpp").is_file():
-        raise FileNotFoundError(
-            f"{include}/MNN/expr/Module.hpp not found: {src_root} is not an MNN source tree"
-        )
-    _libraries(build_dir)
-    key = runner_key(src_root, build_dir, compiler)
-    key_file = out.with_name(out.name + ".key")
-    if out.is_file() and key_file.is_file() and key_file.read_text().strip() == key:
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    argv = [
-        compiler, *CXX_FLAGS, f"-I{include}", str(RUNNER_SOURCE), "-o", str(tmp),
-        f"-L{build_dir}", f"-L{build_dir / 'express'}", "-lMNN_Express", "-lMNN",
-        "-Wl,--enable-new-dtags", f"-Wl,-rpath,{build_dir}:{build_dir / 'express'}",
-    ]  # fmt: skip
-    try:
-        result = proc.run(argv, cwd=out.parent, timeout_s=timeout_s)
-    except FileNotFoundError as e:
-        raise RunnerBuildError(f"compiler {compiler!r} not found") from e
-    if not result.ok or not tmp.is_file():
-        tmp.unlink(missing_ok=True)
-        what = "timed out" if result.timed_out else f"failed (exit {result.returncode})"
-        raise RunnerBuildError(f"building mkb_runner {what}:\n{result.output}", result)
-    os.replace(tmp, out)
-    key_file.write_text(key + "\n")
-    return out
 
 
 # ---------------------------------------------------------------------------------------------- run
@@ -139,10 +77,13 @@ def build_runner(
 class RunResult(proc.FromProcess):
     """Outcome of one runner invocation.
 
-    ``outputs``: output name → float32/int32 array (MNN's actual shape), empty unless ``ok``.
+    ``outputs``: output name → float32/int32 array (MNN's actual shape) of the first input set, empty unless
+    ``ok``; ``output_sets``: those of every input set, in order (one for a single set).
     ``op_ms`` / ``total_ms``: per timed run, milliseconds (empty in verify mode).
     ``op_types``: op type → number of ops of that type executed per run (timing mode only).
-    ``error``: the runner's stdout+stderr when it failed (MNN's messages go to stdout, the runner's to stderr).  ``proc``: the raw process result (exit code, signal, logs).
+    ``phase_ms``: the runner's own wall time from "go" to the end of its timed runs (timing mode only).
+    ``error``: the runner's stdout+stderr when it failed (MNN's messages go to stdout, the runner's to stderr).
+    ``proc``: the raw process result (exit code, signal, logs).
     """
 
     ok: bool
@@ -153,6 +94,8 @@ class RunResult(proc.FromProcess):
     error: str
     proc: proc.ProcResult
     timing_path: Path | None = field(default=None)
+    output_sets: tuple[dict[str, np.ndarray], ...] = ()
+    phase_ms: float | None = None
 
 
 def runner_env(lib_dir: Path | None, base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -179,17 +122,34 @@ def _reset_dir(path: Path) -> None:
     path.mkdir(parents=True)
 
 
-def _read_timing(path: Path, iterations: int) -> tuple[list[float], list[float], dict[str, int]]:
+@dataclass(frozen=True)
+class _Timing:
+    op_ms: list[float]
+    total_ms: list[float]
+    op_types: dict[str, int]
+    phase_ms: float
+
+
+def _read_timing(path: Path, iterations: int) -> _Timing:
     try:
         data = json.loads(path.read_text())
-        op_ms = [float(x) for x in data["op_ms"]]
-        total_ms = [float(x) for x in data["total_ms"]]
-        op_types = {str(k): int(v) for k, v in data["op_types"].items()}
+        timing = _Timing([float(x) for x in data["op_ms"]], [float(x) for x in data["total_ms"]],
+                         {str(k): int(v) for k, v in data["op_types"].items()}, float(data["phase_ms"]))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise RunnerProtocolError(f"{path}: missing or malformed timing file ({e})") from e
-    if len(op_ms) != iterations or len(total_ms) != iterations:
-        raise RunnerProtocolError(f"{path}: {len(op_ms)}/{len(total_ms)} samples, expected {iterations}")
-    return op_ms, total_ms, op_types
+    if len(timing.op_ms) != iterations or len(timing.total_ms) != iterations:
+        raise RunnerProtocolError(f"{path}: {len(timing.op_ms)}/{len(timing.total_ms)} samples, expected {iterations}")
+    return timing
+
+
+def input_sets(inputs: Inputs) -> list[Mapping[str, np.ndarray]] | None:
+    """The sets of ``inputs`` (a sequence of mappings), or None for a single set (a mapping)."""
+    if isinstance(inputs, Mapping):
+        return None
+    sets = list(inputs)
+    if not sets or not all(isinstance(x, Mapping) for x in sets):
+        raise ValueError("inputs must be a mapping (one set) or a non-empty sequence of mappings (sets)")
+    return sets
 
 
 @dataclass(frozen=True)
@@ -220,7 +180,7 @@ class RunSettings:
 def run_model(
     runner: Path,
     model: Path,
-    inputs: Mapping[str, np.ndarray],
+    inputs: Inputs,
     output_names: Sequence[str],
     lib_dir: Path | None = None,
     settings: RunSettings = RunSettings(),
@@ -232,7 +192,9 @@ def run_model(
 
     Args:
         inputs: graph input name → array, in the model's input order; int64/bool/other integer arrays are sent
-            as int32, float32 as is (other float dtypes are refused).
+            as int32, float32 as is (other float dtypes are refused).  A sequence of such mappings is several
+            input sets, run in order in the one process (``in_dir/<k>/``); timing mode alternates between them
+            and needs ``settings.iterations`` >= their number.
         output_names: the graph outputs to fetch, in order.
         lib_dir: a directory holding another ``libMNN.so`` (and optionally ``express/``) to run against;
             None = the libraries the runner was linked with.
@@ -240,7 +202,8 @@ def run_model(
         scratch: a directory of this call's own; ``scratch/in`` and ``scratch/out`` are recreated.
         env: base environment (default :func:`kit.proc.base_env`); ``LD_LIBRARY_PATH`` is set from ``lib_dir``.
     Returns:
-        a :class:`RunResult`; ``ok`` False for a runner error (exit 3), a signal or a timeout.
+        a :class:`RunResult`; ``ok`` False for a runner error (exit 3), a changed input (4), a thread left
+        running (5), a signal or a timeout.
     Raises:
         ValueError: bad arguments (precision, counts, names, dtypes).
         FileNotFoundError: the runner, the model or ``lib_dir/libMNN.so`` is missing.
@@ -284,7 +247,7 @@ class StartedRun:
 def start_model(
     runner: Path,
     model: Path,
-    inputs: Mapping[str, np.ndarray],
+    inputs: Inputs,
     output_names: Sequence[str],
     lib_dir: Path | None = None,
     settings: RunSettings = RunSettings(),
@@ -321,6 +284,8 @@ class _Call:
     iterations: int
     settings: RunSettings = RunSettings()
     confine: sandbox.Confinement | None = None
+    #: the number of input sets in ``in/<k>/`` (None: one set in ``in/`` itself)
+    n_sets: int | None = None
 
     def invocation_sha256(self, timeout_s: float | None = None) -> str:
         """sha256 (hex) of this invocation without what may differ between the sides of a comparison: the
@@ -342,7 +307,7 @@ class _Call:
 
     @classmethod
     def prepare(
-        cls, runner: Path, model: Path, inputs: Mapping[str, np.ndarray], output_names: Sequence[str],
+        cls, runner: Path, model: Path, inputs: Inputs, output_names: Sequence[str],
         lib_dir: Path | None, settings: RunSettings, *, scratch: Path, env: Mapping[str, str] | None,
     ) -> _Call:
         """Check the arguments, recreate ``scratch/in`` (with the inputs) and ``scratch/out``."""
@@ -355,6 +320,9 @@ class _Call:
             raise ValueError(f"threads={threads}, warmup={warmup}, iterations={iterations}: out of range")
         if not output_names or not op_types:
             raise ValueError("output_names and op_types must not be empty")
+        sets = input_sets(inputs)
+        if sets is not None and 0 < iterations < len(sets):
+            raise ValueError(f"iterations={iterations}: fewer than the {len(sets)} input sets")
         for name in output_names:
             tensorio.check_name(name)
         for t in op_types:
@@ -366,7 +334,9 @@ class _Call:
         in_dir, out_dir = scratch / "in", scratch / "out"
         _reset_dir(in_dir)
         _reset_dir(out_dir)
-        tensorio.write_tensors(in_dir, {name: tensorio.to_wire(name, a) for name, a in inputs.items()})
+        for k, one in enumerate(sets if sets is not None else [inputs]):  # type: ignore[list-item]
+            where = in_dir / str(k) if sets is not None else in_dir
+            tensorio.write_tensors(where, {name: tensorio.to_wire(name, a) for name, a in one.items()})
         argv = [
             str(runner.resolve()), str(model.resolve()), str(in_dir.resolve()), str(out_dir.resolve()),
             "--outputs", ",".join(output_names), "--threads", str(threads), "--precision", precision,
@@ -374,7 +344,7 @@ class _Call:
         ]  # fmt: skip
         confine = settings.policy.confine(ro=[runner, model, in_dir, *sandbox.lib_dirs(lib_dir)], rw=[out_dir])
         return cls(argv, runner_env(lib_dir, env), scratch, out_dir, tuple(output_names), iterations, settings,
-                   confine)
+                   confine, None if sets is None else len(sets))
 
     def finish(self, result: proc.ProcResult) -> RunResult:
         """The :class:`RunResult` of the finished runner (outputs and timing files read)."""
@@ -383,17 +353,20 @@ class _Call:
         if not result.ok:
             # MNN prints its own diagnostics ("Compute Shape Error for y") on stdout, the runner's on stderr
             return RunResult(False, {}, [], [], {}, result.output.strip(), result)
+        dirs = [self.out_dir] if self.n_sets is None else [self.out_dir / str(k) for k in range(self.n_sets)]
+        sets = tuple(self._outputs(d) for d in dirs)
+        if self.iterations == 0:
+            return RunResult(True, sets[0], [], [], {}, "", result, None, sets)
+        timing_path = self.out_dir / "timing.json"
+        t = _read_timing(timing_path, self.iterations)
+        return RunResult(True, sets[0], t.op_ms, t.total_ms, t.op_types, "", result, timing_path, sets, t.phase_ms)
+
+    def _outputs(self, out_dir: Path) -> dict[str, np.ndarray]:
         try:
-            outputs = tensorio.read_tensors(self.out_dir)
+            outputs = tensorio.read_tensors(out_dir)
         except tensorio.TensorIOError as e:
             raise RunnerProtocolError(f"runner exited 0 but its outputs are unreadable: {e}") from e
         if list(outputs) != list(self.output_names):
-            raise RunnerProtocolError(f"runner wrote outputs {list(outputs)}, expected {list(self.output_names)}")
-        op_ms: list[float] = []
-        total_ms: list[float] = []
-        counts: dict[str, int] = {}
-        timing_path = None
-        if self.iterations > 0:
-            timing_path = self.out_dir / "timing.json"
-            op_ms, total_ms, counts = _read_timing(timing_path, self.iterations)
-        return RunResult(True, outputs, op_ms, total_ms, counts, "", result, timing_path)
+            raise RunnerProtocolError(f"runner wrote outputs {list(outputs)} in {out_dir}, expected "
+                                      f"{list(self.output_names)}")
+        return outputs

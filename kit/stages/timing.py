@@ -17,6 +17,13 @@ candidate_ms``), and its ``confidence`` interval ``exp(mean d_r +- t_{(1+c)/2, R
 (Student t over the R rounds; a paired t-interval on the log scale).  The runs of both sides must have the
 same invocation digest (:meth:`kit.mnn.runner._Call.invocation_sha256`), and run on exactly the timing
 cores; otherwise the timing is a harness error, not the candidate's.
+
+Against a candidate that games the timing (the runner loads the candidate's library, so code of the candidate
+runs inside the measuring process): every run alternates between :data:`TIMED_SETS` input sets (seeds
+``seed + TIMED_SEED_OFFSET + j``, the same on both sides), so no timed forward sees the input of the one
+before; the outputs of each set's last timed forward are compared with ONNX Runtime (the task's tolerance) for
+the candidate's runs (``timed_output_mismatch``); and the runner's clock is checked against the kit's
+(:func:`check_clock`: ``clock_mismatch``).  All of these are ``timing_failed``, never a speedup.
 """
 
 from __future__ import annotations
@@ -35,8 +42,24 @@ from kit.mnn import runner as mrunner
 from kit.outcomes import StageFailure, TimingOutcome
 from kit.records import IMPLAUSIBLE_SPEEDUP, ErrorKind, Flag, Status
 from kit.stages import speedup as sspeedup
-from kit.stages.verify import Side, process_failure
+from kit.stages.verify import References, Side, process_failure, reference, trial_verdict
 from kit.tasks import Task
+
+#: input sets a timing run alternates between (fewer when ``iterations`` is smaller)
+TIMED_SETS = 2
+#: their seeds are ``seed + TIMED_SEED_OFFSET + j``: other inputs than verification's (``seed + k``)
+TIMED_SEED_OFFSET = 500
+#: how much shorter than the kit's own wall time of a run (from writing "go" to the runner's exit) the runner's
+#: ``phase_ms`` (from reading "go" to its last timed forward) may be: CLOCK_SLACK_MS plus CLOCK_SLACK_FRACTION of
+#: the kit's time.  The gap of honest runs is the runner writing its outputs and exiting: measured with 2 sets,
+#: 10 + 30 forwards, on the 2-core dev VM under a load of 5: fixture engine (fx_exp, fx_argmax, fx_transpose;
+#: phases of 12-20 ms), 90 runs: median 4.6-5.9 ms, at most 17.5 ms; MNN 3.2.2 (hard_sigmoid_4d, conv2d_1x7,
+#: softmax_last_2d, matmul_2d_rect, resize_bilinear_x2, transpose_nchw_to_nhwc; phases of 23-224 ms), 180 runs:
+#: median 3.7-14 ms, at most 53 ms.  The fraction covers hosts where everything is slower (emulation).
+CLOCK_SLACK_MS = 100.0
+CLOCK_SLACK_FRACTION = 0.10
+#: rounding allowed per time the runner printed, ms (the runners print 6 decimals, or 9 significant digits)
+_PRINT_MS = 1e-3
 
 
 class AsymmetricTiming(Exception):
@@ -86,10 +109,13 @@ def _started(task: Task, runner: Path, model: Path, side: Side, inputs, scratch:
 
 
 def _go(started: mrunner.StartedRun, opts: TimingOptions, what: str) -> mrunner.RunResult:
-    """Run a started timing run (warm-up and timed iterations) and check its samples.
+    """Run a started timing run (warm-up and timed iterations) and check its samples and its clock
+    (:func:`check_clock`; the kit's own time of the run is ``proc.wall_s``, from writing "go" to the exit).
 
     Raises:
-        StageFailure: TIMING_FAILED for a failed run, a broken protocol or a wrong number of samples.
+        StageFailure: TIMING_FAILED for a failed run, a broken protocol, a wrong number of samples or a
+            clock mismatch of the candidate's runner; HARNESS_ERROR (``clock_mismatch``) for one of the native
+            runner (the pristine libraries: the host stalled).
     """
     with _protocol(what):
         res = started.go()
@@ -98,7 +124,32 @@ def _go(started: mrunner.StartedRun, opts: TimingOptions, what: str) -> mrunner.
         raise StageFailure(
             Status.TIMING_FAILED, ErrorKind.INTERNAL, f"{what}: {len(res.op_ms)} samples, expected {opts.iterations}"
         )
+    wrong = check_clock(res.total_ms, res.phase_ms, res.proc.wall_s * 1e3)
+    if wrong is not None:
+        status = Status.HARNESS_ERROR if what == "native" else Status.TIMING_FAILED
+        raise StageFailure(status, ErrorKind.CLOCK_MISMATCH, f"{what} timing run: {wrong}")
     return res
+
+
+def check_clock(total_ms: list[float], phase_ms: float | None, kit_ms: float) -> str | None:
+    """Why a timing run's clock cannot be trusted, or None: its timed forwards (``total_ms``, the runner's
+    clock) must fit in its ``phase_ms`` (the same clock, the interval they are part of), which must lie within
+    the kit's own wall time ``kit_ms`` of the run and be shorter by no more than :data:`CLOCK_SLACK_MS` +
+    :data:`CLOCK_SLACK_FRACTION` of it (all milliseconds).  A runner whose clock was slowed, stopped or rewound
+    (code in the candidate's library replacing or patching it) fails one of these."""
+    if phase_ms is None:
+        return "the runner wrote no phase_ms"
+    timed = float(sum(total_ms))
+    if timed > phase_ms + _PRINT_MS * (len(total_ms) + 1) or min(total_ms, default=0.0) < 0:
+        return (f"its timed forwards add up to {timed:.3f} ms (the runner's clock), more than the {phase_ms:.3f} ms "
+                f"of the phase they are part of, or one is negative")
+    if phase_ms > kit_ms + 1.0:
+        return f"the runner's clock saw {phase_ms:.3f} ms from go to its last forward, the kit's {kit_ms:.3f} ms for all of the run"
+    slack = CLOCK_SLACK_MS + CLOCK_SLACK_FRACTION * kit_ms
+    if phase_ms < kit_ms - slack:
+        return (f"the runner's clock saw {phase_ms:.3f} ms from go to its last timed forward, the kit's "
+                f"{kit_ms:.3f} ms from go to the runner's exit: more than {slack:.1f} ms apart")
+    return None
 
 
 @contextmanager
@@ -160,21 +211,26 @@ def time_candidate(
     opts: TimingOptions,
     hold: Callable[[], AbstractContextManager[object]] = nullcontext,
     prepare: Callable[[], AbstractContextManager[object]] = nullcontext,
+    refs: References | None = None,
 ) -> TimingOutcome:
     """Time ``candidate`` (model, side) against ``native`` (or alone when ``native`` is None).
 
     Every run's runner is started first, inside ``prepare()`` (the node's shared hold: the start-up of a runner
     is work like a build), up to its rendezvous; then, inside ``hold()`` (the node's exclusive timing phase),
     the conditions are read (governor, frequency, load) and each run in turn does its warm-up and timed
-    iterations.  The inputs are drawn before and the statistics computed after: the node is held exclusively
-    for the measured runs alone.
+    iterations.  The inputs are drawn before and the statistics computed after, and so are the candidate's
+    timed outputs compared with ONNX Runtime (``refs``: references computed elsewhere, by seed): the node is
+    held exclusively for the measured runs alone.
 
     Raises:
-        StageFailure: TIMING_FAILED when a run fails or yields no usable samples.
+        StageFailure: TIMING_FAILED when a run fails or yields no usable samples, when its clock disagrees with
+            the kit's (``clock_mismatch``) or the candidate's timed outputs are wrong (``timed_output_mismatch``);
+            HARNESS_ERROR for a clock mismatch of a native run.
         AsymmetricTiming: the sides were not invoked alike (a harness fault).
     """
     t0 = time.monotonic()
-    inputs = make_inputs(task, opts.seed)
+    seeds = timed_seeds(opts)
+    inputs = [make_inputs(task, seed) for seed in seeds]
     plan = _plan(opts.rounds, native is not None)
     cores = opts.run.cpus
     started: list[mrunner.StartedRun] = []
@@ -193,9 +249,35 @@ def time_candidate(
     finally:
         for run in started:
             run.cancel()
+    check_timed_outputs(task, runs["candidate"], seeds, inputs, opts.run.threads, refs)
     out = _outcome(task, runs["candidate"], runs["native"], opts)
     return replace(out, cores=cores, native_invocation_sha256=digests.get("native", ""),
                    candidate_invocation_sha256=digests["candidate"], timing_s=time.monotonic() - t0, **conditions)
+
+
+def timed_seeds(opts: TimingOptions) -> list[int]:
+    """The seeds of the input sets every timing run alternates between."""
+    return [opts.seed + TIMED_SEED_OFFSET + j for j in range(min(TIMED_SETS, opts.iterations))]
+
+
+def check_timed_outputs(task: Task, runs: list[mrunner.RunResult], seeds: list[int], inputs: list, threads: int,
+                        refs: References | None = None) -> None:
+    """Compare the outputs of each run's last timed forward on every input set (``seeds``, ``inputs``) with
+    ONNX Runtime (``refs``: references computed elsewhere), as verification does (the task's tolerance).
+
+    Raises:
+        StageFailure: TIMING_FAILED (``timed_output_mismatch``) naming the first wrong round and set.
+    """
+    out_names = [o.name for o in task.outputs]
+    expected = [reference(task, seed, one, refs) for seed, one in zip(seeds, inputs)]
+    bad = [(r, seed, trial) for r, run in enumerate(runs) for seed, outputs, ref in zip(seeds, run.output_sets, expected)
+           if not (trial := trial_verdict(task, seed, threads, outputs, ref, out_names)[0]).ok]
+    if bad:
+        r, seed, trial = bad[0]
+        raise StageFailure(Status.TIMING_FAILED, ErrorKind.TIMED_OUTPUT_MISMATCH,
+                           f"the outputs of the timed runs differ from ONNX Runtime in {len(bad)} of "
+                           f"{len(runs) * len(seeds)} (round, input set) pairs; first: round {r}, seed {seed}: "
+                           f"{trial.reason}")
 
 
 def _samples(runs: list[mrunner.RunResult], basis: str) -> tuple[np.ndarray, np.ndarray]:

@@ -1,18 +1,27 @@
 """Verification: convert the task's ONNX model with a given converter, run it on seeded inputs with the
 kit's runner, and compare every output with ONNX Runtime.
 
+A trial is one seeded input set.  The trials at one thread count run as several input sets in ONE runner
+process, one forward each, in order (:meth:`VerifyOptions.groups`): a kernel that caches its first result, or
+is correct only on its first call, fails the next set.  The runner also stops a forward that wrote into an
+input (``input_modified``) or left a thread running (``threads_left``; :mod:`kit.mnn.runner`).
+
 A trial passes when every output matches in shape, dtype family, NaN/Inf placement and
 ``|out - ref| <= atol + rtol * |ref|`` (the task's tolerance; :mod:`kit.compare`).  All trials run even after
 a mismatch, so the record shows how often and by how much the candidate is wrong; a crash or timeout stops
-at once.
+at once.  :func:`reverify` runs the trials again with other seeds after the timing stage.
 """
 
 from __future__ import annotations
 
+import hashlib
 import signal
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+import numpy as np
 
 from kit import proc, sandbox
 from kit.compare import compare
@@ -30,7 +39,7 @@ class VerifyOptions:
     """``trials`` seeded input sets (seeds ``seed``, ``seed + 1``, ...) at ``run.threads`` threads, then the
     first ``extra_trials`` of them again at each of ``extra_threads`` (a kernel whose multi-threaded split is
     wrong fails there); ``convert_timeout_s`` and ``run_timeout_s``: seconds for one converter and one runner
-    process; ``run``: threads, precision and memory limit of the runner (timing's), whose
+    process (which runs every trial of its thread count); ``run``: threads, precision and memory limit of the runner (timing's), whose
     ``memory_limit_bytes`` caps the converter too; ``convert_policy``: how the converter is confined."""
 
     trials: int = 5
@@ -44,11 +53,28 @@ class VerifyOptions:
 
     def plan(self) -> list[tuple[int, int]]:
         """(seed, threads) of every trial, in order."""
-        out = [(self.seed + k, self.run.threads) for k in range(self.trials)]
+        return [(seed, threads) for threads, seeds in self.groups() for seed in seeds]
+
+    def groups(self) -> list[tuple[int, list[int]]]:
+        """(threads, seeds) of each runner process, in order: the ``trials`` seeds at ``run.threads``, then the
+        first ``extra_trials`` seeds at each further thread count (one process each)."""
+        out = [(self.run.threads, [self.seed + k for k in range(self.trials)])]
         for threads in dict.fromkeys(self.extra_threads):
             if threads != self.run.threads:
-                out += [(self.seed + k, threads) for k in range(min(self.extra_trials, self.trials))]
+                out.append((threads, [self.seed + k for k in range(min(self.extra_trials, self.trials))]))
         return out
+
+
+#: seed → ONNX Runtime's outputs (name → array) for the inputs drawn with that seed, computed elsewhere (on a
+#: build node, for a timing node that has no task files); a seed missing from it is computed here
+References = Mapping[int, Mapping[str, np.ndarray]]
+
+
+def reference(task: Task, seed: int, inputs: Mapping[str, np.ndarray], refs: References | None = None):
+    """ONNX Runtime's outputs for ``inputs`` (drawn with ``seed``): from ``refs`` when it has the seed."""
+    if refs is not None and seed in refs:
+        return refs[seed]
+    return run_reference(task.onnx_path, dict(inputs))
 
 
 @dataclass(frozen=True)
@@ -68,6 +94,13 @@ _LIMIT_TEXTS = (("std::bad_alloc", "the memory limit (verify.memory_limit_mb)"),
                 ("resource temporarily unavailable", "the process limit (sandbox.processes)"))
 
 
+#: exit statuses of the runner's checks around a forward, and what they stand for
+_RUNNER_VERDICTS = {
+    mrunner.EXIT_INPUT_MODIFIED: (Status.VERIFY_MISMATCH, ErrorKind.INPUT_MODIFIED),
+    mrunner.EXIT_THREADS_LEFT: (Status.RUNTIME_CRASH, ErrorKind.THREADS_LEFT),
+}
+
+
 def limit_cause(res: proc.ProcResult) -> str | None:
     """The resource limit that stopped a failed process, in words naming its setting, or None."""
     if res.signal is not None and res.signal in _LIMIT_SIGNALS:
@@ -77,11 +110,15 @@ def limit_cause(res: proc.ProcResult) -> str | None:
 
 
 def process_failure(res: proc.ProcResult, what: str, kind_on_exit: ErrorKind = ErrorKind.EXIT_CODE) -> StageFailure | None:
-    """The failure a finished process stands for, or None if it succeeded: a timeout, a resource limit (error
-    kind ``limit``, the message names it), a signal, or an exit status."""
+    """The failure a finished process stands for, or None if it succeeded: a timeout, a verdict of the runner's
+    own checks (exit 4: VERIFY_MISMATCH ``input_modified``; exit 5: RUNTIME_CRASH ``threads_left``), a resource
+    limit (error kind ``limit``, the message names it), a signal, or an exit status."""
     tail = res.stderr.strip()[-1500:] or res.stdout.strip()[-1500:]
     if res.timed_out:
         return StageFailure(Status.RUNTIME_TIMEOUT, ErrorKind.TIMEOUT, f"{what} timed out after {res.wall_s:.1f} s")
+    if res.signal is None and res.returncode in _RUNNER_VERDICTS:  # the runner's own checks (kit.mnn.runner)
+        status, kind = _RUNNER_VERDICTS[res.returncode]
+        return StageFailure(status, kind, f"{what} exit {res.returncode}: {tail}")
     cause = limit_cause(res)
     if cause is not None:
         how = f"signal {res.signal}" if res.signal is not None else f"exit {res.returncode}"
@@ -160,35 +197,39 @@ def convert_and_verify(task: Task, side: Side, runner: Path, scratch: Path, opts
     return model, replace(outcome, convert_s=convert_s)
 
 
-def verify(task: Task, model: Path, side: Side, runner: Path, scratch: Path, opts: VerifyOptions) -> VerifyOutcome:
-    """Run ``model`` on every trial of ``opts.plan()`` (seeded input sets, thread counts) and compare with ONNX
-    Runtime.  Every trial runs even after a mismatch; a crash or timeout stops at once.
+def verify(task: Task, model: Path, side: Side, runner: Path, scratch: Path, opts: VerifyOptions,
+           refs: References | None = None) -> VerifyOutcome:
+    """Run ``model`` on every trial of ``opts.plan()`` (seeded input sets, thread counts; the sets of one thread
+    count in one runner process, :meth:`VerifyOptions.groups`) and compare with ONNX Runtime (``refs``: the
+    references of some seeds, computed elsewhere).  Every trial runs even after a mismatch; a crash or timeout
+    stops at once.
 
     Returns the trials (all passed) and ``verify_s``, the seconds they took (paused seconds excluded).
 
     Raises:
-        StageFailure: VERIFY_MISMATCH, RUNTIME_CRASH or RUNTIME_TIMEOUT, with the trials run so far as its
-            ``partial``.
+        StageFailure: VERIFY_MISMATCH (a wrong output, or a forward that wrote into its input), RUNTIME_CRASH
+            (a crash, a thread left running) or RUNTIME_TIMEOUT, with the trials run so far as its ``partial``.
     """
     trials: list[Trial] = []
     out_names = [o.name for o in task.outputs]
     base = replace(opts.run, warmup=0, iterations=0, op_types=("*",), timeout_s=opts.run_timeout_s, cpus=())
     first: tuple[Trial, ErrorKind] | None = None
     t0, paused = time.monotonic(), 0.0
-    for k, (seed, threads) in enumerate(opts.plan()):
-        inputs = make_inputs(task, seed)
-        ref = run_reference(task.onnx_path, inputs)
+    for k, (threads, seeds) in enumerate(opts.groups()):
+        inputs = [make_inputs(task, seed) for seed in seeds]
+        expected = [reference(task, seed, one, refs) for seed, one in zip(seeds, inputs)]
         res = run_checked(runner, model, inputs, out_names, side.lib_dir, replace(base, threads=threads),
-                          scratch / f"trial{k}")
+                          scratch / f"run{k}")
         paused += res.proc.paused_s
         fail = process_failure(res.proc, "runner")
         if fail is not None:
             fail.partial = VerifyOutcome(tuple(trials), verify_s=time.monotonic() - t0 - paused)
             raise fail
-        t, kind = _trial(task, seed, threads, res, ref, out_names)
-        trials.append(t)
-        if not t.ok and first is None:
-            first = (t, kind)
+        for seed, outputs, ref in zip(seeds, res.output_sets, expected):
+            t, kind = trial_verdict(task, seed, threads, outputs, ref, out_names)
+            trials.append(t)
+            if not t.ok and first is None:
+                first = (t, kind)
     outcome = VerifyOutcome(tuple(trials), verify_s=time.monotonic() - t0 - paused)
     if first is not None:
         bad = sum(not t.ok for t in trials)
@@ -202,15 +243,50 @@ def verify(task: Task, model: Path, side: Side, runner: Path, scratch: Path, opt
     return outcome
 
 
-def _trial(task: Task, seed: int, threads: int, res: mrunner.RunResult, ref, out_names: list[str]) -> tuple[Trial, ErrorKind]:
-    """One trial's verdict: every output compared with the reference (the first failing output decides)."""
+#: verification after timing draws its seeds from ``verify.seed + REVERIFY_SEED_OFFSET + salt``: other inputs
+#: than every set the candidate has seen (verification's ``seed + k``, timing's ``seed + 500 + j``)
+REVERIFY_SEED_OFFSET = 1000
+
+
+def reverify_salt(candidate_sha256: str) -> int:
+    """A number in [0, 2**32) from the candidate's sha256 (the first 4 bytes of its sha256): the seeds of the
+    verification after timing depend on the candidate's own code, so no candidate can have been written for
+    them, while a record stays reproducible (its trials carry the seeds)."""
+    return int.from_bytes(hashlib.sha256(candidate_sha256.encode()).digest()[:4], "little")
+
+
+def reverify_options(opts: VerifyOptions, salt: int = 0) -> VerifyOptions:
+    """The options of the verification after timing: ``opts`` with the seeds
+    ``seed + REVERIFY_SEED_OFFSET + salt + k``."""
+    return replace(opts, seed=opts.seed + REVERIFY_SEED_OFFSET + salt)
+
+
+def reverify(task: Task, model: Path, side: Side, runner: Path, scratch: Path, opts: VerifyOptions,
+             salt: int = 0, refs: References | None = None) -> VerifyOutcome:
+    """:func:`verify` once more, after the timing stage, with :func:`reverify_options`: a kernel must stay
+    correct over all its calls, not only until it has been verified.
+
+    Raises:
+        StageFailure: as :func:`verify`, its message saying that it happened after timing.
+    """
+    again = reverify_options(opts, salt)
+    try:
+        return verify(task, model, side, runner, scratch, again, refs)
+    except StageFailure as f:
+        f.message = f"after timing, verification with seeds from {again.seed}: {f.message}"
+        raise
+
+
+def trial_verdict(task: Task, seed: int, threads: int, outputs, ref, out_names: list[str]) -> tuple[Trial, ErrorKind]:
+    """One trial's verdict: every output (name → array, one input set's) compared with the reference (the
+    first failing output decides)."""
     worst_abs = worst_rel = 0.0
     ok, reason, kind = True, "", ErrorKind.NONE
     for name in out_names:
-        if name not in res.outputs:
+        if name not in outputs:
             ok, reason, kind = False, f"output {name!r} missing", ErrorKind.GRAPH
             break
-        c = compare(res.outputs[name], ref[name], task.tolerance.atol, task.tolerance.rtol)
+        c = compare(outputs[name], ref[name], task.tolerance.atol, task.tolerance.rtol)
         if c.max_abs_err is not None:
             worst_abs = max(worst_abs, c.max_abs_err)
             worst_rel = max(worst_rel, c.max_rel_err or 0.0)

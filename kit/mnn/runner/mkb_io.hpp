@@ -1,13 +1,17 @@
-// mkb_io.hpp: the command line, the tensor directories and the JSON of mkb_runner (mkb_runner.cpp).
+// mkb_io.hpp: the command line, the tensor directories (input sets, outputs) and the JSON of mkb_runner
+// (mkb_runner.cpp).
 //
 // Written for the MobileKernelBench kit; standard library only (nothing of MNN), so what the runner reads and
 // writes is apart from how it runs a model.  Included by mkb_runner.cpp only (one translation unit).
 
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -16,11 +20,18 @@
 namespace mkb {
 
 
+// exit statuses (the protocol: kit/mnn/runner.py)
+constexpr int kExitUsage = 2;
+constexpr int kExitError = 3;
+constexpr int kExitInputModified = 4;
+constexpr int kExitThreadsLeft = 5;
+
 struct Failure {
     std::string message;
+    int code = kExitError;
 };
 
-[[noreturn]] void fail(const std::string& message) { throw Failure{message}; }
+[[noreturn]] void fail(const std::string& message, int code = kExitError) { throw Failure{message, code}; }
 
 struct TensorSpec {
     std::string name;
@@ -155,6 +166,59 @@ std::vector<char> readBlob(const std::string& dir, const TensorSpec& s) {
     return data;
 }
 
+// One input set: its tensors (in manifest order), their bytes, and where its outputs go.
+struct InputSet {
+    std::vector<TensorSpec> specs;
+    std::vector<std::vector<char>> blobs;
+    std::string outDir;
+};
+
+bool isDir(const std::string& path) {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool isFile(const std::string& path) {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// The input sets of in_dir: in_dir itself when it holds a manifest (outputs to out_dir), else in_dir/0,
+// in_dir/1, ... up to the first number without a manifest (outputs of set k to out_dir/k, created).  Every
+// set must list the same tensors (names, dtypes, shapes) as the first.
+std::vector<InputSet> readSets(const std::string& inDir, const std::string& outDir) {
+    std::vector<std::pair<std::string, std::string>> dirs;
+    if (isFile(inDir + "/manifest.txt")) {
+        dirs.emplace_back(inDir, outDir);
+    } else {
+        for (int k = 0; isFile(inDir + "/" + std::to_string(k) + "/manifest.txt"); ++k) {
+            dirs.emplace_back(inDir + "/" + std::to_string(k), outDir + "/" + std::to_string(k));
+        }
+    }
+    if (dirs.empty()) fail("no " + inDir + "/manifest.txt nor " + inDir + "/0/manifest.txt");
+    std::vector<InputSet> sets;
+    for (const auto& d : dirs) {
+        InputSet set;
+        set.specs = readManifest(d.first);
+        for (const auto& s : set.specs) set.blobs.push_back(readBlob(d.first, s));
+        set.outDir = d.second;
+        if (!sets.empty()) {
+            const auto& first = sets[0].specs;
+            bool same = first.size() == set.specs.size();
+            for (size_t i = 0; same && i < first.size(); ++i) {
+                same = first[i].name == set.specs[i].name && first[i].dtype == set.specs[i].dtype &&
+                       first[i].dims == set.specs[i].dims;
+            }
+            if (!same) fail(d.first + "/manifest.txt lists other tensors than " + dirs[0].first + "/manifest.txt");
+        }
+        if (d.second != outDir && ::mkdir(d.second.c_str(), 0755) != 0 && !isDir(d.second)) {
+            fail("cannot create " + d.second);
+        }
+        sets.push_back(std::move(set));
+    }
+    return sets;
+}
+
 std::string jsonString(const std::string& s) {
     std::string r = "\"";
     for (char c : s) {
@@ -180,6 +244,43 @@ std::string jsonNumbers(const std::vector<double>& values) {
         r += (i ? ", " : "") + std::string(buf);
     }
     return r + "]";
+}
+
+// One output, taken as host bytes right after its forward: its manifest line and its data.
+struct Taken {
+    std::string manifestLine;
+    std::vector<char> bytes;
+};
+
+// Write the outputs named by --outputs (taken, in that order) and their manifest into dir.
+void writeOutputs(const std::vector<Taken>& taken, const Options& o, const std::string& dir) {
+    std::string manifest;
+    for (size_t i = 0; i < taken.size(); ++i) {
+        const std::string path = dir + "/" + o.outputs[i] + ".bin";
+        std::ofstream out(path, std::ios::binary);
+        if (!out) fail("cannot write " + path);
+        out.write(taken[i].bytes.data(), static_cast<std::streamsize>(taken[i].bytes.size()));
+        if (!out) fail("cannot write " + path);
+        manifest += taken[i].manifestLine;
+    }
+    const std::string path = dir + "/manifest.txt";
+    std::ofstream out(path);
+    out << manifest;
+    if (!out) fail("cannot write " + path);
+}
+
+std::string timingJson(const std::vector<double>& opMs, const std::vector<double>& totalMs,
+                       const std::map<std::string, int>& counts, double phaseMs) {
+    std::string json = "{\"op_ms\": " + jsonNumbers(opMs) + ", \"total_ms\": " + jsonNumbers(totalMs) +
+                       ", \"op_types\": {";
+    bool first = true;
+    for (const auto& kv : counts) {
+        json += (first ? "" : ", ") + jsonString(kv.first) + ": " + std::to_string(kv.second);
+        first = false;
+    }
+    char phase[40];
+    std::snprintf(phase, sizeof phase, "%.9g", phaseMs);
+    return json + "}, \"phase_ms\": " + phase + "}\n";
 }
 
 }  // namespace mkb

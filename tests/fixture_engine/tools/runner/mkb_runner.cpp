@@ -3,18 +3,29 @@
 //   mkb_runner <model_file> <in_dir> <out_dir> --outputs y[,z] [--threads N] [--precision high|normal|low]
 //              [--warmup W] [--iterations N] [--op-types A,B|*] [--wait-go 0|1]
 //
-// in_dir/manifest.txt: one line per input "name dtype ndim d0 d1 ..." (dtype float32|int32); data in
-// in_dir/<name>.bin (raw little-endian, C order).  --iterations 0 (default): run once.  N > 0: W warm-up
-// runs, then N timed runs (inputs re-copied before each run) and out_dir/timing.json with
-// {"op_ms": [N values], "total_ms": [N values], "op_types": {"<type>": count per run}} where op_ms is the
-// summed wall time (ms) of executed ops whose type is in --op-types ("*" = all) and total_ms the whole
-// forward.  Outputs always go to out_dir/<name>.bin plus out_dir/manifest.txt (same line format).
+// An input set is a directory with manifest.txt, one line per input "name dtype ndim d0 d1 ..." (dtype
+// float32|int32), and <name>.bin per input (raw little-endian, C order).  in_dir is one set (in_dir/manifest.txt,
+// outputs to out_dir) or several, in_dir/0/, in_dir/1/, ... (outputs of set k to out_dir/k/).  --iterations 0
+// (default): one run per set, in order.  N > 0: W warm-up runs, then N timed runs (N >= S sets), run i on set
+// i % S, the outputs of each set's last timed run written, and out_dir/timing.json with
+// {"op_ms": [N values], "total_ms": [N values], "op_types": {"<type>": count per run}, "phase_ms": P} where
+// op_ms is the summed wall time (ms) of executed ops whose type is in --op-types ("*" = all), total_ms the whole
+// forward, phase_ms the wall time from reading "go" (without --wait-go, from the same point) to the end of the
+// timed runs; the clock is CLOCK_MONOTONIC read by the system call itself (a library cannot replace it).
+// Outputs go to <name>.bin plus manifest.txt (same line format).
 // --wait-go 1: after loading, print "mkb_runner: ready" on stdout and wait for the line "go" on stdin.
-// Exit status: 0 success, 2 bad command line, 3 load or run error or no "go" (message on stderr).
+// Around every run: inputs copied in and outputs filled with 0xFF bytes (NaN) before it; after it every input
+// must hold its bytes still, and the process may have no thread but the main one (the engine has no pool;
+// also checked before the first run).
+// Exit status: 0 success, 2 bad command line, 3 load or run error or no "go", 4 a run changed an input,
+// 5 a thread left running (message on stderr).
 #include <sys/stat.h>
 
-#include <chrono>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <ctime>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -28,7 +39,6 @@
 #include "core/Net.hpp"
 
 using namespace MNN;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -59,9 +69,38 @@ int usage(const char* why) {
     return 2;
 }
 
-int fail(const std::string& why) {
+int fail(const std::string& why, int code = 3) {
     std::fprintf(stderr, "mkb_runner: %s\n", why.c_str());
-    return 3;
+    return code;
+}
+
+// CLOCK_MONOTONIC (ms) by the syscall instruction: libc's clock_gettime (and syscall) may be replaced by a symbol
+// of the candidate's libMNN.so, which the runner's lookups reach before libc.
+double nowMs() {
+    struct timespec ts = {0, 0};
+#if defined(__x86_64__)
+    long ret;
+    __asm__ volatile("syscall" : "=a"(ret) : "a"(SYS_clock_gettime), "D"(CLOCK_MONOTONIC), "S"(&ts)
+                     : "rcx", "r11", "memory");
+#elif defined(__aarch64__)
+    register long x8 __asm__("x8") = SYS_clock_gettime;
+    register long x0 __asm__("x0") = CLOCK_MONOTONIC;
+    register long x1 __asm__("x1") = reinterpret_cast<long>(&ts);
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1) : "memory", "cc");
+#else
+    syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+#endif
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+int threadCount() {
+    std::ifstream status("/proc/self/status");
+    std::string key;
+    int n = -1;
+    while (status >> key) {
+        if (key == "Threads:" && (status >> n)) return n;
+    }
+    return -1;
 }
 
 bool parseInt(const char* s, int minValue, int* out) {
@@ -143,28 +182,71 @@ bool readInputs(const std::string& dir, Net* net, std::vector<InputData>* data, 
     return true;
 }
 
-bool writeOutputs(const Options& o, Net* net, std::string* err) {
-    mkdir(o.outDir.c_str(), 0755);
+struct Set {
+    std::vector<InputData> inputs;
+    std::string outDir;
+};
+
+// in_dir itself when it has a manifest, else in_dir/0, in_dir/1, ... (each output dir created)
+bool readSets(const Options& o, Net* net, std::vector<Set>* sets, std::string* err) {
+    struct stat st;
+    if (::stat((o.inDir + "/manifest.txt").c_str(), &st) == 0) {
+        sets->push_back({{}, o.outDir});
+        return readInputs(o.inDir, net, &sets->back().inputs, err);
+    }
+    for (int k = 0; ::stat((o.inDir + "/" + std::to_string(k) + "/manifest.txt").c_str(), &st) == 0; ++k) {
+        sets->push_back({{}, o.outDir + "/" + std::to_string(k)});
+        if (!readInputs(o.inDir + "/" + std::to_string(k), net, &sets->back().inputs, err)) return false;
+    }
+    if (sets->empty()) *err = "no " + o.inDir + "/manifest.txt nor " + o.inDir + "/0/manifest.txt";
+    return !sets->empty();
+}
+
+struct Taken {
     std::string manifest;
+    std::vector<std::vector<char>> bytes;
+};
+
+Taken take(const Options& o, Net* net) {
+    Taken t;
     for (const auto& name : o.outputs) {
-        const Tensor* t = net->getTensor(name);
-        std::string path = o.outDir + "/" + name + ".bin";
+        const Tensor* x = net->getTensor(name);
+        t.bytes.emplace_back(x->host<char>(), x->host<char>() + x->size());
+        t.manifest += name + " " + dataTypeName(x->type()) + " " + std::to_string(x->dimensions());
+        for (int d : x->shape()) t.manifest += " " + std::to_string(d);
+        t.manifest += "\n";
+    }
+    return t;
+}
+
+bool writeOutputs(const Options& o, const Taken& t, const std::string& dir, std::string* err) {
+    mkdir(dir.c_str(), 0755);
+    for (size_t i = 0; i < o.outputs.size(); ++i) {
+        std::string path = dir + "/" + o.outputs[i] + ".bin";
         FILE* f = std::fopen(path.c_str(), "wb");
-        if (f == nullptr || std::fwrite(t->host<char>(), 1, t->size(), f) != t->size() || std::fclose(f) != 0) {
+        if (f == nullptr || std::fwrite(t.bytes[i].data(), 1, t.bytes[i].size(), f) != t.bytes[i].size() ||
+            std::fclose(f) != 0) {
             *err = "cannot write " + path;
             return false;
         }
-        manifest += name + " " + dataTypeName(t->type()) + " " + std::to_string(t->dimensions());
-        for (int d : t->shape()) manifest += " " + std::to_string(d);
-        manifest += "\n";
     }
-    std::ofstream m(o.outDir + "/manifest.txt");
-    m << manifest;
+    std::ofstream m(dir + "/manifest.txt");
+    m << t.manifest;
     if (!m.good()) {
-        *err = "cannot write " + o.outDir + "/manifest.txt";
+        *err = "cannot write " + dir + "/manifest.txt";
         return false;
     }
     return true;
+}
+
+std::string jsonList(const std::vector<double>& v) {
+    std::string json = "[";
+    char buf[64];
+    for (size_t i = 0; i < v.size(); ++i) {
+        std::snprintf(buf, sizeof buf, "%s%.6f", i ? ", " : "", v[i]);
+        json += buf;
+    }
+    return json + "]";
 }
 
 }  // namespace
@@ -218,9 +300,15 @@ int main(int argc, char** argv) {
         for (const auto& n : net->outputNames()) known = known || n == name;
         if (!known) return fail("'" + name + "' is not an output of the model");
     }
-    std::vector<InputData> inputs;
-    if (!readInputs(o.inDir, net.get(), &inputs, &err)) return fail(err);
+    std::vector<Set> sets;
+    if (!readSets(o, net.get(), &sets, &err)) return fail(err);
+    if (o.iterations > 0 && static_cast<size_t>(o.iterations) < sets.size()) {
+        return usage("--iterations must be at least the number of input sets");
+    }
     if (!net->prepare(o.threads, o.precision, &err)) return fail("cannot prepare model: " + err);
+    mkdir(o.outDir.c_str(), 0755);
+    if (threadCount() < 0) return fail("cannot read the thread count from /proc/self/status");
+    if (threadCount() != 1) return fail("threads running before the first run (the engine has none)", 5);
     if (o.waitGo) {  // loaded and prepared: wait for the go of the timing phase
         std::printf("mkb_runner: ready\n");
         std::fflush(stdout);
@@ -229,61 +317,81 @@ int main(int argc, char** argv) {
             return fail("no \"go\" on stdin after \"ready\"");
         }
     }
+    const double phaseStart = nowMs();
 
-    auto copyInputs = [&]() {
-        for (const auto& in : inputs) std::memcpy(net->getTensor(in.name)->host<char>(), in.bytes.data(), in.bytes.size());
-    };
-    Clock::time_point opStart;
-    double opMs = 0.0;
+    double opStart = 0.0, opMs = 0.0;
     std::map<std::string, int> opCounts;
-    Net::OpCallback before = [&](const Op&) { opStart = Clock::now(); };
+    Net::OpCallback before = [&](const Op&) { opStart = nowMs(); };
     Net::OpCallback after = [&](const Op& op) {
-        double ms = std::chrono::duration<double, std::milli>(Clock::now() - opStart).count();
+        double ms = nowMs() - opStart;
         const char* type = opTypeName(op.type);
         opCounts[type] += 1;
         if (o.opTypes.empty() || o.opTypes.count(type)) opMs += ms;
     };
+    // one run on set k: inputs in, outputs poisoned; afterwards inputs unchanged and no thread left
+    int runs = 0;
+    auto once = [&](const Set& set, bool timed, double* totalMs) -> int {
+        for (const auto& in : set.inputs) std::memcpy(net->getTensor(in.name)->host<char>(), in.bytes.data(), in.bytes.size());
+        for (const auto& name : o.outputs) {
+            bool isInput = false;
+            for (const auto& in : set.inputs) isInput = isInput || in.name == name;
+            Tensor* t = net->getTensor(name);
+            if (!isInput) std::memset(t->host<char>(), 0xFF, t->size());
+        }
+        double start = nowMs();
+        bool ok = timed ? net->run(before, after, &err) : net->run(nullptr, nullptr, &err);
+        if (totalMs != nullptr) *totalMs = nowMs() - start;
+        if (!ok) return fail("run failed: " + err);
+        ++runs;
+        for (const auto& in : set.inputs) {
+            if (std::memcmp(net->getTensor(in.name)->host<char>(), in.bytes.data(), in.bytes.size()) != 0) {
+                return fail("input '" + in.name + "' was modified by run " + std::to_string(runs), 4);
+            }
+        }
+        int threads = threadCount();
+        if (threads != 1) {
+            return fail(std::to_string(threads) + " threads after run " + std::to_string(runs) +
+                        " (the engine has none but the main one): a thread was left running", 5);
+        }
+        return 0;
+    };
 
     if (o.iterations == 0) {
-        copyInputs();
-        if (!net->run(nullptr, nullptr, &err)) return fail("run failed: " + err);
-        return writeOutputs(o, net.get(), &err) ? 0 : fail(err);
+        for (const auto& set : sets) {
+            if (int rc = once(set, false, nullptr)) return rc;
+            if (!writeOutputs(o, take(o, net.get()), set.outDir, &err)) return fail(err);
+        }
+        return 0;
     }
     for (int i = 0; i < o.warmup; ++i) {
-        copyInputs();
-        if (!net->run(nullptr, nullptr, &err)) return fail("warm-up run failed: " + err);
+        if (int rc = once(sets[i % sets.size()], false, nullptr)) return rc;
     }
     std::vector<double> opTimes, totalTimes;
+    std::vector<Taken> last(sets.size());
     for (int i = 0; i < o.iterations; ++i) {
-        copyInputs();
         opMs = 0.0;
         opCounts.clear();
-        Clock::time_point start = Clock::now();
-        if (!net->run(before, after, &err)) return fail("timed run failed: " + err);
-        totalTimes.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+        double total = 0.0;
+        if (int rc = once(sets[i % sets.size()], true, &total)) return rc;
+        totalTimes.push_back(total);
         opTimes.push_back(opMs);
+        if (static_cast<size_t>(o.iterations - i) <= sets.size()) last[i % sets.size()] = take(o, net.get());
     }
-    if (!writeOutputs(o, net.get(), &err)) return fail(err);
-    std::string json = "{\"op_ms\": [";
-    char buf[64];
-    for (size_t i = 0; i < opTimes.size(); ++i) {
-        std::snprintf(buf, sizeof buf, "%s%.6f", i ? ", " : "", opTimes[i]);
-        json += buf;
-    }
-    json += "], \"total_ms\": [";
-    for (size_t i = 0; i < totalTimes.size(); ++i) {
-        std::snprintf(buf, sizeof buf, "%s%.6f", i ? ", " : "", totalTimes[i]);
-        json += buf;
-    }
-    json += "], \"op_types\": {";
+    const double phaseMs = nowMs() - phaseStart;
+    std::string json = "{\"op_ms\": " + jsonList(opTimes) + ", \"total_ms\": " + jsonList(totalTimes) +
+                       ", \"op_types\": {";
     bool first = true;
     for (const auto& kv : opCounts) {
         json += (first ? "\"" : ", \"") + kv.first + "\": " + std::to_string(kv.second);
         first = false;
     }
-    json += "}}\n";
+    char phase[64];
+    std::snprintf(phase, sizeof phase, "}, \"phase_ms\": %.6f}\n", phaseMs);
     std::ofstream t(o.outDir + "/timing.json");
-    t << json;
+    t << json << phase;
     if (!t.good()) return fail("cannot write " + o.outDir + "/timing.json");
+    for (size_t k = 0; k < sets.size(); ++k) {
+        if (!writeOutputs(o, last[k], sets[k].outDir, &err)) return fail(err);
+    }
     return 0;
 }

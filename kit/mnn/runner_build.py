@@ -1,0 +1,98 @@
+"""Compile the kit's runner (``runner/mkb_runner.cpp``, protocol in :mod:`kit.mnn.runner`) against an MNN tree's
+public headers and a build directory's libraries, cached by a key of everything the binary depends on."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from kit import proc
+
+#: the runner's C++ source, shipped inside the package (it includes ``mkb_io.hpp`` and ``mkb_guard.hpp`` beside it)
+RUNNER_SOURCE = Path(__file__).with_name("runner") / "mkb_runner.cpp"
+#: every file the runner is compiled from
+RUNNER_FILES = (RUNNER_SOURCE, RUNNER_SOURCE.with_name("mkb_io.hpp"), RUNNER_SOURCE.with_name("mkb_guard.hpp"))
+#: flags of the single compiler invocation (besides include/library paths)
+CXX_FLAGS = ("-O2", "-std=c++17", "-pthread")
+
+
+class RunnerBuildError(RuntimeError):
+    """The runner did not compile or link; ``proc`` holds the compiler's output."""
+
+    def __init__(self, message: str, result: proc.ProcResult | None = None):
+        super().__init__(message)
+        self.proc = result
+
+
+def _libraries(build_dir: Path) -> tuple[Path, Path]:
+    mnn = build_dir / "libMNN.so"
+    express = build_dir / "express" / "libMNN_Express.so"
+    for lib in (mnn, express):
+        if not lib.is_file():
+            raise FileNotFoundError(
+                f"{lib} not found: build the MNN targets MNN and MNN_Express in {build_dir} first"
+            )
+    return mnn, express
+
+
+def runner_key(src_root: Path, build_dir: Path, compiler: str = "g++") -> str:
+    """sha256 (hex) of everything the runner binary depends on: its sources, the public headers' path, the
+    library paths, the compiler and the flags."""
+    h = hashlib.sha256()
+    for path in RUNNER_FILES:
+        h.update(path.read_bytes())
+    for part in (
+        str(Path(src_root).resolve() / "include"),
+        str(Path(build_dir).resolve()),
+        compiler,
+        *CXX_FLAGS,
+    ):
+        h.update(b"\0" + part.encode())
+    return h.hexdigest()
+
+
+def build_runner(
+    src_root: Path, build_dir: Path, out: Path, timeout_s: float = 120.0, *, compiler: str = "g++"
+) -> Path:
+    """Compile ``mkb_runner`` against ``src_root/include`` and ``build_dir``'s ``libMNN.so`` and
+    ``express/libMNN_Express.so`` with one compiler invocation; the binary's RUNPATH names both library dirs.
+
+    Skipped when ``out`` exists and its key file (``out`` + ``.key``, see :func:`runner_key`) matches.
+    The binary is written to a temporary name and renamed, so concurrent builders never see half a file.
+
+    Returns:
+        ``out``.
+    Raises:
+        FileNotFoundError: the headers or the libraries are missing.
+        RunnerBuildError: the compiler failed or timed out (message and ``.proc`` carry its output).
+    """
+    src_root, build_dir, out = Path(src_root).resolve(), Path(build_dir).resolve(), Path(out)
+    include = src_root / "include"
+    if not (include / "MNN" / "expr" / "Module.hpp").is_file():
+        raise FileNotFoundError(
+            f"{include}/MNN/expr/Module.hpp not found: {src_root} is not an MNN source tree"
+        )
+    _libraries(build_dir)
+    key = runner_key(src_root, build_dir, compiler)
+    key_file = out.with_name(out.name + ".key")
+    if out.is_file() and key_file.is_file() and key_file.read_text().strip() == key:
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    argv = [
+        compiler, *CXX_FLAGS, f"-I{include}", str(RUNNER_SOURCE), "-o", str(tmp),
+        f"-L{build_dir}", f"-L{build_dir / 'express'}", "-lMNN_Express", "-lMNN",
+        "-Wl,--enable-new-dtags", f"-Wl,-rpath,{build_dir}:{build_dir / 'express'}",
+    ]  # fmt: skip
+    try:
+        result = proc.run(argv, cwd=out.parent, timeout_s=timeout_s)
+    except FileNotFoundError as e:
+        raise RunnerBuildError(f"compiler {compiler!r} not found") from e
+    if not result.ok or not tmp.is_file():
+        tmp.unlink(missing_ok=True)
+        what = "timed out" if result.timed_out else f"failed (exit {result.returncode})"
+        raise RunnerBuildError(f"building mkb_runner {what}:\n{result.output}", result)
+    os.replace(tmp, out)
+    key_file.write_text(key + "\n")
+    return out

