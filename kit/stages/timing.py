@@ -165,6 +165,9 @@ def _protocol(what: str) -> Iterator[None]:
 def _check(res: mrunner.RunResult, what: str) -> None:
     fail = process_failure(res.proc, f"{what} timing run")
     if fail is not None:
+        if fail.kind in (ErrorKind.INPUT_MODIFIED, ErrorKind.THREADS_LEFT):
+            # the runner's own verdicts on the kernel, whenever it misbehaves: as in verification (not correct)
+            raise fail
         # the candidate already passed verification: a failure now is a timing failure (flaky crash counts too)
         raise StageFailure(Status.TIMING_FAILED, fail.kind, fail.message, signal=fail.signal)
 
@@ -266,7 +269,8 @@ def check_timed_outputs(task: Task, runs: list[mrunner.RunResult], seeds: list[i
     ONNX Runtime (``refs``: references computed elsewhere), as verification does (the task's tolerance).
 
     Raises:
-        StageFailure: TIMING_FAILED (``timed_output_mismatch``) naming the first wrong round and set.
+        StageFailure: VERIFY_MISMATCH (``timed_output_mismatch``: the kernel is wrong when timed, so not
+            functionally correct) naming the first wrong round and set.
     """
     out_names = [o.name for o in task.outputs]
     expected = [reference(task, seed, one, refs) for seed, one in zip(seeds, inputs)]
@@ -274,7 +278,7 @@ def check_timed_outputs(task: Task, runs: list[mrunner.RunResult], seeds: list[i
            if not (trial := trial_verdict(task, seed, threads, outputs, ref, out_names)[0]).ok]
     if bad:
         r, seed, trial = bad[0]
-        raise StageFailure(Status.TIMING_FAILED, ErrorKind.TIMED_OUTPUT_MISMATCH,
+        raise StageFailure(Status.VERIFY_MISMATCH, ErrorKind.TIMED_OUTPUT_MISMATCH,
                            f"the outputs of the timed runs differ from ONNX Runtime in {len(bad)} of "
                            f"{len(runs) * len(seeds)} (round, input set) pairs; first: round {r}, seed {seed}: "
                            f"{trial.reason}")
