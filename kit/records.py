@@ -66,6 +66,9 @@ class ErrorKind(enum.StrEnum):
     THREADS_LEFT = "threads_left"  # a thread of the candidate was still running after a forward (runner exit 5)
     CLOCK_MISMATCH = "clock_mismatch"  # the runner's clock disagrees with the kit's about a timing run's length
     TIMED_OUTPUT_MISMATCH = "timed_output_mismatch"  # the outputs of the timed runs differ from ONNX Runtime
+    # a target op type the native model executes never ran in the candidate's (its converter or geometry routed
+    # around its own kernel: the outputs were right, but not its work)
+    NOT_EXECUTED = "not_executed"
 
 
 class Diagnostic(BaseModel):

@@ -1,5 +1,6 @@
 """kit.proc.reaper: a SIGKILLed driver's marked processes (daemons that ignore SIGTERM, and one started late
-by a dying parent) are killed; a driver that closes its reaper stays alive, its marked children do not."""
+by a dying parent) and its descendants that lost their mark are killed; a driver that closes its reaper stays
+alive, its marked children do not."""
 
 from __future__ import annotations
 
@@ -31,6 +32,18 @@ time.sleep(300)
 """
 
 
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+def _alive(pid: int) -> bool:
+    """Running or sleeping: not gone and not a zombie (an orphan's zombie waits for whoever reaps orphans here)."""
+    return _state(pid) not in ("gone", "Z", "X")
+
+
 def _driver(mode: str) -> tuple[subprocess.Popen[str], str]:
     p = subprocess.Popen([sys.executable, "-c", DRIVER, mode], stdout=subprocess.PIPE, text=True,
                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
@@ -59,6 +72,45 @@ def test_a_sigkilled_driver_leaves_no_marked_process():
     finally:
         for pid in reaper.marked(mark):
             os.kill(pid, signal.SIGKILL)
+        if p.poll() is None:
+            p.kill()
+
+
+#: a driver with a daemon (its own session) that starts a child ignoring SIGTERM, both with their environment wiped
+#: (as a process renaming itself may wipe it): like Ray's raylet and its agents
+UNMARKED = r"""
+import os, subprocess, sys, time
+from kit.proc import reaper
+r = reaper.start()
+subprocess.Popen(["env", "-i", "sh", "-c", "(trap '' TERM; exec sleep 300) & echo $!; exec sleep 300"],
+                 stdout=open(sys.argv[1], "w"), start_new_session=True)
+print(r.mark, flush=True)
+time.sleep(300)
+"""
+
+
+def test_a_descendant_that_lost_its_mark_is_still_killed(tmp_path):
+    pid_file = tmp_path / "daemon.pid"
+    p = subprocess.Popen([sys.executable, "-c", UNMARKED, str(pid_file)], stdout=subprocess.PIPE, text=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    daemon = None
+    try:
+        assert p.stdout is not None and p.stdout.readline().strip()
+        deadline = time.monotonic() + 10
+        while not pid_file.read_text().strip() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        daemon = int(pid_file.read_text())
+        assert b"MKB_SESSION_MARK" not in Path(f"/proc/{daemon}/environ").read_bytes()
+        time.sleep(3 * reaper.FOLLOW_S)  # the reaper has seen it as a descendant by now
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(10)
+        deadline = time.monotonic() + 30
+        while _alive(daemon) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(daemon), f"the unmarked daemon outlived the killed driver: {_state(daemon)}"
+    finally:
+        if daemon is not None and _alive(daemon):
+            os.kill(daemon, signal.SIGKILL)
         if p.poll() is None:
             p.kill()
 

@@ -1,20 +1,25 @@
-"""A reaper: when a process dies, however (SIGKILL included), kill every process it left behind that carries its
-mark.
+"""A reaper: when a process dies, however (SIGKILL included), kill every process it left behind.
 
 Ray's embedded instance outlives a driver that is SIGKILLed: the raylet and GCS share its fate, but the
 dashboard and runtime-env agents stayed alive for minutes and ignored SIGTERM (measured with Ray 2.60 on 2 cores).
-The driver puts a mark into its environment before it starts Ray (:func:`start`): every process started from
-then on inherits it (Ray's daemons, the workers, their compilers and runners).  The reaper is a small process of
-its own that holds the read end of a pipe whose only write end the driver holds; when the driver dies the pipe
-closes, and the reaper SIGKILLs every process whose environment carries the mark (``/proc/<pid>/environ``), then
-exits.  A driver that ends normally closes the pipe itself (:meth:`Reaper.close`) after shutting Ray down.
+The reaper is a small process of its own that holds the read end of a pipe whose only write end the driver holds;
+when the driver dies the pipe closes, and the reaper SIGKILLs what the driver left, then exits.  A driver that
+ends normally closes the pipe itself (:meth:`Reaper.close`) after shutting Ray down.
 
-Run as ``python -m kit.proc.reaper MARK`` (it imports nothing of the kit).
+What the driver left is known two ways.  The driver puts a mark into its environment before it starts Ray
+(:func:`start`): every process started from then on inherits it (``/proc/<pid>/environ``).  But a process that
+renames itself (Ray's agents and workers: ``ray::DashboardAgent``) may overwrite that memory: on a loaded
+2-core machine the two agents outlived a killed driver unmarked (parent 1) in 5 of 24 runs.  So while the driver
+lives the reaper also follows its descendants (parent links, every :data:`FOLLOW_S`, each known with its start
+time so a reused pid is never taken for one), and kills those too when the driver has died.
+
+Run as ``python -m kit.proc.reaper MARK DRIVER_PID`` (it imports nothing of the kit).
 """
 
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -23,6 +28,8 @@ import uuid
 
 #: the environment variable that marks the processes of one driver session
 MARK_VAR = "MKB_SESSION_MARK"
+#: seconds between two looks at the driver's descendants (a scan of /proc: a few ms)
+FOLLOW_S = 0.5
 
 
 def marked(mark: str, exclude: set[int] | None = None) -> list[int]:
@@ -41,16 +48,54 @@ def marked(mark: str, exclude: set[int] | None = None) -> list[int]:
     return out
 
 
-def reap(mark: str, quiet_s: float = 1.0, limit_s: float = 30.0, spare: int | None = None) -> int:
-    """SIGKILL every marked process but ``spare`` until none has been seen for ``quiet_s`` (a dying daemon may
-    still start one more process: three passes 50 ms apart once left two alive, in a full test run beside
-    another on a loaded 2-core machine), at most ``limit_s``; returns how many were killed."""
+def _stat(pid: int) -> tuple[int, int] | None:
+    """(parent pid, start time in clock ticks) of ``pid``, None if it is gone or a zombie (dead, not yet waited
+    for: a SIGKILLed driver stays one until its parent reaps it)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return None if fields[0] in (b"Z", b"X") else (int(fields[1]), int(fields[19]))
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class Family:
+    """The descendants of ``root`` seen so far (pid → start time), followed by :meth:`update`: a process is one
+    when its parent is ``root`` or one already known (the same start time), and stays one after it is orphaned."""
+
+    def __init__(self, root: int, exclude: set[int]) -> None:
+        self.root, self.exclude, self.known = root, exclude, {}
+
+    def update(self) -> None:
+        table = {}
+        for d in os.scandir("/proc"):
+            if d.name.isdigit() and int(d.name) not in self.exclude and (st := _stat(int(d.name))) is not None:
+                table[int(d.name)] = st
+        self.known = {p: t for p, t in self.known.items() if p in table and table[p][1] == t}
+        grown = True
+        while grown:
+            grown = False
+            for pid, (ppid, start) in table.items():
+                if pid not in self.known and (ppid == self.root or ppid in self.known):
+                    self.known[pid] = start
+                    grown = True
+
+    def alive(self) -> list[int]:
+        self.update()
+        return list(self.known)
+
+
+def reap(mark: str, quiet_s: float = 1.0, limit_s: float = 30.0, spare: int | None = None,
+         family: Family | None = None) -> int:
+    """SIGKILL every marked process but ``spare``, and every one of ``family``, until none has been seen for
+    ``quiet_s`` (a dying daemon may still start one more process), at most ``limit_s``; returns how many were
+    killed."""
     killed = 0
     me = {os.getpid()} | ({spare} if spare is not None else set())
     deadline = time.monotonic() + limit_s
     quiet_since = time.monotonic()
     while time.monotonic() < deadline and time.monotonic() - quiet_since < quiet_s:
-        pids = marked(mark, me)
+        pids = set(marked(mark, me)) | (set(family.alive()) - me if family is not None else set())
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -98,12 +143,21 @@ def start() -> Reaper:
 
 def _main(mark: str, driver: int) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a ^C to the driver's terminal is not ours to act on
+    started = _stat(driver)
+    family = Family(driver, {os.getpid()})
+    stdin = sys.stdin.buffer.raw
     try:
-        while sys.stdin.buffer.read(65536):
-            pass
+        while True:
+            family.update()
+            if select.select([stdin], [], [], FOLLOW_S)[0] and not stdin.read(65536):
+                break  # the pipe closed: the driver closed it, or died
     except OSError:
         pass
-    reap(mark, spare=driver)  # a driver that closed the pipe itself is alive and stays so
+    now = _stat(driver)
+    if now is not None and started is not None and now[1] == started[1]:
+        reap(mark, spare=driver)  # closed by a driver that lives on: only what carries the mark
+    else:
+        reap(mark, family=family)  # the driver died: the marked processes and every descendant it had
     return 0
 
 

@@ -291,6 +291,32 @@ def _samples(runs: list[mrunner.RunResult], basis: str) -> tuple[np.ndarray, np.
     return np.asarray([x for v in vals for x in v], dtype=np.float64), np.asarray(rounds, dtype=np.int64)
 
 
+def check_executed(task: Task, candidate: dict[str, int], native: dict[str, int] | None) -> None:
+    """Proof that the candidate's kernel ran: every target op type (``task.mnn_op_types``) that the native model
+    executes must execute in the candidate's model too (``candidate``, ``native``: op type → ops executed per
+    forward, the runner's per-op profile; ``native`` None without a native side: then at least one target type).
+    How often is not compared: a geometry that fuses two Rasters into one is an optimization.  A task whose
+    targets are ``"*"`` names no op type of its own and is not checked.
+
+    Raises:
+        StageFailure: VERIFY_MISMATCH (``not_executed``) naming the missing op types and what ran instead."""
+    targets = [t for t in task.mnn_op_types if t != "*"]
+    if not targets:
+        return
+    if native is not None:
+        missing = [t for t in targets if native.get(t, 0) > 0 and candidate.get(t, 0) == 0]
+    else:
+        missing = targets if not any(candidate.get(t, 0) for t in targets) else []
+    if missing:
+        ran = ", ".join(f"{k} x{v}" for k, v in sorted(candidate.items())) or "nothing"
+        native_ran = (f" (the native model runs {', '.join(f'{t} x{native[t]}' for t in missing)})"
+                      if native is not None else "")
+        raise StageFailure(Status.VERIFY_MISMATCH, ErrorKind.NOT_EXECUTED,
+                           f"the task's target op types {missing} did not execute in the candidate's model"
+                           f"{native_ran}; it ran {ran} per forward: its kernel did not do the work (routed "
+                           "around by its converter or geometry)")
+
+
 def _outcome(task: Task, cand_runs: list[mrunner.RunResult], nat_runs: list[mrunner.RunResult],
              opts: TimingOptions) -> TimingOutcome:
     """Round medians, speedup and its interval (op basis unless the sides ran different op types), and the
@@ -298,6 +324,7 @@ def _outcome(task: Task, cand_runs: list[mrunner.RunResult], nat_runs: list[mrun
 
     Raises:
         StageFailure: TIMING_FAILED when the candidate's op time is zero or invalid."""
+    check_executed(task, cand_runs[0].op_types, nat_runs[0].op_types if nat_runs else None)
     basis = "model" if nat_runs and cand_runs[0].op_types != nat_runs[0].op_types else "op"
     cs, cr = _samples(cand_runs, basis)
     cmed = sspeedup.round_medians(cs, cr) if cs.size else np.empty(0)
