@@ -71,6 +71,11 @@ def _path_chars(path: str) -> str:
 
 
 REJECT = "rejected_input"
+#: a body that runs the kernel itself (a nested call of onExecute, which skips this code) between ``before`` (may
+#: return early) and ``after``; ``out``/``n`` are the output and its size, ``memo`` a vector kept across calls
+_AROUND = ("static std::vector<int32_t> memo; static bool inner = false; int32_t* out = outputs[0]->host<int32_t>(); "
+           "size_t n = (size_t)outputs[0]->elementSize(); if (!inner) {{ {before} inner = true; "
+           "ErrorCode e = onExecute(inputs, outputs); inner = false; {after} return e; }}")
 _ESC = str(ESCAPE_DIR)
 
 #: the honest kernel beside the hostile ones: the task's best-of-k score must be its own
@@ -141,6 +146,20 @@ CASES: tuple[Case, ...] = (
               "std::abort();", klass="runtime"),
     Case("starts_a_thread", Expect("ok", flags=("threads",)), top="#include <thread>",
          body="static bool once = [] { std::thread([] {}).join(); return true; }(); (void)once;", klass="runtime"),
+    # -- runtime cheats the runner's checks catch (several input sets per process, inputs compared after every
+    # forward, outputs poisoned before it, threads counted, the timed outputs compared) --------------------------
+    Case("caches_its_first_result", Expect("verify_mismatch", "value"), top="#include <algorithm>\n#include <vector>",
+         body=_AROUND.format(before="if (memo.size() == n) { std::copy(memo.begin(), memo.end(), out); "
+                                    "return NO_ERROR; }", after="memo.assign(out, out + n);"), klass="runtime"),
+    Case("writes_its_input", Expect("verify_mismatch", "input_modified"), top="#include <vector>",
+         body=_AROUND.format(before="", after="inputs[0]->host<float>()[0] = 1e30f; (void)memo;"), klass="runtime"),
+    Case("correct_only_on_its_first_call", Expect("verify_mismatch"),
+         body="static int calls = 0; if (++calls > 1) return NO_ERROR;", klass="runtime"),
+    Case("correct_for_its_first_3_calls", Expect("verify_mismatch", "timed_output_mismatch"),
+         body="static int calls = 0; if (++calls > 3) return NO_ERROR;", klass="runtime"),
+    Case("leaves_a_thread_running", Expect("runtime_crash", "threads_left"), top="#include <chrono>\n#include <thread>",
+         body="static bool once = [] { std::thread([] { for (;;) std::this_thread::sleep_for(std::chrono::seconds(1)); "
+              "}).detach(); return true; }(); (void)once;", klass="runtime"),
     Case("drops_its_registration", Expect("compile_error", "missing_symbol", reason="no longer registers"),
          drop="REGISTER_CPU_OP_CREATOR(CPUArgMaxCreator, OpType_ArgMax);", klass="runtime"),
     # -- bad inputs ------------------------------------------------------------------------------------------------
