@@ -54,7 +54,7 @@ def _where(worker: Worker) -> Where:
 def run_job(job: Job, worker: Worker) -> Record:
     """Evaluate one job in ``worker``'s workspace and return its record (never raises for a candidate's
     failure; a fault of the kit itself becomes a ``harness_error`` record with the traceback)."""
-    rec = _guarded(job, _where(worker), Outcome(), lambda scratch, out: _stages(job, worker, scratch, out),
+    rec = _guarded(job, _where(worker), Outcome(), _checked(worker, lambda scratch, out: _stages(job, worker, scratch, out)),
                    worker.scratch)
     assert isinstance(rec, Record)
     return rec
@@ -65,8 +65,8 @@ def build_job(job: Job, worker: Worker) -> Record | Built:
     register, build, convert and verify here (this node runs the build's architecture), then pack what
     timing needs (:class:`~kit.artefacts.Built`).  Returns the final :class:`Record` instead when the job
     ends here (a failure, or ``timing.enabled = false``).  Never raises for a candidate's failure."""
-    return _guarded(job, _where(worker), Outcome(), lambda scratch, out: _build_for_shipping(job, worker, scratch, out),
-                    worker.scratch)
+    return _guarded(job, _where(worker), Outcome(),
+                    _checked(worker, lambda scratch, out: _build_for_shipping(job, worker, scratch, out)), worker.scratch)
 
 
 def time_job(job: Job, built: Built, timer: Timer) -> Record:
@@ -87,6 +87,16 @@ def time_job(job: Job, built: Built, timer: Timer) -> Record:
 #: a job's body: ``body(scratch, outcome)`` fills ``outcome`` stage by stage; returns the artefacts to ship,
 #: or None when the job ends here
 Body = Callable[[Path, Outcome], "Built | None"]
+
+
+def _checked(worker: Worker, body: Body) -> Body:
+    """``body``, then the workspace checked (:func:`kit.stages.build.check_after_job`) however it ended."""
+    def run(scratch: Path, out: Outcome) -> Built | None:
+        try:
+            return body(scratch, out)
+        finally:
+            sbuild.check_after_job(worker.workspace, out.flags)
+    return run
 
 
 def _guarded(job: Job, where: Where, outcome: Outcome, body: Body, scratch_root: Path | None = None) -> Record | Built:

@@ -268,3 +268,28 @@ def test_the_native_baseline_is_sealed(tmp_path):
     files[0].write_bytes(b"patched")
     with pytest.raises(BaselineChanged, match="libMNN.so changed since this worker first used it"):
         seal.check(files)
+
+
+def test_after_a_job_what_a_run_wrote_into_sources_or_build_is_removed_and_flagged(setup):
+    """Without the sandbox (``sandbox.mode = "none"``) a candidate's run can write into its workspace: the
+    check after the job finds the file in the sources and the files written into the build directory after the
+    job's build, removes them, and flags the record; the build's own outputs stay."""
+    from kit.records import Flag
+    from kit.stages.build import WORKSPACE_CHANGED, check_after_job
+
+    _, pristine, ws = setup
+    ws.build.mkdir(exist_ok=True)
+    (ws.build / "libMNN.so").write_bytes(b"built")
+    ws.built_ns = time.time_ns()  # the job's build ends here
+    time.sleep(0.01)
+    (ws.build / "planted.bin").write_bytes(b"x")  # what its runs wrote
+    (ws.src / "source" / "planted.txt").write_text("x")
+    flags: list[Flag] = []
+    check_after_job(ws, flags)
+    assert [f.code for f in flags] == [WORKSPACE_CHANGED]
+    assert "build/planted.bin" in flags[0].reason and "src/source/planted.txt" in flags[0].reason
+    assert not (ws.build / "planted.bin").exists() and (ws.build / "libMNN.so").read_bytes() == b"built"
+    assert tree_digest(ws.src) == pristine.digest
+    flags.clear()
+    check_after_job(ws, flags)  # a clean workspace: no flag
+    assert flags == []

@@ -39,7 +39,8 @@ def sandbox_cost(task_id: str | None, repeats: int) -> int:
             for i in range(repeats + 1):  # the first round warms both (ccache, native model)
                 for mode, cfg in cfgs.items():
                     worker.cfg = cfg
-                    worker.__dict__.pop("settings", None)  # the stage options follow the config
+                    for cached in ("settings", "timing"):  # the stage options (timing's too) follow the config
+                        worker.__dict__.pop(cached, None)
                     job = Job(task, "bench", "correct", f"{mode}{i}", cfg.digest(), files=files)
                     t = time.monotonic()
                     rec = run_job(job, worker)

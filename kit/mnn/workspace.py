@@ -42,6 +42,8 @@ class Workspace:
     root: Path
     pristine: Pristine
     _lock_fd: int | None = field(default=None, repr=False)
+    #: when the last build in this workspace ended (``time.time_ns()``; None: none in this process)
+    built_ns: int | None = field(default=None, repr=False)
 
     @property
     def src(self) -> Path:
@@ -101,6 +103,25 @@ class Workspace:
             dest.unlink()
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(self.pristine.root / rel, dest)
+
+    def remove_written_since_build(self) -> list[str]:
+        """Delete the files of ``build`` written after the last build ended (:attr:`built_ns`: nothing the kit
+        runs afterwards writes there, so such a file is something a run left) and return their paths relative
+        to ``build``; the next build remakes any of its own outputs among them.  Nothing without a build.
+        (~870 files for MNN: a few ms.)"""
+        if self.built_ns is None or not self.build.is_dir():
+            return []
+        found = []
+        for dirpath, _, names in os.walk(self.build):
+            for name in names:
+                path = os.path.join(dirpath, name)
+                try:
+                    if os.lstat(path).st_mtime_ns > self.built_ns:
+                        os.unlink(path)
+                        found.append(os.path.relpath(path, self.build))
+                except OSError:
+                    continue
+        return sorted(found)
 
     def check_and_repair(self) -> list[str]:
         """Make ``src`` equal to the pristine tree; return the relative paths repaired.

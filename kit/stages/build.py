@@ -7,6 +7,7 @@ converter built from them) and restores the workspace's sources after it, whatev
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
@@ -67,6 +68,20 @@ def candidate_in(ws: Workspace, task: Task, files: Mapping[str, str],
                               f"the pristine tree (restored): {', '.join(changed[:5])}"))
 
 
+def check_after_job(ws: Workspace, flags: list[Flag]) -> None:
+    """The workspace after a job, whatever its end: its sources repaired to the pristine tree's, the files
+    written into its build directory since the job's build removed (:meth:`Workspace.remove_written_since_build`),
+    and either flagged :data:`WORKSPACE_CHANGED` (the sandbox shows neither to a run; without it, this is where
+    a planted file is caught).
+
+    Raises:
+        kit.mnn.workspace.WorkspaceError: a pristine file changed (a harness fault)."""
+    changed = [f"src/{p}" for p in ws.check_and_repair()] + [f"build/{p}" for p in ws.remove_written_since_build()]
+    if changed:
+        flags.append(Flag(code=WORKSPACE_CHANGED, reason="after the job the workspace differed from what the kit "
+                          f"left (repaired): {', '.join(changed[:5])}" + (" ..." if len(changed) > 5 else "")))
+
+
 def originals(ws: Workspace, task: Task, files: Mapping[str, str]) -> dict[str, str]:
     """The pristine text of the files ``files`` replace (MNN-relative path → text; new files have none)."""
     out = {}
@@ -95,7 +110,10 @@ def build(ws: Workspace, swap: register.Swap, opts: mbuild.BuildOptions,
         kit.mnn.build.ConfigureError: the re-configure failed (a harness fault).
     """
     with hold():
-        b = mbuild.build(ws, opts, timeout_s=opts.candidate_timeout_s)
+        try:
+            b = mbuild.build(ws, opts, timeout_s=opts.candidate_timeout_s)
+        finally:
+            ws.built_ns = time.time_ns()  # what is written into the build directory after this is no build's
     outcome = BuildOutcome(
         build_s=b.wall_s + b.configure_s,
         diagnostics=tuple(relevant(b.diagnostics, swap, b.ok and not b.timed_out)),
