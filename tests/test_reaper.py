@@ -101,7 +101,7 @@ def test_a_descendant_that_lost_its_mark_is_still_killed(tmp_path):
             time.sleep(0.05)
         daemon = int(pid_file.read_text())
         assert b"MKB_SESSION_MARK" not in Path(f"/proc/{daemon}/environ").read_bytes()
-        time.sleep(3 * reaper.FOLLOW_S)  # the reaper has seen it as a descendant by now
+        time.sleep(10 * reaper.FOLLOW_S)  # the reaper (following since start() returned) has seen it by now
         os.kill(p.pid, signal.SIGKILL)
         p.wait(10)
         deadline = time.monotonic() + 30
