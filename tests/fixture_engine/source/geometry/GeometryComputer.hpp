@@ -15,7 +15,9 @@ namespace MNN {
 // Raster regions: the "region" int attribute is a flat list of groups of kRegionInts ints:
 //   srcOffset, srcStride[3], dstOffset, dstStride[3], size[3]
 // Element (i, j, k) < size is copied from src[srcOffset + i*srcStride0 + j*srcStride1 + k*srcStride2]
-// to dst[dstOffset + i*dstStride0 + j*dstStride1 + k*dstStride2].  Input 0 is the source.
+// to dst[dstOffset + i*dstStride0 + j*dstStride1 + k*dstStride2].  Input 0 is the source, unless the optional
+// "origin" int attribute (one input index per region, MNN's Region::origin) names another: a Raster with
+// regions of several inputs concatenates or stacks them, as MNN's does.
 constexpr int kRegionInts = 11;
 
 struct CommandBuffer {

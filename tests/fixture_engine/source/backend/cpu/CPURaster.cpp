@@ -4,14 +4,18 @@
 
 namespace MNN {
 
-CPURaster::CPURaster(Backend* backend, std::vector<int> regions) : Execution(backend), mRegions(std::move(regions)) {}
+CPURaster::CPURaster(Backend* backend, std::vector<int> regions, std::vector<int> origins)
+    : Execution(backend), mRegions(std::move(regions)), mOrigins(std::move(origins)) {}
 
 ErrorCode CPURaster::onResize(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
     if (mRegions.size() % kRegionInts != 0) return INVALID_VALUE;
-    const long srcSize = static_cast<long>(inputs[0]->elementSize());
+    if (!mOrigins.empty() && mOrigins.size() != mRegions.size() / kRegionInts) return INVALID_VALUE;
     const long dstSize = static_cast<long>(outputs[0]->elementSize());
     for (size_t r = 0; r < mRegions.size(); r += kRegionInts) {
         const int* g = mRegions.data() + r;
+        const int origin = mOrigins.empty() ? 0 : mOrigins[r / kRegionInts];
+        if (origin < 0 || origin >= static_cast<int>(inputs.size())) return INVALID_VALUE;
+        const long srcSize = static_cast<long>(inputs[origin]->elementSize());
         long srcLast = g[0], dstLast = g[4];
         for (int d = 0; d < 3; ++d) {
             if (g[8 + d] <= 0) return INVALID_VALUE;
@@ -24,10 +28,11 @@ ErrorCode CPURaster::onResize(const std::vector<Tensor*>& inputs, const std::vec
 }
 
 ErrorCode CPURaster::onExecute(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
-    const int32_t* src = inputs[0]->host<int32_t>();  // 4-byte copy, any type
     int32_t* dst = outputs[0]->host<int32_t>();
     for (size_t r = 0; r < mRegions.size(); r += kRegionInts) {
         const int* g = mRegions.data() + r;
+        const Tensor* origin = inputs[mOrigins.empty() ? 0 : mOrigins[r / kRegionInts]];
+        const int32_t* src = origin->host<int32_t>();  // 4-byte copy, any type
         for (int i = 0; i < g[8]; ++i) {
             for (int j = 0; j < g[9]; ++j) {
                 const int32_t* s = src + g[0] + i * g[1] + j * g[2];
@@ -46,7 +51,9 @@ public:
         (void)inputs;
         (void)outputs;
         const std::vector<int>* regions = op->listAttr("region");
-        return regions == nullptr ? nullptr : new CPURaster(backend, *regions);
+        const std::vector<int>* origins = op->listAttr("origin");
+        return regions == nullptr ? nullptr
+                                  : new CPURaster(backend, *regions, origins ? *origins : std::vector<int>());
     }
 };
 

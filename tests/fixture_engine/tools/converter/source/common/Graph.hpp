@@ -10,7 +10,7 @@
 namespace fixconv {
 
 struct FixOp {
-    std::string type;  // runtime op type name: UnaryOp, BinaryOp, ArgMax, Softmax, Reduction, MatMul, Transpose
+    std::string type;  // runtime op type name: UnaryOp, BinaryOp, ArgMax, Softmax, Reduction, MatMul, Transpose, Raster
     std::string name;
     std::vector<std::string> inputs, outputs;
     std::map<std::string, std::vector<int>> ints;
