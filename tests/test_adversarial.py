@@ -12,6 +12,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from evalcfg import write_config
 
 from kit import metrics, sandbox
 from kit.config import load_config
@@ -41,44 +42,14 @@ def corpus_run(tmp_path_factory, fixture_engine_pristine, fixture_tasks_dir):
     shutil.rmtree(ESCAPE_DIR, ignore_errors=True)
     ESCAPE_DIR.mkdir(parents=True)
     (ESCAPE_DIR / "secret.txt").write_text(HOST_SECRET + "\n")
-    cfg_path = tmp / "cfg.toml"
-    cfg_path.write_text(f"""
-[run]
-dir = "{tmp / 'run'}"
-[tasks]
-dir = "{fixture_tasks_dir}"
-split = "all"
-ids = ["{TASK}"]
-[[candidates.sources]]
-method = "adversarial"
-path = "{tmp / 'cands'}"
-[mnn]
-engine = "fixture"
-source_dir = "{fixture_engine_pristine}"
-cache_dir = "{tmp / 'cache'}"
-check_tree = false
-[build]
-jobs = 1
-candidate_timeout_s = 60
-[verify]
-trials = 2
-extra_trials = 1
-run_timeout_s = 10
-convert_timeout_s = 30
-memory_limit_mb = 1024
-[timing]
-warmup = 1
-iterations = 5
-rounds = 2
-[sandbox]
-mode = "bwrap"
-build_memory_mb = 1024
-file_mb = 64
-[dispatch]
-mode = "serial"
-[report]
-enabled = false
-""")
+    cfg_path = write_config(
+        tmp / "cfg.toml", run_dir=tmp / "run", tasks_dir=fixture_tasks_dir, ids=[TASK], method="adversarial",
+        candidates=tmp / "cands",
+        mnn={"engine": "fixture", "source_dir": fixture_engine_pristine, "cache_dir": tmp / "cache", "check_tree": False},
+        build={"jobs": 1, "candidate_timeout_s": 60},
+        verify={"trials": 2, "extra_trials": 1, "run_timeout_s": 10, "convert_timeout_s": 30, "memory_limit_mb": 1024},
+        timing={"warmup": 1, "iterations": 5, "rounds": 2},
+        sandbox={"mode": "bwrap", "build_memory_mb": 1024, "file_mb": 64})
     cfg = load_config(cfg_path)
     worker = setup_worker(cfg)  # the native baseline and the workspace, before any candidate
     native_before = hash_dir(worker.native.dir)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from evalcfg import write_config
 
 from kit import metrics, sandbox
 from kit.config import load_config
@@ -56,36 +57,11 @@ def real_run(tmp_path_factory):
     shutil.rmtree(ESCAPE_DIR, ignore_errors=True)
     ESCAPE_DIR.mkdir(parents=True)
     (ESCAPE_DIR / "secret.txt").write_text(HOST_SECRET + "\n")
-    cfg_path = tmp / "cfg.toml"
-    cfg_path.write_text(f"""
-[run]
-dir = "{tmp / 'run'}"
-[tasks]
-dir = "{ROOT / 'tasks'}"
-split = "all"
-ids = ["{TASK}"]
-[[candidates.sources]]
-method = "adversarial"
-path = "{tmp / 'cands'}"
-[build]
-candidate_timeout_s = 300
-[verify]
-trials = 2
-extra_trials = 1
-run_timeout_s = 20
-memory_limit_mb = 2048
-[timing]
-warmup = 2
-iterations = 20
-rounds = 4
-[sandbox]
-mode = "bwrap"
-file_mb = 64
-[dispatch]
-mode = "serial"
-[report]
-enabled = false
-""")
+    cfg_path = write_config(
+        tmp / "cfg.toml", run_dir=tmp / "run", tasks_dir=ROOT / "tasks", ids=[TASK], method="adversarial",
+        candidates=tmp / "cands", build={"candidate_timeout_s": 300},
+        verify={"trials": 2, "extra_trials": 1, "run_timeout_s": 20, "memory_limit_mb": 2048},
+        timing={"warmup": 2, "iterations": 20, "rounds": 4}, sandbox={"mode": "bwrap", "file_mb": 64})
     cfg = load_config(cfg_path)
     worker = setup_worker(cfg)  # the native baseline and the workspace, before any candidate
     native_dir, native_before, ws = worker.native.dir, hash_dir(worker.native.dir), worker.workspace

@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest_fixture import FIXTURE_ROOT
+from evalcfg import write_config
 
 from kit import sandbox
 from kit.config import load_config
@@ -85,34 +86,11 @@ def evaluated(tmp_path_factory, fixture_engine_pristine, fixture_tasks_dir, fixt
     (cands / "memorized").mkdir()
     known = list(range(TRIALS)) + [stiming.TIMED_SEED_OFFSET + j for j in range(stiming.TIMED_SETS)]
     (cands / "memorized" / "CPUUnary.cpp").write_text(_memorized(task, known))
-    cfg_path = tmp / "cfg.toml"
-    cfg_path.write_text(f"""
-[run]
-dir = "{tmp / 'run'}"
-[tasks]
-dir = "{fixture_tasks_dir}"
-split = "all"
-ids = ["fx_exp"]
-[[candidates.sources]]
-method = "hostile"
-path = "{tmp / 'candidates'}"
-[mnn]
-engine = "fixture"
-source_dir = "{fixture_engine_pristine}"
-cache_dir = "{tmp / 'cache'}"
-[build]
-jobs = 2
-[dispatch]
-mode = "serial"
-[report]
-enabled = false
-[verify]
-trials = {TRIALS}
-[timing]
-warmup = 1
-iterations = 10
-rounds = 2
-""")
+    cfg_path = write_config(
+        tmp / "cfg.toml", run_dir=tmp / "run", tasks_dir=fixture_tasks_dir, ids=["fx_exp"], method="hostile",
+        candidates=tmp / "candidates",
+        mnn={"engine": "fixture", "source_dir": fixture_engine_pristine, "cache_dir": tmp / "cache"},
+        build={"jobs": 2}, verify={"trials": TRIALS}, timing={"warmup": 1, "iterations": 10, "rounds": 2})
     cfg = load_config(cfg_path)
     assert evaluate(cfg) == 0
     return cfg, task

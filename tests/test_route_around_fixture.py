@@ -13,6 +13,7 @@ import shutil
 import numpy as np
 import pytest
 from conftest_fixture import FIXTURE_ROOT
+from evalcfg import write_config
 
 from kit.config import load_config
 from kit.evaluate import evaluate
@@ -33,34 +34,11 @@ def evaluated(tmp_path_factory, fixture_engine_pristine, fixture_tasks_dir):
     tmp = tmp_path_factory.mktemp("route_around")
     shutil.copytree(HONEST, tmp / "candidates" / TASK / "honest")
     shutil.copytree(ROUTE, tmp / "candidates" / TASK / ROUTE.name)
-    cfg_path = tmp / "cfg.toml"
-    cfg_path.write_text(f"""
-[run]
-dir = "{tmp / 'run'}"
-[tasks]
-dir = "{fixture_tasks_dir}"
-split = "all"
-ids = ["{TASK}"]
-[[candidates.sources]]
-method = "route_around"
-path = "{tmp / 'candidates'}"
-[mnn]
-engine = "fixture"
-source_dir = "{fixture_engine_pristine}"
-cache_dir = "{tmp / 'cache'}"
-[build]
-jobs = 2
-[dispatch]
-mode = "serial"
-[report]
-enabled = false
-[verify]
-trials = 2
-[timing]
-warmup = 1
-iterations = 5
-rounds = 2
-""")
+    cfg_path = write_config(
+        tmp / "cfg.toml", run_dir=tmp / "run", tasks_dir=fixture_tasks_dir, ids=[TASK], method="route_around",
+        candidates=tmp / "candidates",
+        mnn={"engine": "fixture", "source_dir": fixture_engine_pristine, "cache_dir": tmp / "cache"},
+        build={"jobs": 2}, verify={"trials": 2}, timing={"warmup": 1, "iterations": 5, "rounds": 2})
     cfg = load_config(cfg_path)
     assert evaluate(cfg) == 0
     return cfg, {r["sample_id"]: r for r in scan(cfg.run.dir).collect().iter_rows(named=True)}

@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 
 import pytest
+from evalcfg import write_config
 
 from kit.config import load_config
 from kit.evaluate import evaluate
@@ -61,32 +62,10 @@ def records(tmp_path_factory):
         d = tmp / "cands" / TASK / sample
         d.mkdir(parents=True)
         (d / FILE).write_text(text)
-    cfg_path = tmp / "cfg.toml"
-    cfg_path.write_text(f"""
-[run]
-dir = "{tmp / 'run'}"
-[tasks]
-dir = "{ROOT / 'tasks'}"
-split = "all"
-ids = ["{TASK}"]
-[[candidates.sources]]
-method = "route_around"
-path = "{tmp / 'cands'}"
-[build]
-jobs = 2
-candidate_timeout_s = 300
-[verify]
-trials = 2
-extra_trials = 1
-[timing]
-warmup = 2
-iterations = 10
-rounds = 2
-[dispatch]
-mode = "serial"
-[report]
-enabled = false
-""")
+    cfg_path = write_config(
+        tmp / "cfg.toml", run_dir=tmp / "run", tasks_dir=ROOT / "tasks", ids=[TASK], method="route_around",
+        candidates=tmp / "cands", build={"jobs": 2, "candidate_timeout_s": 300},
+        verify={"trials": 2, "extra_trials": 1}, timing={"warmup": 2, "iterations": 10, "rounds": 2})
     cfg = load_config(cfg_path)
     assert evaluate(cfg) == 0
     return {r["sample_id"]: r for r in scan(cfg.run.dir).collect().iter_rows(named=True)}

@@ -1,0 +1,33 @@
+"""One writer of the evaluation configs the end-to-end tests use: the run directory, one task suite and its ids,
+one candidate source, optionally ``[mnn]`` (none: the defaults, the real tree from ``MKB_MNN__SOURCE_DIR``), then
+any further sections given as dicts (``build={"jobs": 2}``, ``timing={...}``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    return json.dumps(str(v))
+
+
+def write_config(path: Path, *, run_dir: Path, tasks_dir: Path, ids: list[str], method: str, candidates: Path,
+                 mnn: dict[str, Any] | None = None, **sections: dict[str, Any]) -> Path:
+    """Write the config to ``path`` (the serial mode and no report unless ``dispatch`` / ``report`` say
+    otherwise) and return ``path``."""
+    sections = {"dispatch": {"mode": "serial"}, "report": {"enabled": False}, **sections}
+    if mnn is not None:
+        sections = {"mnn": mnn, **sections}
+    lines = ["[run]", f"dir = {_value(run_dir)}", "[tasks]", f"dir = {_value(tasks_dir)}", 'split = "all"',
+             "ids = [" + ", ".join(_value(i) for i in ids) + "]",
+             "[[candidates.sources]]", f"method = {_value(method)}", f"path = {_value(candidates)}"]
+    for name, keys in sections.items():
+        lines += [f"[{name}]"] + [f"{k} = {_value(v)}" for k, v in keys.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
