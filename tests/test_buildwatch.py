@@ -100,7 +100,7 @@ def test_the_native_build_logs_its_progress_without_a_terminal(fresh, caplog, mo
         native = ensure_native(opts, pristine, ws)
     assert (native.dir / "done").is_file()
     lines = _native_lines(caplog, "native fixture build")
-    parsed = [re.fullmatch(r"native fixture build: (\d+)/(\d+) steps \((\d+) %\), \d+ s", line) for line in lines]
+    parsed = [re.fullmatch(r"native fixture build: (\d+)/(\d+) steps \((\d+) %\), (?:\d+ min )?\d+ s", line) for line in lines]
     assert all(parsed), lines
     pcts = [int(m[3]) for m in parsed]
     assert pcts[0] == 0 and pcts == sorted(set(pcts))
