@@ -25,7 +25,7 @@ from kit.rundir import prepare as prepare_run_dir
 from kit.rundir import release as release_run_dir
 from kit.serial import SerialExecutor
 from kit.shards import done_job_ids, read_records
-from kit.tasks import load_suite
+from kit.tasks import check_selected, load_suite
 
 
 def calibrate(cfg: EvalConfig) -> int:
@@ -33,6 +33,7 @@ def calibrate(cfg: EvalConfig) -> int:
     ``calibration.json`` in the run directory (:func:`kit.noisefloor.summarize`, and per task: native passes?, A/A speedup, its
     interval, noise floor, untimeable) and print the summary.  Returns 0."""
     tasks = load_suite(cfg.tasks.dir, cfg.tasks.split, cfg.tasks.ids or None)
+    check_selected(cfg.tasks.dir, tasks)
     # the records live in <run.dir>/calibration, a run directory like any: one configuration, one writer
     cal = cfg.model_copy(update={"run": cfg.run.model_copy(update={"dir": cfg.run.dir / "calibration"})})
     run_dir = prepare_run_dir(cal)

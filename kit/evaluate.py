@@ -31,7 +31,7 @@ from kit.records import Record
 from kit.rundir import prepare as prepare_run_dir
 from kit.rundir import release as release_run_dir
 from kit.shards import RecordSink, ShardWriter, read_records
-from kit.tasks import Task, TaskError, load_suite
+from kit.tasks import Task, TaskError, check_selected, load_suite
 from kit.worker import setup_worker
 
 log = logging.getLogger("kit")
@@ -67,6 +67,7 @@ def evaluate(cfg: EvalConfig, executor: Executor | None = None) -> int:
     print CSR, FCR and fast_p per method; merge the shards and write the report.  Returns 0.
 
     Raises:
+        kit.tasks.TaskError: a selected task differs from the suite's manifest.json (before any setup).
         kit.config.ConfigError: nothing to evaluate; the run directory holds another config's records, is in
             use by another evaluation, or holds a sample whose candidate files changed (before any setup).
         kit.candidates.CandidateSourceError: a source path is missing or malformed (before any setup).
@@ -74,6 +75,8 @@ def evaluate(cfg: EvalConfig, executor: Executor | None = None) -> int:
     """
     tasks = load_suite(cfg.tasks.dir, cfg.tasks.split, cfg.tasks.ids or None)
     all_ids = {t.id for t in load_suite(cfg.tasks.dir, "all")}
+    if not check_selected(cfg.tasks.dir, tasks):
+        log.info("%s has no manifest.json: the task files are not checked against one", cfg.tasks.dir)
     if not cfg.candidates.sources and not cfg.candidates.native:
         raise ConfigError("candidates.sources is empty and candidates.native is false: nothing to evaluate")
     run_dir = prepare_run_dir(cfg)  # held until this evaluation ends

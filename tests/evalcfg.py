@@ -18,15 +18,18 @@ def _value(v: Any) -> str:
 
 
 def write_config(path: Path, *, run_dir: Path, tasks_dir: Path, ids: list[str], method: str, candidates: Path,
-                 mnn: dict[str, Any] | None = None, **sections: dict[str, Any]) -> Path:
+                 mnn: dict[str, Any] | None = None, more_sources: dict[str, Path] | None = None,
+                 **sections: dict[str, Any]) -> Path:
     """Write the config to ``path`` (the serial mode and no report unless ``dispatch`` / ``report`` say
-    otherwise) and return ``path``."""
+    otherwise) and return ``path``; ``more_sources``: further candidate sources, method → path."""
     sections = {"dispatch": {"mode": "serial"}, "report": {"enabled": False}, **sections}
     if mnn is not None:
         sections = {"mnn": mnn, **sections}
     lines = ["[run]", f"dir = {_value(run_dir)}", "[tasks]", f"dir = {_value(tasks_dir)}", 'split = "all"',
              "ids = [" + ", ".join(_value(i) for i in ids) + "]",
              "[[candidates.sources]]", f"method = {_value(method)}", f"path = {_value(candidates)}"]
+    for more, where in (more_sources or {}).items():
+        lines += ["[[candidates.sources]]", f"method = {_value(more)}", f"path = {_value(where)}"]
     for name, keys in sections.items():
         lines += [f"[{name}]"] + [f"{k} = {_value(v)}" for k, v in keys.items()]
     path.write_text("\n".join(lines) + "\n")

@@ -12,7 +12,15 @@ import onnx
 import pytest
 
 from kit import suite
-from kit.tasks import CATEGORIES, check_manifest, list_tasks, load_suite, read_manifest
+from kit.tasks import (
+    CATEGORIES,
+    TaskError,
+    check_manifest,
+    check_selected,
+    list_tasks,
+    load_suite,
+    read_manifest,
+)
 
 TASKS = Path(__file__).resolve().parents[1] / "tasks"
 
@@ -111,6 +119,25 @@ def test_check_manifest_detects_an_edited_file(tmp_path):
     victim = tmp_path / "unary" / "abs_1d" / "model.py"
     victim.write_text(victim.read_text() + "\n# edited\n")
     assert check_manifest(tmp_path) == ["abs_1d: model.py sha256 differs from manifest.json"]
+
+
+def test_a_run_checks_only_its_own_tasks_against_the_manifest(tmp_path):
+    """check_selected (what eval and calibrate call): True for untouched tasks, a TaskError naming an edited one
+    only when that task is selected, False for a folder without a manifest."""
+    import shutil
+
+    shutil.copytree(TASKS / "unary", tmp_path / "unary")
+    m = read_manifest(TASKS)
+    m["tasks"] = [e for e in m["tasks"] if e["category"] == "unary"]
+    (tmp_path / "manifest.json").write_text(json.dumps(m))
+    model = tmp_path / "unary" / "abs_1d" / "model.onnx"
+    model.write_bytes(model.read_bytes() + b"\0")
+    others = [t for t in load_suite(tmp_path) if t.id != "abs_1d"]
+    assert check_selected(tmp_path, others) is True
+    with pytest.raises(TaskError, match=r"changed since it was written: abs_1d: model.onnx sha256 differs"):
+        check_selected(tmp_path, load_suite(tmp_path, ids=["abs_1d"]))
+    (tmp_path / "manifest.json").unlink()
+    assert check_selected(tmp_path, load_suite(tmp_path)) is False
 
 
 def test_list_tasks_rows():
