@@ -38,6 +38,8 @@ REJECTED = {
     "host_paths": 'const char* p = "/proc/self/maps";',
     "syscall": "syscall(39);",
     "signals": "signal(14, nullptr);",
+    "affinity": "cpu_set_t a; CPU_ZERO(&a); for (int c = 0; c < 64; ++c) CPU_SET(c, &a); sched_setaffinity(0, sizeof a, &a);",
+    "asm_syscall": 'long r; asm volatile("syscall" : "=a"(r) : "a"(39) : "rcx", "r11", "memory");',
 }
 
 
@@ -65,6 +67,21 @@ def test_threads_and_native_routines_are_flagged_not_rejected():
     by = {f.code: f.reason for f in flags}
     assert set(by) == {screen.THREADS, screen.NATIVE_ROUTINES}
     assert by[screen.NATIVE_ROUTINES].endswith(": MNNSoftmax")  # MNNMine is not the native kernel's
+
+
+@pytest.mark.parametrize("spelling", ["using namespace std; thread t(work, 0, 8); t.join();",
+                                      "std::vector<std::thread> pool; pool.emplace_back(work);",
+                                      "auto f = async(std::launch::async, work); f.get();",
+                                      "std :: jthread j{work};"])
+def test_threads_are_flagged_however_they_are_spelled(spelling):
+    """A reviewer's probe started a thread as `thread t(...)` under `using namespace std` and got no flag."""
+    flags = screen.check_sources({"CPUArgMax.cpp": KERNEL % spelling})
+    assert [f.code for f in flags] == [screen.THREADS], spelling
+
+
+def test_words_near_thread_are_not_threads():
+    text = KERNEL % "int threadNum = 4; std::this_thread::yield(); thread_local int x = 0; // a thread per row"
+    assert screen.check_sources({"CPUArgMax.cpp": text}) == []
 
 
 def test_the_sample_candidates_pass():

@@ -3,7 +3,8 @@
 Candidates are LLM output scored on speed; the checks look for what a kernel never needs and a cheat does.
 Each hit has a code and a reason.  **Rejecting** hits (the job ends ``rejected_input``, error kind
 ``forbidden``) are what no MNN kernel does: creating processes, network, ``dlopen``, file I/O, reading
-``/proc``/``/sys``/``/dev``, raw ``syscall``, signals, including a path outside the tree or an implementation
+``/proc``/``/sys``/``/dev``, raw ``syscall`` (also from inline assembly), signals, changing its CPUs, priority or
+limits (``sched_setaffinity``: a kernel unpinned from the timing's core), including a path outside the tree or an implementation
 file (another kernel's ``.cpp``, the kit's cache) and, in the built library, defining a libc function (the symbol
 would replace libc's for the whole runner: a patched clock, a patched ``memcpy``) or importing one no kernel
 needs (``fork``, ``socket``, ``dlopen``, ``fopen``, ...).  **Flagging** hits (kept in the record's ``flags`` and listed in
@@ -60,7 +61,14 @@ RULES: tuple[Rule, ...] = (
     _rule("host_paths", r"\"/(proc|sys|dev|etc|tmp|root|home)\b", True, "names a host path"),
     _rule("syscall", r"\bsyscall\s*\(|\b__NR_\w+", True, "makes raw system calls"),
     _rule("signals", r"\b(signal|sigaction|raise|kill|alarm|setitimer)\s*\(", True, "installs or sends signals"),
-    _rule(THREADS, r"\bstd::(thread|jthread|async)\b|\bpthread_create\s*\(", False,
+    _rule("affinity", r"\b(sched_setaffinity|pthread_setaffinity_np|sched_setscheduler|setpriority|nice|setrlimit|"
+          r"prlimit|prctl)\s*\(|\bCPU_SET\b", True, "changes its CPUs, priority or limits (the timing pins both sides alike)"),
+    _rule("asm_syscall", r"\b(asm|__asm__|__asm)\b[^;]*?\b(syscall|sysenter|svc|int\s*\$?0x80)\b", True,
+          "makes system calls from inline assembly"),
+    # `using namespace std; thread t(f)` spells no std:: (a reviewer's probe): the types as words, declared or
+    # constructed, as template arguments, and the C calls
+    _rule(THREADS, r"\b(?:std\s*::\s*)?j?thread\b\s*(?:\w+\s*)?[({]|<\s*(?:std\s*::\s*)?j?thread\s*>|"
+          r"\bstd\s*::\s*(?:j?thread|async)\b|\basync\s*\(|\bpthread_create\s*\(", False,
           "starts threads outside MNN's thread pool"),
 )
 _INCLUDE = re.compile(r"^\s*#\s*include\s*[<\"]([^>\"]+)[>\"]", re.MULTILINE)
@@ -137,7 +145,8 @@ FORBIDDEN_IMPORTS = frozenset({
     "fork", "vfork", "execve", "execv", "execvp", "execl", "execlp", "execle", "execvpe", "system", "popen",
     "posix_spawn", "posix_spawnp", "socket", "connect", "bind", "listen", "accept", "getaddrinfo", "dlopen",
     "dlmopen", "dlsym", "fopen", "fopen64", "freopen", "open", "open64", "openat", "creat", "syscall", "ptrace",
-    "kill", "sigaction", "signal", "mprotect",
+    "kill", "sigaction", "signal", "mprotect", "sched_setaffinity", "pthread_setaffinity_np", "sched_setscheduler",
+    "setpriority", "nice", "setrlimit", "prlimit", "prlimit64", "prctl",
 })
 
 
