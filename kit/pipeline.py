@@ -129,7 +129,8 @@ def _build_verify(job: Job, worker: Worker, scratch: Path, out: Outcome) -> tupl
         raise StageFailure(Status.REJECTED_INPUT, job.reject_kind, job.reject_reason)
     try:
         worker.stage = "build"  # checking the workspace and registering the files are part of the build
-        out.flags += screen.check_sources(job.files, sbuild.originals(ws, task, job.files))
+        places = {n: rel for n in job.files if (rel := task.place(n)) is not None}
+        out.flags += screen.check_sources(job.files, sbuild.originals(ws, task, job.files), places)
         with sbuild.candidate_in(ws, task, job.files, out.flags) as swap:
             out.add(sbuild.build(ws, swap, opts.build, hold=lambda: _held(worker.gate, exclusive=False)))
             for lib in sorted(workspace_lib_dir(ws).iterdir()):

@@ -60,6 +60,25 @@ def test_includes_outside_the_tree_or_of_implementation_files_are_rejected(inclu
         screen.check_sources({"CPUArgMax.cpp": text})
 
 
+def test_a_relative_include_that_stays_in_the_tree_is_allowed():
+    """MNN's own OnnxGemm.cpp includes ../merge/MergeHelpers.hpp; from where it stands that is still the tree."""
+    text = '#include "../merge/MergeHelpers.hpp"\n' + KERNEL % ""
+    place = {"OnnxGemm.cpp": "tools/converter/source/optimizer/onnxextra/OnnxGemm.cpp"}
+    assert screen.check_sources({"OnnxGemm.cpp": text}, places=place) == []
+    deep = '#include "../../../../../../x.hpp"\n' + KERNEL % ""
+    with pytest.raises(StageFailure, match="leaves the tree"):
+        screen.check_sources({"OnnxGemm.cpp": deep}, places=place)
+
+
+@pytest.mark.parametrize("directive", ['#define Q "backend/cpu/CPUReduction.cpp"\n#include Q',
+                                       '%:include "backend/cpu/CPUSoftmax.cpp"', '#inc\\\nlude "backend/cpu/CPUSoftmax.cpp"',
+                                       "#include_next <vector>", '#import "x.hpp"'])
+def test_inclusions_the_path_checks_cannot_read_are_rejected(directive):
+    """A reviewer's probe included another kernel's .cpp through a macro; digraphs and spliced lines likewise."""
+    with pytest.raises(StageFailure, match="computed #include|#include_next|#import|implementation file"):
+        screen.check_sources({"CPUArgMax.cpp": directive + "\n" + KERNEL % ""})
+
+
 def test_threads_and_native_routines_are_flagged_not_rejected():
     text = KERNEL % "std::thread t([] {}); t.detach(); MNNSoftmax(nullptr, nullptr, 4); MNNMine(1);"
     original = KERNEL % "MNNSoftmax(dst, src, size); MNNExp(dst, src, size);"

@@ -19,6 +19,7 @@ candidate's ``libMNN.so`` with the native one's (pyelftools): what the candidate
 from __future__ import annotations
 
 import functools
+import posixpath
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -71,7 +72,10 @@ RULES: tuple[Rule, ...] = (
           r"\bstd\s*::\s*(?:j?thread|async)\b|\basync\s*\(|\bpthread_create\s*\(", False,
           "starts threads outside MNN's thread pool"),
 )
-_INCLUDE = re.compile(r"^\s*#\s*include\s*[<\"]([^>\"]+)[>\"]", re.MULTILINE)
+_INCLUDE = re.compile(r"^\s*(?:#|%:)\s*include\s*[<\"]([^>\"]+)[>\"]", re.MULTILINE)
+#: every inclusion directive (``%:`` is the digraph of ``#``), to refuse the forms the path checks cannot read: a
+#: computed ``#include MACRO`` (a reviewer's probe included a kernel's .cpp so), ``#include_next``, ``#import``
+_DIRECTIVE = re.compile(r"^\s*(?:#|%:)\s*(include_next|import|include)\b\s*(\S?)", re.MULTILINE)
 _MNN_ROUTINE = re.compile(r"\b(MNN[A-Z]\w*)\s*\(")
 _IMPLEMENTATION = (".c", ".cc", ".cpp", ".cxx", ".c++", ".S", ".s", ".inc")
 
@@ -80,18 +84,22 @@ def _line(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
-def check_sources(files: Mapping[str, str], originals: Mapping[str, str] | None = None) -> list[Flag]:
+def check_sources(files: Mapping[str, str], originals: Mapping[str, str] | None = None,
+                  places: Mapping[str, str] | None = None) -> list[Flag]:
     """The flags of the candidate's ``files`` (basename → text), after refusing a rejecting hit.
 
     ``originals``: the text of the files the candidate replaces, from the pristine tree (for the
     :data:`NATIVE_ROUTINES` flag: MNN routines the native kernel calls that the candidate calls too).
+    ``places``: basename → the file's path in the tree; an include with ``..`` that stays inside the tree from
+    there is allowed (MNN's own ``OnnxGemm.cpp`` includes ``../merge/MergeHelpers.hpp``), any other is not.
 
     Raises:
         StageFailure: REJECTED_INPUT (FORBIDDEN) naming the file, the line and the rule, at the first rejecting hit.
     """
     flags: list[Flag] = []
     for name, text in sorted(files.items()):
-        _check_includes(name, text)
+        text = text.replace("\\\n", "")  # lines spliced first, as the compiler does (`#inc\` + `lude` is `#include`)
+        _check_includes(name, text, (places or {}).get(name))
         for rule in RULES:
             m = rule.pattern.search(text)
             if m is None:
@@ -104,13 +112,19 @@ def check_sources(files: Mapping[str, str], originals: Mapping[str, str] | None 
     return flags
 
 
-def _check_includes(name: str, text: str) -> None:
+def _check_includes(name: str, text: str, place: str | None = None) -> None:
+    for m in _DIRECTIVE.finditer(text):
+        if m.group(1) != "include" or m.group(2) not in ("<", '"'):
+            form = "a computed #include (a macro names the file)" if m.group(1) == "include" else f"#{m.group(1)}"
+            raise StageFailure(Status.REJECTED_INPUT, ErrorKind.FORBIDDEN,
+                               f"{name}:{_line(text, m.start())}: uses {form}, which the kit cannot check")
     for m in _INCLUDE.finditer(text):
         path = m.group(1)
         bad = None
         if path.startswith("/"):
             bad = "an absolute path"
-        elif any(part == ".." for part in Path(path).parts):
+        elif any(part == ".." for part in Path(path).parts) and (
+                place is None or posixpath.normpath(posixpath.join(posixpath.dirname(place), path)).startswith("..")):
             bad = "a path that leaves the tree"
         elif path.endswith(_IMPLEMENTATION):
             bad = "an implementation file"
