@@ -146,3 +146,21 @@ def test_a_library_defining_a_libc_function_or_calling_fork_is_rejected(tmp_path
         screen.check_library(forks, native)
     # what the native library itself imports is not the candidate's doing
     screen.check_library(forks, screen.read_symbols(forks))
+
+
+@pytest.mark.mnn
+def test_every_file_a_task_lets_a_candidate_replace_passes_as_the_tree_has_it():
+    """An honest candidate that keeps the tree's own text is never refused (67 files of MNN 3.2.2)."""
+    import os
+
+    from kit.tasks import load_suite
+
+    src = os.environ.get("MKB_MNN__SOURCE_DIR")
+    if not src:
+        pytest.skip("needs a real MNN 3.2.2 tree: set MKB_MNN__SOURCE_DIR")
+    files = sorted({f for t in load_suite(ROOT / "tasks") for f in t.mnn.files})
+    for rel in files:
+        path = Path(src) / rel
+        if path.is_file():
+            assert all(f.code != screen.THREADS for f in screen.check_sources(
+                {path.name: path.read_text(errors="replace")}, places={path.name: rel})), rel
