@@ -4,6 +4,7 @@
     mkb check --task ID --files A.hpp A.cpp | --response R.md   one candidate, JSON verdict on stdout
     mkb calibrate --config cfg.toml                             the native method on a split (A/A noise floor)
     mkb tasks list|generate|audit                               the task suite
+    mkb tasks import SRC... --out DIR [--official]              problem files / ONNX models -> task folders
     mkb prompts --config cfg.toml --out DIR                     the initial prompt of every task
     mkb merge RUN_DIR / mkb report RUN_DIR [RUN_DIR ...]        tables and reports
 
@@ -63,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--no-native", action="store_true", help="skip the native MNN (PyPI wheel) check")
     q.add_argument("--no-torch", action="store_true", help="skip the PyTorch fidelity check")
 
+    _add_import(tsub)
     p = sub.add_parser("prompts", help="write the initial prompt of every task (JSONL + one file per task)")
     _add_config(p)
     p.add_argument("--out", type=Path, required=True)
@@ -77,6 +79,29 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the task suite the runs were scored on (default: the first run's tasks.dir from its "
                         "provenance.json when that folder exists, else ./tasks)")
     return ap
+
+
+def _add_import(tsub) -> None:  # noqa: ANN001 - argparse's private subparsers type
+    q = tsub.add_parser("import", help="import problem files / ONNX models as task folders (needs torch)")
+    q.add_argument("sources", nargs="*", type=Path, help="problem .py files, .onnx models, folders of them")
+    q.add_argument("--out", type=Path, required=True, help="new or empty folder for the task folders")
+    q.add_argument("--official", action="store_true",
+                   help="the paper's pinned 190 files: SRC is a checkout of the pinned folder (hashes checked)")
+    q.add_argument("--download", type=Path, default=None, metavar="CACHE",
+                   help="with --official and no SRC: download the pinned commit into CACHE (needs network)")
+    q.add_argument("--jobs", type=int, default=1, help="sources built at once (each export is its own process)")
+    q.add_argument("--budget-mib", type=float, default=None,
+                   help="inputs + parameters + outputs per task, larger problems are scaled down (MiB; default 64, "
+                        "--official 1024: the paper's shapes are kept)")
+    q.add_argument("--memory-limit-gib", type=float, default=8.0, help="address-space limit of each export (GiB)")
+    q.add_argument("--widen-inputs", action="store_true", help="make float input ranges symmetric around zero")
+    q.add_argument("--id-prefix", default=None, help="prefix of every task id (--official: 'paper_')")
+    q.add_argument("--mnn-dir", type=Path, default=None, help="MNN tree: converter files of ops the suite lacks")
+    q.add_argument("--converter", type=Path, default=None, help="MNNConvert (3.2.2) for the native observation "
+                                                                 "(default: the PyPI wheel's converter)")
+    q.add_argument("--no-native", action="store_true", help="do not observe the native conversion")
+    q.add_argument("--resume", action="store_true", help="continue an interrupted import into --out")
+    q.add_argument("--n-test", type=int, default=None, help="test tasks of the split (default 40/190 of them)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -240,6 +265,10 @@ def _tasks(args: argparse.Namespace) -> int:
         generate(args.dir)
         print(f"generated the task suite in {args.dir}")
         return 0
+    if args.tasks_cmd == "import":
+        from kit.importer.cli import run_import
+
+        return run_import(args)
     if args.tasks_cmd == "list":
         from kit.tasks import list_tasks
 
