@@ -105,10 +105,12 @@ def _import_one(src: Source, opts: Options, out: Path, seen: dict[str, str], loc
     return entry
 
 
-def import_sources(sources: list[Source], out: Path, opts: Options, *, resume: bool = False, jobs: int = 1,
+def import_sources(sources: list[Source], out: Path, opts: Options, *, resume: bool = False, retry: bool = False,
+                   jobs: int = 1,
                    n_test: int | None = None, progress: Callable[[str, int, int], None] | None = None) -> ImportReport:
     """Import ``sources`` into ``out`` (see the module docstring); returns what was imported and left out.
 
+    ``resume``: skip the sources ``out/import.jsonl`` records (``retry``: except those left out).
     ``jobs``: sources built at once (each export is its own process).  ``n_test``: test tasks of the split
     (default: round(TEST_FRACTION * imported), 40 for 190).
 
@@ -119,6 +121,8 @@ def import_sources(sources: list[Source], out: Path, opts: Options, *, resume: b
     if not resume and any(out.iterdir()):
         raise ImportFailure("bad_file", f"{out}: not empty (give an empty or new folder, or --resume)")
     done = _read_log(out) if resume else {}
+    if retry:
+        done = {k: e for k, e in done.items() if e.get("ok")}
     seen = {e["id"]: e["source"] for e in done.values() if e.get("ok")}
     todo = [s for s in sources if s.name not in done]
     lock = threading.Lock()
@@ -140,7 +144,7 @@ def write_manifest(out: Path, entries: list[dict], n_test: int | None = None) ->
     """Assign the split, rewrite each task.toml's ``split`` and write ``out/manifest.json`` atomically."""
     tasks = [load_task(out / e["category"] / e["id"]) for e in entries if e["ok"]]
     n = round(TEST_FRACTION * len(tasks)) if n_test is None else n_test
-    splits = assign_splits(tasks, SPLIT_SEED, n)
+    splits = assign_splits(tasks, SPLIT_SEED, n) if tasks else {}
     rows = []
     for t in tasks:
         if t.split != splits[t.id]:

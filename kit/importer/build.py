@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnx.version_converter
 from onnx import numpy_helper
 
 from kit.importer import inputs as inp
@@ -66,9 +67,9 @@ class Built:
 
 
 def task_id(stem: str, prefix: str = "") -> str:
-    """``prefix`` + the file stem in snake case ("ConvTranspose_2D__x" -> "convtranspose_2d_x")."""
-    s = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", stem) if stem.isidentifier() and "_" not in stem else stem
-    s = re.sub(r"[^a-z0-9]+", "_", s.lower()).strip("_")
+    """``prefix`` + the file stem lower-cased, runs of other characters as one "_" ("ConvTranspose_2D__x" ->
+    "convtranspose_2d_x")."""
+    s = re.sub(r"[^a-z0-9]+", "_", stem.lower()).strip("_")
     s = prefix + s
     return s if re.match(r"^[a-z0-9]", s) else "t_" + s
 
@@ -140,12 +141,14 @@ def _exported(src: Source, work: Path, opts: Options):
                          seed=opts.seed)
     feeds = dict(np.load(work / "inputs.npz"))
     raw = onnx.load(str(work / "raw.onnx"))
+    if {o.domain: o.version for o in raw.opset_import}.get("", OPSET) != OPSET:  # the dynamo exporter's choice
+        raw = onnx.version_converter.convert_version(raw, OPSET)
     specs, evidence = [], []
     for i in exp.inputs:
         spec, why = inp.infer_spec(i["name"], i["dtype"], i["shape"], i["stats"])
         specs.append(spec)
         evidence.append(f"{i['name']}: {why}")
-    fields = {"exporter": f"torch {exp.torch_version} TorchScript exporter (dynamo=False), opset {OPSET}",
+    fields = {"exporter": f"torch {exp.torch_version} {exp.exporter}, opset {OPSET}",
               "input_evidence": evidence, "scaled": [f"{k}: {a} -> {b}" for k, (a, b) in exp.scaled.items()],
               "measured_bytes": exp.measured_bytes, "params": dict(np.load(work / "params.npz"))}
     return raw, feeds, (work / "model.py").read_text(encoding="utf-8"), specs, fields

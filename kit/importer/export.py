@@ -195,6 +195,31 @@ def _stats(t) -> dict:
             "kurtosis": kurt, "n_unique_first_100k": int(np.unique(f[:100000]).size)}
 
 
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: " + (text.splitlines()[0][:300] if text else "")
+
+
+def _export(model, inputs, path: Path, opset: int, in_names: list[str], out_names: list[str]) -> str:
+    """Export with the TorchScript exporter; where it lacks the op, with torch.export's (dynamo) exporter.
+    Returns which one wrote ``path``; raises ExportFailure("export_failed") naming both errors."""
+    import torch
+
+    try:
+        torch.onnx.export(model, tuple(inputs), str(path), dynamo=False, opset_version=opset,
+                          input_names=in_names, output_names=out_names, do_constant_folding=True)
+        return "TorchScript exporter (dynamo=False)"
+    except Exception as exc:  # noqa: BLE001
+        first = _first_line(exc)
+    try:
+        torch.onnx.export(model, tuple(inputs), str(path), dynamo=True, opset_version=opset, input_names=in_names,
+                          output_names=out_names, external_data=False, optimize=True, verbose=False)
+        return f"torch.export-based exporter (dynamo=True; the TorchScript exporter failed: {first[:120]})"
+    except Exception as exc:  # noqa: BLE001
+        raise ExportFailure("export_failed", f"torch.onnx.export failed: TorchScript exporter: {first}; "
+                                             f"dynamo exporter: {_first_line(exc)}") from None
+
+
 def export(job: dict) -> dict:
     """Run the job (see the module docstring); returns the report's fields (raises ExportFailure)."""
     import numpy as np
@@ -213,23 +238,19 @@ def export(job: dict) -> dict:
                                                f"of {job['budget_bytes']} (not measurable on the meta device, so "
                                                "not scaled)")
     in_names = _names(model, len(inputs))
-    out_names = ["y"] if len(outs) == 1 else [f"y{k}" for k in range(len(outs))]
+    base = next(n for n in ("y", "out", "output", "result", "mkb_out") if not any(i.startswith(n) for i in in_names))
+    out_names = [base] if len(outs) == 1 else [f"{base}{k}" for k in range(len(outs))]
     (out / "model.py").write_text(scaled_source, encoding="utf-8")
     np.savez(out / "inputs.npz", **{n: t.numpy() for n, t in zip(in_names, inputs)})
     np.savez(out / "outputs.npz", **{n: t.detach().contiguous().numpy() for n, t in zip(out_names, outs)})
     np.savez(out / "params.npz", **{k: v.detach().cpu().numpy() for k, v in model.state_dict().items()})
-    try:
-        torch.onnx.export(model, tuple(inputs), str(out / "raw.onnx"), dynamo=False, opset_version=int(job["opset"]),
-                          input_names=in_names, output_names=out_names, do_constant_folding=True)
-    except Exception as exc:  # noqa: BLE001
-        msg = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-        raise ExportFailure("export_failed", f"torch.onnx.export raised {type(exc).__name__}: {msg}") from None
+    exporter = _export(model, inputs, out / "raw.onnx", int(job["opset"]), in_names, out_names)
     return {
         "inputs": [{"name": n, "dtype": _DTYPES[str(t.dtype)], "shape": list(t.shape), "stats": _stats(t)}
                    for n, t in zip(in_names, inputs)],
         "outputs": [{"name": n, "dtype": _DTYPES.get(str(t.dtype), str(t.dtype)), "shape": list(t.shape)}
                     for n, t in zip(out_names, outs)],
-        "scaled": scaled, "measured_bytes": size, "torch": torch.__version__,
+        "scaled": scaled, "measured_bytes": size, "torch": torch.__version__, "exporter": exporter,
     }
 
 

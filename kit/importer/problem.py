@@ -40,6 +40,8 @@ class Exported:
     #: bytes of inputs + parameters + outputs after scaling (-1: not measured)
     measured_bytes: int = -1
     torch_version: str = ""
+    #: which torch exporter wrote raw.onnx
+    exporter: str = ""
 
 
 def export_problem(problem: Path, work: Path, *, opset: int = 20, budget_bytes: int = BUDGET_BYTES,
@@ -70,4 +72,4 @@ def export_problem(problem: Path, work: Path, *, opset: int = 20, budget_bytes: 
     if not report["ok"]:
         raise ImportFailure(report["kind"], report["error"])
     return Exported(work, report["inputs"], report["outputs"], report.get("scaled") or {},
-                    report.get("measured_bytes", -1), report.get("torch", ""))
+                    report.get("measured_bytes", -1), report.get("torch", ""), report.get("exporter", ""))
