@@ -113,7 +113,7 @@ class TaskSource(_Strict):
     #: reduction steps applied, in order (each exact; see kit.importer.reduce)
     reductions: list[str] = Field(default_factory=list)
     #: shape-only nodes kept around the target op (Squeeze, Reshape, ...; see kit.importer.reduce)
-    helper_ops: list[Literal["Squeeze", "Unsqueeze", "Reshape", "Flatten"]] = Field(default_factory=list)
+    helper_ops: list[Literal["Squeeze", "Unsqueeze", "Reshape", "Flatten", "Cast"]] = Field(default_factory=list)
     #: module-level constants scaled down to the budget ("batch_size: 4096 -> 256")
     scaled: list[str] = Field(default_factory=list)
     #: bytes of inputs + parameters + outputs allowed (the budget scaling aimed at) and measured

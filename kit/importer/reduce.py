@@ -3,8 +3,9 @@
 :func:`reduce_graph` runs, in order: onnx_ir's Identity elimination; onnxscript's constant folding (shape
 sub-graphs, casts of constants, ...); onnxscript's rewrite rules that remove no-op nodes (``Mul`` by 1,
 ``Cast`` to the same type, ``Reshape`` to the same shape, successive Reshape/Unsqueeze/Transpose, ...);
-our own fold of a scalar ``Mul`` into ``Gemm``'s ``alpha``/``beta``; removal of unused nodes; constants lifted
-to initializers.  Each step that changed the graph is named in :attr:`Reduced.steps`.  The reduced graph
+our own exact folds (:mod:`kit.importer.folds`: a scalar ``Mul`` or a bias ``Add`` into ``Gemm``, two reductions
+of one kind in a row into one, an ``Expand`` to an all-ones shape dropped); removal of unused nodes; constants
+lifted to initializers.  Each step that changed the graph is named in :attr:`Reduced.steps`.  The reduced graph
 must pass ``onnx.checker`` (full check) and give ONNX Runtime's outputs of the exported graph on the sample
 inputs (atol 1e-6, rtol 1e-5, NaN where NaN); a graph left with more than one node is irreducible, unless all but one are shape-only helpers
 (:data:`SHAPE_HELPERS`), which are kept and recorded.
@@ -17,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
 
+from kit.importer.folds import fold_all
 from kit.importer.problem import ImportFailure
 
 #: shape-only ops accepted around the target op when no exact rewrite removes them (a Squeeze of LSTM's
@@ -86,42 +87,6 @@ def _ir_steps(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
     return ir.to_proto(ir_model), steps
 
 
-def _scalar_const(model: onnx.ModelProto, name: str) -> float | None:
-    for init in model.graph.initializer:
-        if init.name == name:
-            arr = numpy_helper.to_array(init)
-            return float(arr.reshape(-1)[0]) if arr.size == 1 else None
-    return None
-
-
-def fold_gemm_scale(model: onnx.ModelProto) -> tuple[onnx.ModelProto, str]:
-    """``Mul(Gemm(A, B[, C]), s)`` with a one-element constant ``s`` -> one Gemm with alpha*s, beta*s
-    (exact up to float rounding).  Returns (model, "" or the step's description)."""
-    nodes = list(model.graph.node)
-    if len(nodes) != 2 or [n.op_type for n in nodes] != ["Gemm", "Mul"]:
-        return model, ""
-    gemm, mul = nodes
-    others = [i for i in mul.input if i != gemm.output[0]]
-    if len(others) != 1 or len(mul.input) != 2:
-        return model, ""
-    s = _scalar_const(model, others[0])
-    if s is None:
-        return model, ""
-    attrs = {a.name: helper.get_attribute_value(a) for a in gemm.attribute}
-    attrs["alpha"] = float(attrs.get("alpha", 1.0)) * s
-    if len(gemm.input) > 2 and gemm.input[2]:
-        attrs["beta"] = float(attrs.get("beta", 1.0)) * s
-    new = helper.make_node("Gemm", list(gemm.input), list(mul.output), name=gemm.name or "Gemm_0", **attrs)
-    out = onnx.ModelProto()
-    out.CopyFrom(model)
-    del out.graph.node[:]
-    out.graph.node.append(new)
-    keep = [i for i in out.graph.initializer if i.name != others[0]]
-    del out.graph.initializer[:]
-    out.graph.initializer.extend(keep)
-    return out, f"scalar Mul {s:g} folded into Gemm alpha/beta"
-
-
 def run_ort(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     """Outputs of ``model`` on ``feeds`` (ONNX Runtime, CPU, one thread)."""
     import onnxruntime as ort
@@ -150,7 +115,8 @@ def reduce_graph(raw: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> Reduced:
 
     Raises:
         ImportFailure: ``bad_model`` (ONNX Runtime cannot run the exported graph), ``irreducible`` (more than
-            one node left, or a step changed the results: the message names the nodes or the difference).
+            one node left, or a step changed the results: the message names the nodes or the difference).  A
+            graph of one compute node plus helpers (:func:`_helpers`) keeps them, recorded.
     """
     exported = _ops(raw)
     try:
@@ -158,14 +124,16 @@ def reduce_graph(raw: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> Reduced:
     except Exception as exc:  # noqa: BLE001 - ORT raises several types
         raise ImportFailure("bad_model", f"ONNX Runtime cannot run the exported graph: {str(exc)[:300]}") from None
     model, steps = _ir_steps(raw)
-    model, step = fold_gemm_scale(model)
-    if step:
-        steps.append(step)
+    model, folded = fold_all(model)
+    if folded:
+        model, more = _ir_steps(model)  # what a fold left unused (ConstantOfShape, initializers)
+        steps += folded + more
     ops = _ops(model)
-    compute = [op for op in ops if op not in SHAPE_HELPERS]
+    helper_nodes = _helpers(model)
+    compute = [n.op_type for n in model.graph.node if n not in helper_nodes]
     if len(ops) > 1 and len(compute) == 1:
-        helpers = [op for op in ops if op in SHAPE_HELPERS]
-        steps.append(f"kept shape helpers around {compute[0]}: {' '.join(helpers)}")
+        helpers = [n.op_type for n in helper_nodes]
+        steps.append(f"kept helpers around {compute[0]}: {' '.join(helpers)}")
     elif len(ops) != 1:
         raise ImportFailure("irreducible", f"{len(ops)} nodes left after reduction ({' '.join(ops)}; exported: "
                                            f"{' '.join(exported)})")
@@ -178,4 +146,12 @@ def reduce_graph(raw: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> Reduced:
     if diff:
         raise ImportFailure("irreducible", f"reduction changed the results ({diff}); steps: {'; '.join(steps)}")
     target = compute[0] if len(compute) == 1 else ops[0]
-    return Reduced(model, target, steps, exported, [op for op in ops if op != target])
+    return Reduced(model, target, steps, exported, [n.op_type for n in helper_nodes])
+
+
+def _helpers(model: onnx.ModelProto) -> list[onnx.NodeProto]:
+    """The helper nodes around the target: shape-only ones (:data:`SHAPE_HELPERS`), and a ``Cast`` of a graph
+    input (what the exporter puts before a bool op fed a float tensor: ``torch.logical_not(randn)``)."""
+    inputs = {i.name for i in model.graph.input}
+    return [n for n in model.graph.node
+            if n.op_type in SHAPE_HELPERS or (n.op_type == "Cast" and n.input[0] in inputs)]
