@@ -1,6 +1,6 @@
 """Our own fixture: needs a package that does not exist."""
-import torch
 import mkb_no_such_package_xyz  # noqa: F401
+import torch
 
 
 class Model(torch.nn.Module):
