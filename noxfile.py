@@ -4,6 +4,7 @@
                                      MKB_MNN__SOURCE_DIR points at an MNN 3.2.2 tree)
     nox -s eval -- --config cfg.toml the main job (arguments are passed to `mkb eval`)
     nox -s tasks -- audit            the task suite (list / generate / audit; audit needs torch)
+    nox -s import -- SRC --out DIR   problem files / ONNX models -> task folders (`mkb tasks import`; torch)
     nox -s report -- RUN_DIR         the report of a run
     nox -s bench                     speed benchmarks (ratios measured side by side)
     nox -s lint                      ruff
@@ -64,6 +65,15 @@ def tasks(session: nox.Session) -> None:
     """`mkb tasks ...` (default: audit).  Installs the tasks extra (torch==2.13.0)."""
     _install(session, "dev,tasks")
     session.run("mkb", "tasks", *(session.posargs or ["audit"]))
+
+
+@nox.session(name="import", reuse_venv=True, default=False)
+def import_tasks(session: nox.Session) -> None:
+    """`mkb tasks import ...`: pass `-- SRC... --out DIR` or `-- --official CHECKOUT --out DIR`."""
+    _install(session, "dev,tasks")
+    if not session.posargs:
+        session.error("pass the sources and --out: nox -s import -- SRC... --out DIR")
+    session.run("mkb", "tasks", "import", *session.posargs)
 
 
 @nox.session(reuse_venv=True, default=False)

@@ -1,6 +1,7 @@
 """The checks of one task folder: steps 1-5 of the audit (:mod:`kit.audit` runs them and builds the rows).
 
-1. :func:`check_structure`: ``model.onnx`` is well formed, one node of ``task.op_type``, the task's I/O.
+1. :func:`check_structure`: ``model.onnx`` is well formed, one node of ``task.op_type`` (plus, for an imported
+   task, the shape-only helpers its ``source.helper_ops`` declares), the task's I/O.
 2. :func:`run_ort`: ONNX Runtime's reference outputs (declared shapes and dtypes) and wall ms.
 3. :func:`check_mutants`: trivial outputs (zero, constants, identity) must fail verification.
 4. :func:`run_torch`: ``model.py``'s outputs with the ONNX initializers loaded (torch imported lazily, only
@@ -43,10 +44,17 @@ def check_structure(task: Task):  # -> onnx.ModelProto
     if opsets.get("", opsets.get("ai.onnx")) != task.opset:
         raise AuditError(f"{path}: imports opset {opsets}, task.toml says opset {task.opset}")
     nodes = list(model.graph.node)
-    if len(nodes) != 1:
-        raise AuditError(f"{path}: graph has {len(nodes)} nodes ({[n.op_type for n in nodes]}), expected exactly 1")
-    if nodes[0].op_type != task.op_type:
-        raise AuditError(f"{path}: node is {nodes[0].op_type!r}, task.toml op_type is {task.op_type!r}")
+    declared = sorted(task.source.helper_ops) if task.source is not None else []
+    if declared:
+        helpers = sorted(n.op_type for n in nodes if n.op_type != task.op_type)
+        if len(nodes) != 1 + len(declared) or helpers != declared:
+            raise AuditError(f"{path}: graph has {len(nodes)} nodes ({[n.op_type for n in nodes]}), expected one "
+                             f"{task.op_type} plus the declared helpers {declared}")
+    else:
+        if len(nodes) != 1:
+            raise AuditError(f"{path}: graph has {len(nodes)} nodes ({[n.op_type for n in nodes]}), expected exactly 1")
+        if nodes[0].op_type != task.op_type:
+            raise AuditError(f"{path}: node is {nodes[0].op_type!r}, task.toml op_type is {task.op_type!r}")
     inits = {i.name for i in model.graph.initializer}
     g_in = [i.name for i in model.graph.input if i.name not in inits]
     if g_in != [t.name for t in task.inputs]:

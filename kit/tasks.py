@@ -96,6 +96,38 @@ class MnnTarget(_Strict):
         return v
 
 
+class TaskSource(_Strict):
+    """Where an imported task comes from and what the importer did (``[source]``; absent for built-in tasks)."""
+
+    #: "problem" (a KernelBench-format .py file) or "onnx" (an ONNX model)
+    kind: Literal["problem", "onnx"]
+    #: the file as named under the imported folder (or its name)
+    file: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    #: "owner/repo@commit:path" for a file of a pinned upstream set ("" otherwise)
+    upstream: str = ""
+    #: how the ONNX graph was made ("torch 2.13.0 TorchScript exporter (dynamo=False), opset 20"; "given")
+    exporter: str = ""
+    #: op types of the exported graph, before reduction
+    exported_ops: list[str] = Field(default_factory=list)
+    #: reduction steps applied, in order (each exact; see kit.importer.reduce)
+    reductions: list[str] = Field(default_factory=list)
+    #: shape-only nodes kept around the target op (Squeeze, Reshape, ...; see kit.importer.reduce)
+    helper_ops: list[Literal["Squeeze", "Unsqueeze", "Reshape", "Flatten", "Cast"]] = Field(default_factory=list)
+    #: module-level constants scaled down to the budget ("batch_size: 4096 -> 256")
+    scaled: list[str] = Field(default_factory=list)
+    #: bytes of inputs + parameters + outputs allowed (the budget scaling aimed at) and measured
+    budget_bytes: int = Field(default=0, ge=0)
+    measured_bytes: int = -1
+    #: float input ranges made symmetric around zero (``--widen-inputs``)
+    inputs_widened: bool = False
+    #: per input, the evidence its distribution was inferred from
+    input_evidence: list[str] = Field(default_factory=list)
+    #: whether native MNN converted the model when it was imported (None: not checked), and how it was mapped
+    native_converts: bool | None = None
+    mapping_note: str = ""
+
+
 class Task(_Strict):
     """One benchmark problem (see module docstring)."""
 
@@ -112,6 +144,8 @@ class Task(_Strict):
     inputs: list[TensorSpec] = Field(min_length=1)
     outputs: list[TensorSpec] = Field(min_length=1)
     mnn: MnnTarget = MnnTarget()
+    #: imported tasks only: origin and what the importer did
+    source: TaskSource | None = None
 
     #: folder of the task (set by the loader, not in the TOML)
     path: Path | None = Field(default=None, exclude=True)

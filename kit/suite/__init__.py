@@ -55,21 +55,25 @@ def all_defs() -> list[TaskDef]:
     return defs
 
 
-def test_quota(defs: list[TaskDef]) -> dict[str, int]:
-    """Number of test tasks per category: N_TEST spread by largest remainder, proportional to size."""
+def test_quota(defs: list[TaskDef], n_test: int = N_TEST) -> dict[str, int]:
+    """Number of test tasks per category: ``n_test`` spread by largest remainder, proportional to size.
+
+    ``defs``: anything with ``.category`` (built-in definitions, imported tasks)."""
     sizes = Counter(d.category for d in defs)
     total = sum(sizes.values())
-    quota = {c: N_TEST * sizes[c] / total for c in CATEGORIES}
+    n_test = min(n_test, total)
+    quota = {c: n_test * sizes[c] / total for c in CATEGORIES}
     counts = {c: int(q) for c, q in quota.items()}
-    rest = N_TEST - sum(counts.values())
+    rest = n_test - sum(counts.values())
     for c in sorted(CATEGORIES, key=lambda c: (-(quota[c] - counts[c]), CATEGORIES.index(c)))[:rest]:
         counts[c] += 1
     return counts
 
 
-def assign_splits(defs: list[TaskDef], seed: int = SPLIT_SEED) -> dict[str, str]:
-    """task id -> "train"/"test", stratified by category (see :func:`test_quota`)."""
-    counts = test_quota(defs)
+def assign_splits(defs: list[TaskDef], seed: int = SPLIT_SEED, n_test: int = N_TEST) -> dict[str, str]:
+    """task id -> "train"/"test", stratified by category (see :func:`test_quota`); ``defs``: anything with
+    ``.id`` and ``.category``."""
+    counts = test_quota(defs, n_test)
     rng = np.random.Generator(np.random.PCG64(seed))
     split: dict[str, str] = {}
     for c in CATEGORIES:

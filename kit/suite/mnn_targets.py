@@ -154,25 +154,25 @@ CONVERTER_FILES: dict[str, str] = {
 _PLUMBING = {"Const", "ConvertTensor", "Input", "Unsqueeze", "Squeeze", "Reshape", "Shape", "Rank"}
 
 
-def _derived(td: TaskDef, t: Target) -> Target:
-    """Adjust the op default to what the converter really produced for this task (``observed.toml``)."""
-    obs = OBSERVED.get(td.id) or {}
+def derive(op: str, t: Target, obs: dict) -> Target:
+    """Adjust the op default ``t`` of ``op`` to what the converter really produced: ``obs`` is one observation
+    (``{"graph": [...], "runtime": [...]}`` as in ``observed.toml``; ``{}`` when none)."""
     graph = [g for g in obs.get("graph", []) if g not in _PLUMBING]
     runtime = set(obs.get("runtime", []))
     if t.mechanism != "atomic" or not graph:
         return t
-    if len(set(graph)) > 1 and td.op in CONVERTER_FILES:
+    if len(set(graph)) > 1 and op in CONVERTER_FILES:
         # one ONNX node became several compute ops (grouped conv split, 3-D conv via Im2Col, ...)
-        return Target("composite", ("*",), (CONVERTER_FILES[td.op],) + t.files, EXTRA_NEW, t.keep_symbols)
-    if td.op == "Conv" and "ConvolutionDepthwise" in runtime:
+        return Target("composite", ("*",), (CONVERTER_FILES[op],) + t.files, EXTRA_NEW, t.keep_symbols)
+    if op == "Conv" and "ConvolutionDepthwise" in runtime:
         # CPUConvolutionDepthwise.hpp is included by compute/ConvolutionFloatFactory.cpp
         return Target("atomic", ("ConvolutionDepthwise",), _cpu("CPUConvolutionDepthwise"),
                       keep_symbols=("CPUConvolutionDepthwise",))
     if t is BINARY and runtime & {"While", "Raster"}:
         return BINARY_BCAST
-    if td.op == "Where" and "Raster" in runtime:
+    if op == "Where" and "Raster" in runtime:
         return Target("geometric", t.op_types, t.files + (GEO + "GeometrySelect.cpp",), (), t.keep_symbols)
-    if td.op == "MatMul" and "While" in runtime:
+    if op == "MatMul" and "While" in runtime:
         return Target("geometric", t.op_types, t.files + (GEO + "GeometryBatchMatMul.cpp",), (), t.keep_symbols)
     if "Pooling3D" in graph:
         return Target("geometric", t.op_types, t.files + (GEO + "GeometryPooling3D.cpp",), (), t.keep_symbols)
@@ -182,8 +182,8 @@ def _derived(td: TaskDef, t: Target) -> Target:
 _NON_COMPUTE = {"Const", "ConvertTensor", "Input"}
 
 
-def _observed_types(td: TaskDef, default: tuple[str, ...]) -> tuple[str, ...]:
-    obs = OBSERVED.get(td.id)
+def observed_types(obs: dict, default: tuple[str, ...]) -> tuple[str, ...]:
+    """The runtime op types of one observation (``default`` when none), without the layout ``Raster``."""
     if not obs or not obs.get("runtime"):
         return default
     runtime = list(obs["runtime"])
@@ -192,9 +192,20 @@ def _observed_types(td: TaskDef, default: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(runtime)
 
 
-def target_for(td: TaskDef) -> Target:
-    """The MNN target of a task (raises KeyError for an op without an entry in :data:`OP_TARGETS`)."""
-    t = TASK_TARGETS.get(td.id) or _derived(td, OP_TARGETS[td.op])
+def _with_observed(t: Target, obs: dict) -> Target:
     if t.mechanism == "composite":
         return t
-    return Target(t.mechanism, _observed_types(td, t.op_types), t.files, t.new_files, t.keep_symbols)
+    return Target(t.mechanism, observed_types(obs, t.op_types), t.files, t.new_files, t.keep_symbols)
+
+
+def target_from(op: str, obs: dict, default: Target | None = None) -> Target:
+    """The MNN target of an ``op`` node given one observation ``obs`` of its conversion (``{}``: none).
+
+    ``default`` replaces :data:`OP_TARGETS`' entry (raises KeyError for an op without one and no default)."""
+    return _with_observed(derive(op, default or OP_TARGETS[op], obs), obs)
+
+
+def target_for(td: TaskDef) -> Target:
+    """The MNN target of a task (raises KeyError for an op without an entry in :data:`OP_TARGETS`)."""
+    obs = OBSERVED.get(td.id) or {}
+    return _with_observed(TASK_TARGETS.get(td.id) or derive(td.op, OP_TARGETS[td.op], obs), obs)

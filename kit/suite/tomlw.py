@@ -73,3 +73,30 @@ def dumps_observed(results: dict[str, dict[str, list[str] | str]], *, converter:
         key = tid if _BARE_KEY.fullmatch(tid) else _v(tid)
         lines.append(f"{key} = {{{fields}}}")
     return "\n".join(lines) + "\n"
+
+
+def dumps_mapping(data: dict[str, Any]) -> str:
+    """TOML text of a mapping: scalars and lists of scalars first, then each table (``[key]``, one level of
+    scalars), then each list of tables (``[[key]]``).  None values are left out.  Raises TypeError on a value
+    TOML cannot hold here (nested tables deeper than one level)."""
+    scalars, tables, arrays = [], [], []
+    for key, value in data.items():
+        if value is None:
+            continue
+        if isinstance(value, dict):
+            tables.append((key, value))
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            arrays.append((key, value))
+        else:
+            scalars.append(f"{key} = {_v(value)}")
+
+    def body(table: dict[str, Any]) -> list[str]:
+        return [f"{k} = {_v(v)}" for k, v in table.items() if v is not None]
+
+    lines = scalars
+    for key, table in tables:
+        lines += ["", f"[{key}]", *body(table)]
+    for key, items in arrays:
+        for item in items:
+            lines += ["", f"[[{key}]]", *body(item)]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,73 @@
+"""``mkb tasks import``: arguments -> :func:`kit.importer.import_sources`, a rich summary, exit status.
+
+Exit 0 when at least one task was written (left-out sources are listed with their reasons), 2 on bad input
+(a missing source, a checkout that differs from the pins, a non-empty --out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+
+def _sources(args: argparse.Namespace):
+    from kit.importer import find_sources
+    from kit.importer.official import download, load_pins, official_sources
+
+    if args.official:
+        if len(args.sources) > 1:
+            raise ValueError("--official takes one SRC: a checkout of the pinned folder")
+        if args.sources:
+            root = args.sources[0]
+        elif args.download is not None:
+            root = download(args.download)
+        else:
+            raise ValueError("--official needs SRC (a checkout of the pinned folder) or --download CACHE")
+        return official_sources(root), load_pins().id_prefix
+    if not args.sources:
+        raise ValueError("give at least one SRC (problem file, .onnx model or folder)")
+    return find_sources(list(args.sources)), ""
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from kit.importer import Options, import_sources
+    from kit.importer.official import PinError
+    from kit.importer.problem import ImportFailure
+
+    try:
+        sources, prefix = _sources(args)
+        budget_mib = args.budget_mib if args.budget_mib is not None else (1024.0 if args.official else 64.0)
+        opts = Options(budget_bytes=int(budget_mib * (1 << 20)),
+                       memory_limit_bytes=int(args.memory_limit_gib * (1 << 30)), widen_inputs=args.widen_inputs,
+                       id_prefix=prefix if args.id_prefix is None else args.id_prefix, mnn_root=args.mnn_dir,
+                       converter=args.converter, probe_native=not args.no_native)
+        with Progress(transient=True) as prog:
+            bar = prog.add_task("import", total=len(sources))
+
+            def tick(name: str, done: int, total: int) -> None:
+                prog.update(bar, completed=done, description=f"import {name}")
+
+            report = import_sources(sources, args.out, opts, resume=args.resume or args.retry, retry=args.retry, jobs=args.jobs, n_test=args.n_test,
+                                    progress=tick)
+    except (ValueError, PinError, ImportFailure, OSError) as exc:
+        print(f"mkb: {exc}", file=sys.stderr)
+        return 2
+    console = Console(width=200)
+    if report.left_out:
+        table = Table(title=f"{len(report.left_out)} source(s) left out")
+        for col in ("source", "kind", "reason"):
+            table.add_column(col)
+        for row in report.left_out:
+            table.add_row(*row)
+        console.print(table)
+    kinds = Counter(k for _, k, _ in report.left_out)
+    console.print(f"imported {len(report.imported)} of {len(sources)} into {args.out} "
+                  f"(left out: {dict(kinds) or 'none'}); manifest: {Path(args.out) / 'manifest.json'}")
+    console.print(f"next: mkb tasks audit --dir {args.out}  (marks weak tasks in the manifest)")
+    return 0 if report.imported else 1
