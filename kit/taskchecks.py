@@ -142,7 +142,8 @@ def run_torch(task: Task, model, feeds: dict[str, np.ndarray]) -> dict[str, np.n
     """Step 4. Outputs of ``model.py`` on ``feeds`` (name -> numpy array).
 
     Raises AuditError when model.py cannot be imported/instantiated, a parameter or persistent buffer
-    has no ONNX initializer of the same name and size, get_inputs() disagrees with the task's inputs,
+    has no ONNX initializer of the same name and size (an imported task's is drawn again from its
+    ``source.torch_seed`` instead: torch's outputs then show whether it matches), get_inputs() disagrees with the task's inputs,
     or forward() returns the wrong number of outputs.
     """
     import torch
@@ -151,6 +152,7 @@ def run_torch(task: Task, model, feeds: dict[str, np.ndarray]) -> dict[str, np.n
     torch.set_num_threads(1)
     module = _import_model_py(task)
     path = task.model_py_path
+    torch.manual_seed(task.source.torch_seed if task.source is not None else 0)
     try:
         m = module.Model(*module.get_init_inputs())
     except Exception as exc:  # noqa: BLE001 - any failure is recorded as this task's problem
@@ -161,6 +163,9 @@ def run_torch(task: Task, model, feeds: dict[str, np.ndarray]) -> dict[str, np.n
     for key, value in state.items():
         if key.endswith("num_batches_tracked"):
             new_state[key] = value
+            continue
+        if key not in inits and task.source is not None:
+            new_state[key] = value  # an imported task: drawn again from the export's seed (torch_seed)
             continue
         if key not in inits:
             raise AuditError(f"{path}: parameter/buffer {key!r} has no ONNX initializer of that name")

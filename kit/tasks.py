@@ -126,6 +126,9 @@ class TaskSource(_Strict):
     #: whether native MNN converted the model when it was imported (None: not checked), and how it was mapped
     native_converts: bool | None = None
     mapping_note: str = ""
+    #: torch's seed when model.py's Model was built for the export: the parameters no ONNX initializer keeps by
+    #: name (an LSTM's weights are reordered into W, R, B) are drawn again from it by the audit
+    torch_seed: int = 0
 
 
 class Task(_Strict):

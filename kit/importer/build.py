@@ -201,7 +201,8 @@ def build_task(src: Source, opts: Options, stage: Path, split: str = "train") ->
             specs = [inp.widen(s) for s in specs]
         source = TaskSource(kind="onnx" if src.path.suffix == ".onnx" else "problem", file=src.name,
                             sha256=sha256_file(src.path), upstream=src.upstream, exported_ops=red.exported_ops,
-                            reductions=red.steps, helper_ops=red.helpers, budget_bytes=opts.budget_bytes, inputs_widened=opts.widen_inputs,
+                            reductions=red.steps, helper_ops=red.helpers, budget_bytes=opts.budget_bytes,
+                            inputs_widened=opts.widen_inputs, torch_seed=opts.seed,
                             **fields)
         desc = f"{red.target_op} imported from {src.name}" + (f" ({src.upstream})" if src.upstream else "") + "."
         task = Task(id=tid, category=category, op_type=red.target_op, opset=OPSET, mechanism="composite", split=split,
