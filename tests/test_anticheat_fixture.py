@@ -45,7 +45,116 @@ EXPECTED = {
     "thread_left": (Status.RUNTIME_CRASH, ErrorKind.THREADS_LEFT, "a thread was left running"),
     "correct_first_8_calls": (Status.VERIFY_MISMATCH, ErrorKind.TIMED_OUTPUT_MISMATCH, "round 0"),
     "memorized": (Status.VERIFY_MISMATCH, ErrorKind.VALUE, "after timing"),
+    # written at test time from the engine's own kernel (_hostile_sources): code run after the runner wrote its
+    # results, by a static destructor or an atexit handler, never runs (the runner leaves by exit_group): had it
+    # run, the zeroed outputs would be a timed_output_mismatch and timing.json's times a fifth of the real ones
+    "rewrites_results_in_destructor": (Status.OK, ErrorKind.NONE, ""),
+    "rewrites_results_atexit": (Status.OK, ErrorKind.NONE, ""),
+    # forwards that skip their work are caught by the runner's comparison of every timed forward with the first
+    # on its input set, also where the kit's comparison with ONNX Runtime sees only outputs that are right
+    "skips_timed_but_last_by_argv": (Status.VERIFY_MISMATCH, ErrorKind.TIMED_OUTPUT_MISMATCH,
+                                     "differs from that of timed run"),
+    "skips_3_of_4_calls": (Status.VERIFY_MISMATCH, ErrorKind.TIMED_OUTPUT_MISMATCH, "differs from that of timed run"),
 }
+
+#: the command line as a kernel reads it: constructors of a shared library get argc and argv (glibc); gOut is
+#: the output directory of a timing run (the runner's third argument), empty in verification.  Plain arrays and
+#: ints: a std::string's own initializer may run after this constructor and empty it again
+_ARGV = r'''
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+namespace {
+char gOut[4096];
+int gIterations = 0, gWarmup = 0;
+__attribute__((constructor)) void mkbReadArgs(int argc, char** argv, char**) {
+    for (int i = 1; i + 1 < argc; ++i) {
+        if (std::strcmp(argv[i], "--iterations") == 0) gIterations = std::atoi(argv[i + 1]);
+        if (std::strcmp(argv[i], "--warmup") == 0) gWarmup = std::atoi(argv[i + 1]);
+    }
+    if (gIterations > 0 && argc > 3) std::strncpy(gOut, argv[3], sizeof gOut - 1);
+}
+}
+'''
+
+#: what the rewriters do once the runner is done: every op_ms and total_ms of timing.json divided by 5, and the
+#: outputs of both timed input sets zeroed (the witness: the kit's comparison with ONNX Runtime would see it).
+#: Files through std::basic_*fstream<char>, which the static screen does not name (the sandbox allows the
+#: output directory)
+_REWRITE = _ARGV + r'''
+namespace {
+std::string mkbSlurp(const std::string& path) {
+    std::basic_ifstream<char> in(path.c_str(), std::ios::binary);
+    std::basic_ostringstream<char> all;
+    all << in.rdbuf();
+    return all.str();
+}
+std::string mkbFifth(const std::string& json, const std::string& key) {
+    size_t at = json.find(key);
+    if (at == std::string::npos) return json;
+    size_t open = json.find('[', at), close = json.find(']', open);
+    std::string list;
+    const char* p = json.c_str() + open + 1;
+    const char* stop = json.c_str() + close;
+    while (p < stop) {
+        char* end = nullptr;
+        double v = std::strtod(p, &end);
+        if (end == p) { ++p; continue; }
+        char num[40];
+        std::snprintf(num, sizeof num, "%.6f", v / 5.0);
+        list += (list.empty() ? "" : ", ") + std::string(num);
+        p = end;
+    }
+    return json.substr(0, open + 1) + list + json.substr(close);
+}
+void mkbRewriteResults() {
+    const std::string dir = gOut;
+    if (dir.empty()) return;
+    std::string timing = mkbSlurp(dir + "/timing.json");
+    if (timing.empty()) return;
+    timing = mkbFifth(mkbFifth(timing, "\"op_ms\""), "\"total_ms\"");
+    { std::basic_ofstream<char> out((dir + "/timing.json").c_str()); out << timing; }
+    for (int k = 0; k < 2; ++k) {
+        std::string y = dir + "/" + std::to_string(k) + "/y.bin";
+        std::string bytes = mkbSlurp(y);
+        if (bytes.empty()) continue;
+        std::basic_ofstream<char> out(y.c_str(), std::ios::binary);
+        out << std::string(bytes.size(), '\0');
+    }
+}
+}
+'''
+
+
+def _hostile_sources(engine: Path) -> dict[str, str]:
+    """sample → CPUUnary.cpp: the engine's own kernel with code added before ``namespace MNN`` and at the start
+    of ``onExecute``."""
+    base = (engine / "source" / "backend" / "cpu" / "CPUUnary.cpp").read_text()
+    head = "ErrorCode CPUUnary::onExecute(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) {\n"
+    assert base.count("namespace MNN {\n") == 1 and base.count(head) == 1
+
+    def kernel(top: str, body: str = "") -> str:
+        return base.replace("namespace MNN {\n", top + "\nnamespace MNN {\n").replace(head, head + body)
+
+    return {
+        "rewrites_results_in_destructor": kernel(_REWRITE + r'''
+namespace { struct MkbAtEnd { ~MkbAtEnd() { mkbRewriteResults(); } } gMkbAtEnd; }
+'''),
+        "rewrites_results_atexit": kernel(_REWRITE + r'''
+namespace { __attribute__((constructor)) void mkbRegister() { std::atexit(mkbRewriteResults); } }
+'''),
+        # does nothing on every forward of a timing run but the last two (one per input set)
+        "skips_timed_but_last_by_argv": kernel(_ARGV, '''    static int calls = 0;
+    if (gIterations > 0 && ++calls <= gWarmup + gIterations - 2) return NO_ERROR;
+'''),
+        # right on the first 8 calls of a process (more than verification makes), then on every fourth only
+        "skips_3_of_4_calls": kernel("", '''    static int calls = 0;
+    if (++calls > 8 && calls % 4 != 0) return NO_ERROR;
+'''),
+    }
 
 
 def _memorized(task, seeds: list[int]) -> str:
@@ -86,6 +195,9 @@ def evaluated(tmp_path_factory, fixture_engine_pristine, fixture_tasks_dir, fixt
     (cands / "memorized").mkdir()
     known = list(range(TRIALS)) + [stiming.TIMED_SEED_OFFSET + j for j in range(stiming.TIMED_SETS)]
     (cands / "memorized" / "CPUUnary.cpp").write_text(_memorized(task, known))
+    for name, text in _hostile_sources(fixture_engine_pristine).items():
+        (cands / name).mkdir()
+        (cands / name / "CPUUnary.cpp").write_text(text)
     cfg_path = write_config(
         tmp / "cfg.toml", run_dir=tmp / "run", tasks_dir=fixture_tasks_dir, ids=["fx_exp"], method="hostile",
         candidates=tmp / "candidates",
@@ -168,3 +280,8 @@ def test_check_clock_rules():
     assert stiming.check_clock([1.0], 10.0, 10.0 + stiming.CLOCK_SLACK_MS) is None  # within the slack
     assert "apart" in stiming.check_clock([1.0], 10.0, 500.0)  # 490 ms the runner's clock did not see
     assert "phase_ms" in stiming.check_clock([1.0], None, 20.0)
+    # the ops timed in a forward are part of it: never longer than it
+    assert stiming.check_clock([1.0, 2.0], 10.0, 20.0, [0.9, 2.0]) is None
+    assert "longer than the forward" in stiming.check_clock([1.0, 2.0], 10.0, 20.0, [0.9, 2.5])
+    assert "negative" in stiming.check_clock([1.0, 2.0], 10.0, 20.0, [0.9, -0.1])
+    assert "op times for" in stiming.check_clock([1.0, 2.0], 10.0, 20.0, [0.9])

@@ -10,7 +10,8 @@ Inputs and outputs are tensor directories (:mod:`kit.tensorio`).  ``in_dir`` is 
 directory; outputs go to ``out_dir``) or several, ``in_dir/0/``, ``in_dir/1/``, ... (outputs of set k go to
 ``out_dir/k/``), all with the same tensors.  ``--iterations 0`` runs one forward per set, in order, and writes
 each set's outputs; ``--iterations N`` (N >= the number of sets S) runs ``--warmup`` untimed and N timed
-forwards, forward i on set i % S, writes the outputs of each set's last timed forward and ``timing.json`` with
+forwards, forward i on set i % S, checks that every timed forward's outputs are byte-identical to those of the
+first timed forward on the same set, writes the latter and ``timing.json`` with
 ``op_ms`` (sum of the selected op types' times per run), ``total_ms`` (whole forward per run), ``op_types``
 (ops executed per run, by type) and ``phase_ms`` (wall time from reading "go" to the end of the timed forwards).
 Every time is CLOCK_MONOTONIC read by the system call itself, never through libc, whose clock functions the
@@ -21,9 +22,12 @@ and reads the inputs, prints ``mkb_runner: ready`` on stdout and waits for the l
 Around every forward the runner fills the previous forward's output memory with 0xFF bytes (NaN; MNN's
 StaticModule reuses it for the next forward), then checks that every input tensor still holds its bytes and
 that the process has no more threads than the engine's own (MNN: the main thread and ``threads - 1`` pool
-workers).  Exit status 0 is success, 2 a usage error (a kit bug), 3 a load/shape/run error,
-:data:`EXIT_INPUT_MODIFIED` (4) a forward that wrote into an input, :data:`EXIT_THREADS_LEFT` (5) a thread left
-running after a forward; a crash is a signal.
+workers).  The runner leaves by the exit_group system call right after writing its results (and on every
+error), so no destructor or atexit handler of the candidate's library runs after them.  Exit status 0 is
+success, 2 a usage error (a kit bug), 3 a load/shape/run error, :data:`EXIT_INPUT_MODIFIED` (4) a forward that
+wrote into an input, :data:`EXIT_THREADS_LEFT` (5) a thread left running after a forward,
+:data:`EXIT_TIMED_OUTPUT_CHANGED` (6) a timed forward whose outputs differ from the first timed forward's on the
+same input set; a crash is a signal.
 
 Nothing here turns a failure into a record status: results carry ``ok`` and the :class:`~kit.proc.ProcResult`;
 exceptions are raised only for faults of the kit itself (:class:`RunnerBuildError`, :class:`RunnerProtocolError`).
@@ -60,6 +64,8 @@ EXIT_USAGE = 2
 EXIT_INPUT_MODIFIED = 4
 #: exit status of the runner when more threads than the engine's own remain after a forward
 EXIT_THREADS_LEFT = 5
+#: exit status of the runner when a timed forward's outputs differ from the first timed forward's on the same set
+EXIT_TIMED_OUTPUT_CHANGED = 6
 PRECISIONS = ("high", "normal", "low")
 
 #: the inputs of one call: one set (graph input name → array) or several, run in order in one process
@@ -78,7 +84,8 @@ class RunResult(proc.FromProcess):
     """Outcome of one runner invocation.
 
     ``outputs``: output name → float32/int32 array (MNN's actual shape) of the first input set, empty unless
-    ``ok``; ``output_sets``: those of every input set, in order (one for a single set).
+    ``ok``; ``output_sets``: those of every input set, in order (one for a single set); in timing mode those of
+    each set's first timed forward, which every later timed forward on the set matched byte for byte.
     ``op_ms`` / ``total_ms``: per timed run, milliseconds (empty in verify mode).
     ``op_types``: op type → number of ops of that type executed per run (timing mode only).
     ``phase_ms``: the runner's own wall time from "go" to the end of its timed runs (timing mode only).

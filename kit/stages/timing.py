@@ -21,9 +21,12 @@ cores; otherwise the timing is a harness error, not the candidate's.
 Against a candidate that games the timing (the runner loads the candidate's library, so code of the candidate
 runs inside the measuring process): every run alternates between :data:`TIMED_SETS` input sets (seeds
 ``seed + TIMED_SEED_OFFSET + j``, the same on both sides), so no timed forward sees the input of the one
-before; the outputs of each set's last timed forward are compared with ONNX Runtime (the task's tolerance) for
-the candidate's runs (``timed_output_mismatch``); and the runner's clock is checked against the kit's
-(:func:`check_clock`: ``clock_mismatch``).  All of these are ``timing_failed``, never a speedup.
+before; every timed forward's outputs are compared by the runner, byte for byte, with those of the first timed
+forward on the same set (runner exit 6: a forward that skipped its work leaves the poisoned outputs), and those
+first outputs with ONNX Runtime (the task's tolerance) for the candidate's runs (both ``timed_output_mismatch``,
+a ``verify_mismatch``); the runner leaves by exit_group right after writing its results (no destructor of the
+candidate's runs after them); and the runner's clock is checked against the kit's and its times against each
+other (:func:`check_clock`: ``clock_mismatch``, ``timing_failed``).  None of these is ever a speedup.
 """
 
 from __future__ import annotations
@@ -108,37 +111,53 @@ def _started(task: Task, runner: Path, model: Path, side: Side, inputs, scratch:
     return started
 
 
-def _go(started: mrunner.StartedRun, opts: TimingOptions, what: str) -> mrunner.RunResult:
-    """Run a started timing run (warm-up and timed iterations) and check its samples and its clock
-    (:func:`check_clock`; the kit's own time of the run is ``proc.wall_s``, from writing "go" to the exit).
+def _go(started: mrunner.StartedRun, opts: TimingOptions, what: str, round_: int | None = None) -> mrunner.RunResult:
+    """Run a started timing run (warm-up and timed iterations; ``round_`` names it in messages) and check its
+    samples and its clock (:func:`check_clock`; the kit's own time of the run is ``proc.wall_s``, from writing
+    "go" to the exit).
 
     Raises:
         StageFailure: TIMING_FAILED for a failed run, a broken protocol, a wrong number of samples or a
-            clock mismatch of the candidate's runner; HARNESS_ERROR (``clock_mismatch``) for one of the native
-            runner (the pristine libraries: the host stalled).
+            clock mismatch of the candidate's runner; VERIFY_MISMATCH (``timed_output_mismatch``) for a timed
+            forward of the candidate's whose outputs differ from the first on its input set (runner exit 6);
+            HARNESS_ERROR (``clock_mismatch``, ``timed_output_mismatch``) for those of the native runner (the
+            pristine libraries: the host stalled or the kit is wrong).
     """
     with _protocol(what):
         res = started.go()
-    _check(res, what)
+    _check(res, what, round_)
     if len(res.op_ms) != opts.iterations:
         raise StageFailure(
             Status.TIMING_FAILED, ErrorKind.INTERNAL, f"{what}: {len(res.op_ms)} samples, expected {opts.iterations}"
         )
-    wrong = check_clock(res.total_ms, res.phase_ms, res.proc.wall_s * 1e3)
+    wrong = check_clock(res.total_ms, res.phase_ms, res.proc.wall_s * 1e3, res.op_ms)
     if wrong is not None:
         status = Status.HARNESS_ERROR if what == "native" else Status.TIMING_FAILED
         raise StageFailure(status, ErrorKind.CLOCK_MISMATCH, f"{what} timing run: {wrong}")
     return res
 
 
-def check_clock(total_ms: list[float], phase_ms: float | None, kit_ms: float) -> str | None:
-    """Why a timing run's clock cannot be trusted, or None: its timed forwards (``total_ms``, the runner's
-    clock) must fit in its ``phase_ms`` (the same clock, the interval they are part of), which must lie within
-    the kit's own wall time ``kit_ms`` of the run and be shorter by no more than :data:`CLOCK_SLACK_MS` +
-    :data:`CLOCK_SLACK_FRACTION` of it (all milliseconds).  A runner whose clock was slowed, stopped or rewound
-    (code in the candidate's library replacing or patching it) fails one of these."""
+def check_clock(total_ms: list[float], phase_ms: float | None, kit_ms: float,
+                op_ms: list[float] | None = None) -> str | None:
+    """Why a timing run's clock cannot be trusted, or None: the ops timed in each forward (``op_ms``) must fit
+    in that forward (``total_ms[i]``: the ops run between the forward's two clock reads), the timed forwards
+    (the runner's clock) must fit in its ``phase_ms`` (the same clock, the interval they are part of), which must
+    lie within the kit's own wall time ``kit_ms`` of the run and be shorter by no more than
+    :data:`CLOCK_SLACK_MS` + :data:`CLOCK_SLACK_FRACTION` of it (all milliseconds); no time is negative.  A
+    runner whose clock was slowed, stopped or rewound (code in the candidate's library replacing or patching
+    it), or whose timing.json was rewritten, fails one of these where the numbers no longer agree.  (A rewrite
+    that scales every time alike keeps them agreeing but for the kit's wall time; that it cannot happen after
+    the runner wrote them is the runner's doing: it leaves by exit_group at once.)"""
     if phase_ms is None:
         return "the runner wrote no phase_ms"
+    if op_ms is not None:
+        if len(op_ms) != len(total_ms) or min(op_ms, default=0.0) < 0:
+            return f"{len(op_ms)} op times for {len(total_ms)} forwards, or one is negative"
+        over = [i for i, (op, tot) in enumerate(zip(op_ms, total_ms)) if op > tot + 2 * _PRINT_MS]
+        if over:
+            i = over[0]
+            return (f"the timed ops of {len(over)} forwards took longer than the forward they are part of; first: "
+                    f"forward {i + 1}, {op_ms[i]:.6f} ms of ops in {total_ms[i]:.6f} ms")
     timed = float(sum(total_ms))
     if timed > phase_ms + _PRINT_MS * (len(total_ms) + 1) or min(total_ms, default=0.0) < 0:
         return (f"its timed forwards add up to {timed:.3f} ms (the runner's clock), more than the {phase_ms:.3f} ms "
@@ -162,10 +181,13 @@ def _protocol(what: str) -> Iterator[None]:
                            f"protocol: {exc}") from None
 
 
-def _check(res: mrunner.RunResult, what: str) -> None:
-    fail = process_failure(res.proc, f"{what} timing run")
+def _check(res: mrunner.RunResult, what: str, round_: int | None = None) -> None:
+    fail = process_failure(res.proc, f"{what} timing run" + (f" (round {round_})" if round_ is not None else ""))
     if fail is not None:
-        if fail.kind in (ErrorKind.INPUT_MODIFIED, ErrorKind.THREADS_LEFT):
+        if fail.kind == ErrorKind.TIMED_OUTPUT_MISMATCH and what == "native":
+            # the pristine kernels gave other bytes on the same inputs: the host or the kit, not the candidate
+            raise StageFailure(Status.HARNESS_ERROR, fail.kind, fail.message)
+        if fail.kind in (ErrorKind.INPUT_MODIFIED, ErrorKind.THREADS_LEFT, ErrorKind.TIMED_OUTPUT_MISMATCH):
             # the runner's own verdicts on the kernel, whenever it misbehaves: as in verification (not correct)
             raise fail
         # the candidate already passed verification: a failure now is a timing failure (flaky crash counts too)
@@ -247,8 +269,8 @@ def time_candidate(
         with hold():
             conditions = dict(governor=hostinfo.cpu_governor(cores), freq_mhz=hostinfo.cpu_freq_mhz(cores),
                               load_1m=hostinfo.load_1m())
-            for (who, _), run in zip(plan, started):
-                runs[who].append(_go(run, opts, who))
+            for (who, r), run in zip(plan, started):
+                runs[who].append(_go(run, opts, who, r))
     finally:
         for run in started:
             run.cancel()
@@ -265,8 +287,9 @@ def timed_seeds(opts: TimingOptions) -> list[int]:
 
 def check_timed_outputs(task: Task, runs: list[mrunner.RunResult], seeds: list[int], inputs: list, threads: int,
                         refs: References | None = None) -> None:
-    """Compare the outputs of each run's last timed forward on every input set (``seeds``, ``inputs``) with
-    ONNX Runtime (``refs``: references computed elsewhere), as verification does (the task's tolerance).
+    """Compare the outputs of each run's first timed forward on every input set (``seeds``, ``inputs``; the
+    runner checked that every later timed forward on the set gave the same bytes) with ONNX Runtime (``refs``:
+    references computed elsewhere), as verification does (the task's tolerance).
 
     Raises:
         StageFailure: VERIFY_MISMATCH (``timed_output_mismatch``: the kernel is wrong when timed, so not

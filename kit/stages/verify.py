@@ -98,6 +98,7 @@ _LIMIT_TEXTS = (("std::bad_alloc", "the memory limit (verify.memory_limit_mb)"),
 _RUNNER_VERDICTS = {
     mrunner.EXIT_INPUT_MODIFIED: (Status.VERIFY_MISMATCH, ErrorKind.INPUT_MODIFIED),
     mrunner.EXIT_THREADS_LEFT: (Status.RUNTIME_CRASH, ErrorKind.THREADS_LEFT),
+    mrunner.EXIT_TIMED_OUTPUT_CHANGED: (Status.VERIFY_MISMATCH, ErrorKind.TIMED_OUTPUT_MISMATCH),
 }
 
 
@@ -111,7 +112,8 @@ def limit_cause(res: proc.ProcResult) -> str | None:
 
 def process_failure(res: proc.ProcResult, what: str, kind_on_exit: ErrorKind = ErrorKind.EXIT_CODE) -> StageFailure | None:
     """The failure a finished process stands for, or None if it succeeded: a timeout, a verdict of the runner's
-    own checks (exit 4: VERIFY_MISMATCH ``input_modified``; exit 5: RUNTIME_CRASH ``threads_left``), a resource
+    own checks (exit 4: VERIFY_MISMATCH ``input_modified``; exit 5: RUNTIME_CRASH ``threads_left``; exit 6, timing
+    runs only: VERIFY_MISMATCH ``timed_output_mismatch``), a resource
     limit (error kind ``limit``, the message names it), a signal, or an exit status."""
     tail = res.stderr.strip()[-1500:] or res.stdout.strip()[-1500:]
     if res.timed_out:

@@ -25,6 +25,7 @@ constexpr int kExitUsage = 2;
 constexpr int kExitError = 3;
 constexpr int kExitInputModified = 4;
 constexpr int kExitThreadsLeft = 5;
+constexpr int kExitTimedOutputChanged = 6;
 
 struct Failure {
     std::string message;
@@ -252,6 +253,16 @@ struct Taken {
     std::vector<char> bytes;
 };
 
+// Write text to path, flushed and closed before it returns (the runner leaves without running destructors).
+// Not fsync'ed: the kit reads the file on this host after the runner's exit, from the page cache; a crash of the
+// host loses the job either way, and an fsync would add disk latency to the gap the kit's clock check allows.
+void writeText(const std::string& path, const std::string& text) {
+    std::ofstream out(path);
+    out << text;
+    out.close();
+    if (!out) fail("cannot write " + path);
+}
+
 // Write the outputs named by --outputs (taken, in that order) and their manifest into dir.
 void writeOutputs(const std::vector<Taken>& taken, const Options& o, const std::string& dir) {
     std::string manifest;
@@ -260,13 +271,11 @@ void writeOutputs(const std::vector<Taken>& taken, const Options& o, const std::
         std::ofstream out(path, std::ios::binary);
         if (!out) fail("cannot write " + path);
         out.write(taken[i].bytes.data(), static_cast<std::streamsize>(taken[i].bytes.size()));
+        out.close();  // flushed and closed here: the runner leaves without destructors (mkb_guard.hpp leaveNow)
         if (!out) fail("cannot write " + path);
         manifest += taken[i].manifestLine;
     }
-    const std::string path = dir + "/manifest.txt";
-    std::ofstream out(path);
-    out << manifest;
-    if (!out) fail("cannot write " + path);
+    writeText(dir + "/manifest.txt", manifest);
 }
 
 std::string timingJson(const std::vector<double>& opMs, const std::vector<double>& totalMs,

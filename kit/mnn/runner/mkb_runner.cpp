@@ -12,8 +12,9 @@
 // manifest.txt in the same format.
 //
 // --iterations 0: one forward per set, in order, each set's outputs written.  --iterations N > 0: W warm-up and
-// then N timed forwards, forward i on set i % S (S sets; N >= S), and the outputs of each set's last timed
-// forward are written, and out_dir/timing.json:
+// then N timed forwards, forward i on set i % S (S sets; N >= S); every timed forward's outputs must be
+// byte-identical to those of the first timed forward on the same set (checked after each, outside its timing),
+// whose outputs are written, and out_dir/timing.json:
 //   {"op_ms": [...N], "total_ms": [...N], "op_types": {"Type": count per run, ...}, "phase_ms": P}
 // op_ms sums the wall time of every executed op whose type is in --op-types ("*" = all ops); total_ms is the
 // whole forward; phase_ms the wall time from reading "go" (without --wait-go: from the same point, before the
@@ -26,10 +27,13 @@
 // StaticModule reuses for the next one once the runner holds no reference) is filled with 0xFF bytes (NaN),
 // so a kernel that skips its work leaves no stale result; after it, every input tensor must still hold the
 // bytes the runner put there, and the process may have no more threads than MNN's own (the main thread and
-// the thread pool's --threads - 1 workers; also checked before the first forward).
+// the thread pool's --threads - 1 workers; also checked before the first forward and before the results are
+// written).  The runner leaves by the exit_group system call right after writing its results (and on every
+// error): no destructor or atexit handler of the candidate's library runs after them.
 //
 // Exit status: 0 success; 2 usage error; 3 load/shape/run/IO error or no "go"; 4 a forward changed an input
-// tensor; 5 more threads than MNN's own after a forward (or before the first); the message is on stderr.
+// tensor; 5 more threads than MNN's own after a forward (or before the first); 6 a timed forward's outputs
+// differ from those of the first timed forward on the same input set; the message is on stderr.
 
 #include "mkb_guard.hpp"
 #include "mkb_io.hpp"
@@ -139,25 +143,31 @@ std::vector<VARP> forward(MNN::Express::Module& net, const Feed& f, size_t nOutp
 
 // ---- outputs: taken as host bytes right after their forward (Taken), written at the end ----
 
+// Output i as the host tensor the runner writes: NC4HW4 converted to the model's default layout, other types
+// cast to float32 or int32 (*dtype gets which).
+VARP hostView(VARP v, const std::string& name, MNN::Express::Dimensionformat defaultFormat, std::string* dtype) {
+    using namespace MNN::Express;
+    if (v->getInfo()->order == NC4HW4) v = _Convert(v, defaultFormat == NC4HW4 ? NCHW : defaultFormat);
+    auto type = v->getInfo()->type;
+    if (type.code == halide_type_float) {
+        if (type.bits != 32) v = _Cast<float>(v);
+        *dtype = "float32";
+    } else {
+        if (!(type.code == halide_type_int && type.bits == 32)) v = _Cast<int32_t>(v);
+        *dtype = "int32";
+    }
+    if (v->getInfo() == nullptr) fail("cannot convert output '" + name + "'");
+    return v;
+}
+
 std::vector<Taken> takeOutputs(const std::vector<VARP>& outs, const Options& o,
                                MNN::Express::Dimensionformat defaultFormat) {
-    using namespace MNN::Express;
     std::vector<Taken> taken;
     for (size_t i = 0; i < outs.size(); ++i) {
-        VARP v = outs[i];
         const auto& name = o.outputs[i];
-        if (v->getInfo()->order == NC4HW4) v = _Convert(v, defaultFormat == NC4HW4 ? NCHW : defaultFormat);
-        auto type = v->getInfo()->type;
         std::string dtype;
-        if (type.code == halide_type_float) {
-            if (type.bits != 32) v = _Cast<float>(v);
-            dtype = "float32";
-        } else {
-            if (!(type.code == halide_type_int && type.bits == 32)) v = _Cast<int32_t>(v);
-            dtype = "int32";
-        }
+        VARP v = hostView(outs[i], name, defaultFormat, &dtype);
         const auto* info = v->getInfo();
-        if (info == nullptr) fail("cannot convert output '" + name + "'");
         Taken t;
         std::ostringstream line;
         line << name << " " << dtype << " " << info->dim.size();
@@ -171,6 +181,22 @@ std::vector<Taken> takeOutputs(const std::vector<VARP>& outs, const Options& o,
         taken.push_back(std::move(t));
     }
     return taken;
+}
+
+// The name of the first output of `outs` whose bytes differ from `taken`'s (the same input set's first timed
+// forward), or "" when all are the same: read in place, no copy (sameBytes, no libc).
+std::string changedOutput(const std::vector<VARP>& outs, const std::vector<Taken>& taken, const Options& o,
+                          MNN::Express::Dimensionformat defaultFormat) {
+    for (size_t i = 0; i < outs.size(); ++i) {
+        std::string dtype;
+        VARP v = hostView(outs[i], o.outputs[i], defaultFormat, &dtype);
+        const size_t bytes = static_cast<size_t>(v->getInfo()->size) * 4;
+        if (bytes != taken[i].bytes.size()) return o.outputs[i];
+        if (bytes == 0) continue;
+        const char* ptr = v->readMap<char>();
+        if (ptr == nullptr || !sameBytes(ptr, taken[i].bytes.data(), bytes)) return o.outputs[i];
+    }
+    return "";
 }
 
 // ---- the checks around every forward ----
@@ -354,7 +380,17 @@ int run(const Options& o) {
     }
     std::vector<double> opMs, totalMs;
     std::map<std::string, int> counts;
-    std::vector<std::vector<Taken>> last(nSets);
+    // Every timed forward's outputs are checked, not only those the kit compares with ONNX Runtime: the first
+    // timed forward of each set is kept (and written at the end), every later one on that set must give the
+    // same bytes (the forwards are deterministic: same inputs, same kernels, same thread count).  Outputs are
+    // poisoned before every forward, so a forward that skipped its work differs.  Without this a kernel that
+    // did nothing on all timed forwards but the last two scored 344x on the fixture's ArgMax.  The check runs
+    // after the forward's clock stopped and before the next forward's poisoning, outside every timed window,
+    // and native and candidate pay it alike (one runner).  Its cost, measured on MNN 3.2.2 with 3.2 MB outputs
+    // (hard_sigmoid_4d, resize_bilinear_x2, transpose_nchw_to_nhwc, batchnorm_4d; 5 runs of 30 timed forwards
+    // each, on the 2-core dev VM at a load of ~4): median 0.6 ms a forward (0.2-1.1 ms), as long as the forward
+    // itself; it lies inside phase_ms, so the gap the kit's clock check allows is unchanged.
+    std::vector<std::vector<Taken>> first(nSets);
     for (int i = 0; i < o.iterations; ++i) {
         const size_t k = static_cast<size_t>(i) % nSets;
         double total = 0.0;
@@ -365,16 +401,39 @@ int run(const Options& o) {
         opMs.push_back(clock.selectedMs);
         totalMs.push_back(total);
         counts = clock.counts;  // every set has the same shapes, so the same op list
-        if (static_cast<size_t>(o.iterations - i) <= nSets) last[k] = takeOutputs(outs, o, info->defaultFormat);
+        if (static_cast<size_t>(i) < nSets) {
+            first[k] = takeOutputs(outs, o, info->defaultFormat);
+        } else {
+            const std::string changed = changedOutput(outs, first[k], o, info->defaultFormat);
+            if (!changed.empty()) {
+                fail("output '" + changed + "' of timed forward " + std::to_string(i + 1) + " (input set " +
+                         std::to_string(k) + ") differs from that of timed forward " + std::to_string(k + 1) +
+                         " on the same inputs: a forward did not do its work",
+                     kExitTimedOutputChanged);
+            }
+        }
         release(outs);
     }
     const double phaseMs = monotonicMs() - phaseStart;
-    const std::string path = o.outDir + "/timing.json";
-    std::ofstream out(path);
-    out << timingJson(opMs, totalMs, counts, phaseMs);
-    if (!out) fail("cannot write " + path);
-    for (size_t k = 0; k < nSets; ++k) writeOutputs(last[k], o, sets[k].outDir);
+    // From here on no code of the candidate's may run: nothing of it runs in this thread any more (no forward,
+    // no conversion), no thread of it exists (counted now; MNN's pool workers idle between forwards), a handler
+    // of a signal cannot run on this thread (blocked), and main leaves by exit_group right after these writes,
+    // so no destructor, atexit or fini function of the library runs after them (leaveNow).  What is left: a
+    // process the candidate forked (threads are counted, processes are not; the sandbox's PID namespace ends it
+    // with the runner, but it may act before that), and a signal handler run by a pool worker with --threads
+    // > 1 (the static checks reject signals, processes and file I/O in the sources).
+    guard.checkThreads("after the timed forwards");
+    blockSignals();
+    writeText(o.outDir + "/timing.json", timingJson(opMs, totalMs, counts, phaseMs));
+    for (size_t k = 0; k < nSets; ++k) writeOutputs(first[k], o, sets[k].outDir);
     return 0;
+}
+
+// Every way out of main goes through here: stdio flushed (MNN prints its messages on stdout), then exit_group.
+[[noreturn]] void leave(int code) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    leaveNow(code);
 }
 
 }  // namespace
@@ -388,15 +447,15 @@ int main(int argc, char** argv) {
                              "[--threads N] [--precision high|normal|low] [--warmup W] [--iterations N] "
                              "[--op-types A,B|*] [--wait-go 0|1]\n",
                      f.message.c_str());
-        return kExitUsage;
+        leave(kExitUsage);
     }
     try {
-        return run(opts);
+        leave(run(opts));
     } catch (const Failure& f) {
         std::fprintf(stderr, "mkb_runner: error: %s\n", f.message.c_str());
-        return f.code;
+        leave(f.code);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "mkb_runner: error: %s\n", e.what());
-        return kExitError;
+        leave(kExitError);
     }
 }
