@@ -3,7 +3,7 @@
 // Written for the MobileKernelBench kit against MNN's public headers only (Module API, Executor callbacks).
 //
 //   mkb_runner <model_file> <in_dir> <out_dir> --outputs y[,z] [--threads N] [--precision high|normal|low]
-//              [--warmup W] [--iterations N] [--op-types A,B|*] [--wait-go 0|1]
+//              [--warmup W] [--iterations N] [--op-types A,B|*] [--wait-go 0|1] [--extra-threads E]
 //
 // An input set is a directory whose manifest.txt holds one line per input, "name dtype ndim d0 d1 ..." (dtype
 // float32 | int32), with the data of each input in <name>.bin, raw little-endian, C order.  in_dir is one set
@@ -26,7 +26,8 @@
 // StaticModule reuses for the next one once the runner holds no reference) is filled with 0xFF bytes (NaN),
 // so a kernel that skips its work leaves no stale result; after it, every input tensor must still hold the
 // bytes the runner put there, and the process may have no more threads than MNN's own (the main thread and
-// the thread pool's --threads - 1 workers; also checked before the first forward).
+// the thread pool's --threads - 1 workers; also checked before the first forward) and --extra-threads E (default
+// 0) that are not the program's (an emulator's own: qemu-user adds one).
 //
 // Exit status: 0 success; 2 usage error; 3 load/shape/run/IO error or no "go"; 4 a forward changed an input
 // tensor; 5 more threads than MNN's own after a forward (or before the first); the message is on stderr.
@@ -290,7 +291,7 @@ int run(const Options& o) {
     const auto* info = m.net->getInfo();
 
     OpClock clock;
-    Guard guard(o.threads);
+    Guard guard(o.threads + o.extraThreads);
     m.executor->setCallBack(
         [&clock](const std::vector<MNN::Tensor*>&, const MNN::OperatorInfo* op) {
             if (clock.active) {
@@ -386,7 +387,7 @@ int main(int argc, char** argv) {
     } catch (const Failure& f) {
         std::fprintf(stderr, "mkb_runner: %s\nusage: mkb_runner <model_file> <in_dir> <out_dir> --outputs y[,z] "
                              "[--threads N] [--precision high|normal|low] [--warmup W] [--iterations N] "
-                             "[--op-types A,B|*] [--wait-go 0|1]\n",
+                             "[--op-types A,B|*] [--wait-go 0|1] [--extra-threads E]\n",
                      f.message.c_str());
         return kExitUsage;
     }
