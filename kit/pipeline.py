@@ -137,6 +137,8 @@ def _build_verify(job: Job, worker: Worker, scratch: Path, out: Outcome) -> tupl
                                  runner_out=runner_out))
             for lib in sorted(workspace_lib_dir(ws).iterdir()):
                 screen.check_library(lib, worker.native_symbols(lib.name, native))
+            if build_opts.target.static:  # an archive linked into the runner: its objects from the candidate
+                screen.check_objects(sbuild.candidate_objects(ws, swap))
             # convert + verify with the candidate's converter and libraries (a static build: its runner)
             worker.stage = "verify"
             side = worker.candidate_side(task, runner_out)

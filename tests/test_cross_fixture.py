@@ -146,3 +146,20 @@ def test_a_dropped_registration_fails_the_static_runners_link(tmp_path, fixture_
     r = scan(cfg.run.dir).collect().row(0, named=True)
     assert r["status"] == "compile_error" and r["error_kind"] == "linker", r["error_message"]
     assert "helperNeverDefined" in r["error_message"]
+
+
+def test_a_libc_function_defined_in_a_static_build_is_rejected(tmp_path, fixture_engine_pristine):
+    """A static runtime has no shared library to screen: the candidate's own objects are (expf would replace
+    libc's for the whole runner)."""
+    _cross_tools_or_skip()
+    cands = tmp_path / "cands" / "fx_exp" / "defines_expf"
+    shutil.copytree(FIXTURE_ROOT / "candidates" / "sample" / "fx_exp" / "correct", cands)
+    src = (cands / "CPUUnary.cpp").read_text()
+    (cands / "CPUUnary.cpp").write_text(src + '\nextern "C" float expf(float x) { return 1.0f + x; }\n')
+    p = _config(tmp_path, fixture_engine_pristine, "aarch64", [])
+    p.write_text(p.read_text() + f'[[candidates.sources]]\nmethod = "s"\npath = "{tmp_path / "cands"}"\n')
+    cfg = load_config(p, ["--tasks.ids", '["fx_exp"]'])
+    assert evaluate(cfg) == 0
+    r = scan(cfg.run.dir).collect().row(0, named=True)
+    assert r["status"] == "rejected_input" and r["error_kind"] == "forbidden", r["error_message"]
+    assert "expf" in r["error_message"]

@@ -93,6 +93,13 @@ def originals(ws: Workspace, task: Task, files: Mapping[str, str]) -> dict[str, 
     return out
 
 
+def candidate_objects(ws: Workspace, swap: register.Swap) -> list[Path]:
+    """The object files the build compiled from the candidate's replaced and added sources (CMake names them
+    ``<target>.dir/<source path>.o`` under the build directory)."""
+    sources = [rel for rel in (*swap.replaced, *swap.added) if rel.endswith((".c", ".cc", ".cpp", ".cxx"))]
+    return sorted(obj for rel in sources for obj in ws.build.glob(f"**/{rel}.o"))
+
+
 def relevant(diags: list[Diagnostic], swap: register.Swap, ok: bool) -> list[Diagnostic]:
     """Diagnostics worth showing: every error (a removed symbol fails in another file), but warnings and
     notes only from the candidate's own files; at most :data:`MAX_DIAGNOSTICS`."""
