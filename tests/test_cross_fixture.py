@@ -13,6 +13,7 @@ import pytest
 from conftest_fixture import FIXTURE_ROOT
 from elftools.elf.elffile import ELFFile
 
+from kit import sandbox
 from kit.artefacts import elf_arch
 from kit.config import load_config
 from kit.evaluate import evaluate
@@ -34,6 +35,14 @@ def _cross_tools_or_skip() -> None:
         toolchain.check_tools(make_target("aarch64"))
     except TargetError as exc:
         pytest.skip(str(exc))
+
+
+def _load(path: Path, overrides: list[str] | None = None):
+    """The config at ``path``; a real tree named in the environment (MKB_MNN__SOURCE_DIR, for the mnn tests)
+    would override its fixture engine."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("MKB_MNN__SOURCE_DIR", raising=False)
+        return load_config(path, overrides or [])
 
 
 def _config(tmp: Path, engine: Path, arch: str, sources: list[str]) -> Path:
@@ -74,7 +83,7 @@ arch = "{arch}"
 def cross_run(tmp_path_factory, fixture_engine_pristine):
     _cross_tools_or_skip()
     tmp = tmp_path_factory.mktemp("cross")
-    cfg = load_config(_config(tmp, fixture_engine_pristine, "aarch64", ["sample", "neon"]))
+    cfg = _load(_config(tmp, fixture_engine_pristine, "aarch64", ["sample", "neon"]))
     assert evaluate(cfg) == 0
     return cfg, scan(cfg.run.dir).collect()
 
@@ -100,6 +109,8 @@ def test_records_name_the_target_and_emulated_timings_are_never_scored(cross_run
     cfg, df = cross_run
     assert set(df["target_arch"]) == {"aarch64"} and set(df["build_mode"]) == {"cross"}
     assert set(df["timing_device"]) == {"qemu"}
+    # the emulated runs ran in the same sandbox as host runs (qemu and its sysroot under the read-only /usr)
+    assert df.filter(pl.col("status") != "rejected_input")["sandboxed"].all() == (sandbox.bwrap_works() == "")
     ok = df.filter(pl.col("status") == "ok")
     assert ok.height == 7 and ok["timing_emulated"].all()
     timed = ok.filter(pl.col("speedup").is_not_null())
@@ -122,7 +133,7 @@ def test_native_runner_is_a_static_aarch64_binary(cross_run):
 
 
 def test_neon_samples_fail_to_compile_for_x86(tmp_path, fixture_engine_pristine):
-    cfg = load_config(_config(tmp_path, fixture_engine_pristine, "x86_64", ["neon"]))
+    cfg = _load(_config(tmp_path, fixture_engine_pristine, "x86_64", ["neon"]))
     assert evaluate(cfg) == 0
     df = scan(cfg.run.dir).collect()
     assert _statuses(df, "neon") == NEON_EXPECTED["x86_64"]
@@ -141,7 +152,7 @@ def test_a_dropped_registration_fails_the_static_runners_link(tmp_path, fixture_
                                          .replace("const Tensor* x = inputs[0];", "helperNeverDefined();\n    const Tensor* x = inputs[0];", 1))
     p = _config(tmp_path, fixture_engine_pristine, "aarch64", [])
     p.write_text(p.read_text() + f'[[candidates.sources]]\nmethod = "s"\npath = "{tmp_path / "cands"}"\n')
-    cfg = load_config(p, ["--tasks.ids", '["fx_argmax"]'])
+    cfg = _load(p, ["--tasks.ids", '["fx_argmax"]'])
     assert evaluate(cfg) == 0
     r = scan(cfg.run.dir).collect().row(0, named=True)
     assert r["status"] == "compile_error" and r["error_kind"] == "linker", r["error_message"]
@@ -158,7 +169,7 @@ def test_a_libc_function_defined_in_a_static_build_is_rejected(tmp_path, fixture
     (cands / "CPUUnary.cpp").write_text(src + '\nextern "C" float expf(float x) { return 1.0f + x; }\n')
     p = _config(tmp_path, fixture_engine_pristine, "aarch64", [])
     p.write_text(p.read_text() + f'[[candidates.sources]]\nmethod = "s"\npath = "{tmp_path / "cands"}"\n')
-    cfg = load_config(p, ["--tasks.ids", '["fx_exp"]'])
+    cfg = _load(p, ["--tasks.ids", '["fx_exp"]'])
     assert evaluate(cfg) == 0
     r = scan(cfg.run.dir).collect().row(0, named=True)
     assert r["status"] == "rejected_input" and r["error_kind"] == "forbidden", r["error_message"]
