@@ -39,7 +39,7 @@ def calibrate(cfg: EvalConfig) -> int:
     run_dir = prepare_run_dir(cal)
     try:
         root = ensure_pristine(cfg.mnn).root  # the native method's files are the tree's own
-        jobs = [job_from(kcand.native_candidate(t, root), t, cfg.digest()) for t in tasks]
+        jobs = [job_from(kcand.native_candidate(t, root), t, cfg.digest(), cfg.target_info()) for t in tasks]
         execute(jobs, done_job_ids(run_dir), run_dir, SerialExecutor(cfg), label="calibrate")
     finally:
         release_run_dir(run_dir)

@@ -24,6 +24,8 @@ from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, CliSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError
 
+from kit.target import DEFAULT_ARCH, Target, make_target
+
 #: MNN release the paper pins (MobileKernelBench §5) and its source tarball.
 MNN_VERSION = "3.2.2"
 MNN_TARBALL_URL = "https://github.com/alibaba/MNN/archive/refs/tags/3.2.2.tar.gz"
@@ -241,6 +243,25 @@ class DispatchSection(_Section):
         return self
 
 
+class TargetSection(_Section):
+    """What jobs are built for (:mod:`kit.target`): ``x86_64`` (this host: native builds, timed here) or
+    ``aarch64`` (cross-built on an x86_64 host, linked statically, verified under qemu; emulated timings are
+    recorded, never scored)."""
+
+    arch: Literal["x86_64", "aarch64"] = "x86_64"
+    #: compile ARMv8.2 half-precision arithmetic in (MNN's ``MNN_ARM82``; aarch64 only).  Off by default: the
+    #: runs are fp32 (``timing.precision = "high"``), and the fp16 kernels add about 40 % of the cross build's
+    #: steps
+    fp16: bool = False
+
+    @model_validator(mode="after")
+    def _fp16_needs_arm(self) -> TargetSection:
+        if self.fp16 and self.arch != "aarch64":
+            raise _fields_error(("fp16", "arch"), f"target.fp16 = true needs target.arch = \"aarch64\" (ARMv8.2 "
+                                f"half-precision arithmetic), not {self.arch!r}")
+        return self
+
+
 class ReportSection(_Section):
     #: thresholds p of fast_p (paper §5.1)
     fast_p: list[float] = Field(default_factory=lambda: [0.0, 0.5, 1.0, 1.5, 2.0])
@@ -265,6 +286,7 @@ class EvalConfig(BaseSettings):
     sandbox: SandboxSection = SandboxSection()
     dispatch: DispatchSection = DispatchSection()
     report: ReportSection = ReportSection()
+    target: TargetSection = TargetSection()
 
     @model_validator(mode="after")
     def _check(self) -> EvalConfig:
@@ -276,6 +298,11 @@ class EvalConfig(BaseSettings):
         if "native" in methods:
             raise _fields_error(("candidates.sources",),
                                 "candidates.sources: 'native' is reserved; set candidates.native = true instead")
+        if self.target.arch != "x86_64" and self.dispatch.build_resource is not None:
+            raise _fields_error(("target.arch", "dispatch.build_resource"),
+                                f"target.arch = {self.target.arch!r} with dispatch.build_resource: timing nodes of "
+                                "another architecture are not supported yet (cross-built jobs are verified and "
+                                "timed, emulated, on the build node)")
         return self
 
     @classmethod
@@ -297,21 +324,33 @@ class EvalConfig(BaseSettings):
         sources += [env_settings, init_settings]
         return tuple(sources)
 
+    def target_info(self) -> Target:
+        """The :class:`kit.target.Target` of this config on this node (its build mode and timing device follow
+        from this node's architecture and ``dispatch.timing_resource``)."""
+        return make_target(self.target.arch, self.target.fp16, self.dispatch.timing_resource)
+
     def digest_payload(self) -> dict[str, Any]:
-        """The settings :meth:`digest` covers, as ``{section: {key: value}}`` (JSON types)."""
-        return {
+        """The settings :meth:`digest` covers, as ``{section: {key: value}}`` (JSON types).  ``target`` (the
+        architecture, fp16, build mode and timing device) is there unless it is the default x86_64 host built
+        natively and timed here, so the digests of configs older than the section stay what they were."""
+        payload = {
             "mnn": self.mnn.model_dump(mode="json", include={"version", "tree_sha256", "engine", "cmake_args"}),
             "build": {"timeout_s": self.build.timeout_s, "candidate_timeout_s": self.build.candidate_timeout_s},
             "sandbox": self.sandbox.model_dump(mode="json"),
             "verify": self.verify.model_dump(mode="json"),
             "timing": self.timing.model_dump(mode="json"),
         }
+        t = self.target_info()
+        if t.arch != DEFAULT_ARCH or t.cross:
+            payload["target"] = {"arch": t.arch, "fp16": t.fp16, "build_mode": t.build_mode,
+                                 "timing_device": "qemu" if t.emulated else "host"}
+        return payload
 
     def digest(self) -> str:
         """sha256 (hex, 16 chars) of everything that changes a job's result.
 
         Covers the MNN version/tarball/engine/CMake arguments, build timeout, verification and timing
-        settings.  Paths, worker counts and report settings are excluded, so a run can be resumed
+        settings, and a target other than the x86_64 host (:meth:`digest_payload`).  Paths, worker counts and report settings are excluded, so a run can be resumed
         with another number of workers or from another directory.
         """
         blob = json.dumps(self.digest_payload(), sort_keys=True, separators=(",", ":")).encode()

@@ -162,7 +162,7 @@ def check(cfg: EvalConfig, task_id: str, files: list[Path] | None = None, respon
                 raise FileNotFoundError(f"--files: {p} does not exist")
             raw[p.name] = p.read_bytes()
         cand = kcand.make_candidate("check", task, "0", raw, cfg.candidates.max_file_bytes, "cli")
-    job = job_from(cand, task, cfg.digest())
+    job = job_from(cand, task, cfg.digest(), cfg.target_info())
     if job.files is None:
         rec = rejected_record(job)
     else:
@@ -170,7 +170,7 @@ def check(cfg: EvalConfig, task_id: str, files: list[Path] | None = None, respon
         try:
             rec = run_job(job, worker)
         finally:
-            worker.workspace.release()
+            worker.release()
     out = rec.model_dump(mode="json")
     # raw samples are long: the verdict keeps their count (the record in a run keeps them all)
     out["native_samples"] = len(out.pop("native_samples_ms"))

@@ -3,7 +3,9 @@
 ``sample: CSR 62.5% FCR 37.5% fast_0 25.0% ... (150 tasks geomean 0.82x over the 7 with a speedup)``: the
 figures of :func:`kit.metrics.summary` (definitions there, paper §5.1), the denominator and the geometric mean
 speedup with how many tasks it covers.  Harness errors (the kit's fault) are named when there are any:
-``(150 tasks, 3 harness errors: rerun to retry; geomean ...)``: a resumed run retries those jobs.
+``(150 tasks, 3 harness errors: rerun to retry; geomean ...)``: a resumed run retries those jobs.  Tasks
+whose correct sample was timed only under emulation (a cross target verified under qemu) are counted, since
+their speedups are never scored: ``(4 tasks, 3 timed under emulation: not scored)``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ def headline_lines(summary_df: pl.DataFrame, ps: Sequence[float] = DEFAULT_PS) -
             n = row["n_harness_errors"]
             inner += f", {n} harness error{'s' if n != 1 else ''}: rerun to retry"
             inner += ";" if row.get("geomean_speedup") is not None else ""
+        if row.get("n_emulated"):
+            inner += f", {row['n_emulated']} timed under emulation: not scored"
         if row.get("geomean_speedup") is not None:
             inner += f" geomean {row['geomean_speedup']:.2f}x over the {row['n_with_speedup']} with a speedup"
         lines.append(f"{label}: {format_headline(row, ps)} ({inner})")

@@ -11,7 +11,7 @@ sample, the candidate's sha256 and the config digest, so a resumed run skips exa
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +21,7 @@ from kit.outcomes import Outcome, StageFailure, Where
 from kit.records import ErrorKind, Record, Status
 from kit.rundir import recorded_jobs
 from kit.stages.screen import response_flags
+from kit.target import Target
 from kit.tasks import Task
 
 if TYPE_CHECKING:
@@ -48,6 +49,9 @@ class Job:
     reject_reason: str = ""
     #: remarks of the candidate's parsing (ignored response blocks, hidden files): flagged in the record
     notes: tuple[str, ...] = ()
+    #: what the job is built for and where it is timed (the record's ``target_arch``, ``build_mode``,
+    #: ``timing_device``)
+    target: Target = field(default_factory=Target)
 
     @property
     def job_id(self) -> str:
@@ -106,7 +110,7 @@ def job_record(job: Job, where: Where, outcome: Outcome, failure: StageFailure |
     """The record of ``job``: its identity, ``where`` it ran, the results of the stages in ``outcome``, and
     ``failure``'s status, error kind, message (at most :data:`MAX_MESSAGE` characters) and signal (status
     ``ok`` without a failure).  ``wall_s``: seconds the job took (None: not measured)."""
-    fields = _identity(job) | asdict(where) | _results(outcome)
+    fields = _identity(job) | job.target.describe() | asdict(where) | _results(outcome)
     if failure is not None:
         fields |= dict(status=failure.status, error_kind=failure.kind, error_message=failure.message[:MAX_MESSAGE])
         if failure.signal is not None:
@@ -153,12 +157,14 @@ def orphan_record(rej: kcand.Rejection, digest: str) -> Record:
     )
 
 
-def job_from(c: kcand.CandidateOrRejection, task: Task, digest: str) -> Job:
-    """The job of candidate (or rejection) ``c`` for ``task`` under config digest ``digest``."""
+def job_from(c: kcand.CandidateOrRejection, task: Task, digest: str, target: Target | None = None) -> Job:
+    """The job of candidate (or rejection) ``c`` for ``task`` under config digest ``digest``, built for
+    ``target`` (default: the x86_64 host)."""
+    t = target or Target()
     if isinstance(c, kcand.Candidate):
-        return Job(task, c.method, c.sample_id, c.sha256, digest, files=dict(c.files), notes=tuple(c.notes))
+        return Job(task, c.method, c.sample_id, c.sha256, digest, files=dict(c.files), notes=tuple(c.notes), target=t)
     return Job(task, c.method, c.sample_id, c.sha256, digest, reject_kind=c.error_kind, reject_reason=c.reason,
-               notes=tuple(c.notes))
+               notes=tuple(c.notes), target=t)
 
 
 def make_jobs(
@@ -183,10 +189,10 @@ def make_jobs(
                 assert isinstance(c, kcand.Rejection)
                 orphans.append(orphan_record(c, digest))
                 continue
-            jobs.append(job_from(c, task, digest))
+            jobs.append(job_from(c, task, digest, cfg.target_info()))
     if cfg.candidates.native and mnn_root is not None:
         for t in tasks:
-            jobs.append(job_from(kcand.native_candidate(t, mnn_root), t, digest))
+            jobs.append(job_from(kcand.native_candidate(t, mnn_root), t, digest, cfg.target_info()))
     return jobs, orphans
 
 

@@ -123,7 +123,8 @@ def _guarded(job: Job, where: Where, outcome: Outcome, body: Body, scratch_root:
 def _build_verify(job: Job, worker: Worker, scratch: Path, out: Outcome) -> tuple[Path, sverify.Side]:
     """Register, build, convert and verify; returns the candidate's model and side (its libraries stay in
     the workspace's build directory until the next build).  The workspace's sources are restored."""
-    ws, task, opts = worker.workspace, job.task, worker.settings
+    task, opts = job.task, worker.settings
+    ws, build_opts, native = worker.build_place(task)  # a cross target's converter task: the host's half
     out.flags += screen.response_flags(job.notes)
     if job.files is None:
         raise StageFailure(Status.REJECTED_INPUT, job.reject_kind, job.reject_reason)
@@ -132,12 +133,16 @@ def _build_verify(job: Job, worker: Worker, scratch: Path, out: Outcome) -> tupl
         places = {n: rel for n in job.files if (rel := task.place(n)) is not None}
         out.flags += screen.check_sources(job.files, sbuild.originals(ws, task, job.files), places)
         with sbuild.candidate_in(ws, task, job.files, out.flags) as swap:
-            out.add(sbuild.build(ws, swap, opts.build, hold=lambda: _held(worker.gate, exclusive=False)))
+            runner_out = ws.root / "runner" / "mkb_runner" if build_opts.target.static else None
+            out.add(sbuild.build(ws, swap, build_opts, hold=lambda: _held(worker.gate, exclusive=False),
+                                 runner_out=runner_out))
             for lib in sorted(workspace_lib_dir(ws).iterdir()):
-                screen.check_library(lib, worker.native_symbols(lib.name))
-            # convert + verify with the candidate's converter and libraries
+                screen.check_library(lib, worker.native_symbols(lib.name, native))
+            if build_opts.target.static:  # an archive linked into the runner: its objects from the candidate
+                screen.check_objects(sbuild.candidate_objects(ws, swap))
+            # convert + verify with the candidate's converter and libraries (a static build: its runner)
             worker.stage = "verify"
-            side = sverify.Side(ws.build / "MNNConvert", workspace_lib_dir(ws))
+            side = worker.candidate_side(task, runner_out)
             with _held(worker.gate, exclusive=False):
                 model, verified = sverify.convert_and_verify(task, side, worker.native.runner, scratch, opts.verify)
             out.add(verified)

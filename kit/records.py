@@ -11,8 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-#: 2: stage times, timing rounds and conditions, invocation digests, flags, trial threads
-SCHEMA_VERSION = 2
+#: 2: stage times, timing rounds and conditions, invocation digests, flags, trial threads; 3: the target
+#: (``target_arch``, ``build_mode``, ``timing_device``)
+SCHEMA_VERSION = 3
 
 
 class Status(enum.StrEnum):
@@ -173,7 +174,12 @@ class Record(BaseModel):
     candidate_invocation_sha256: str = ""
     flags: list[Flag] = Field(default_factory=list)
 
-    arch: str = ""
+    #: the architecture the job was built for (``x86_64``, ``aarch64``; :mod:`kit.target`), how (``native`` or
+    #: ``cross``), and where it was timed (``host``, ``qemu``: emulated on the build host, ``ray:<label>``)
+    target_arch: str = ""
+    build_mode: str = ""
+    timing_device: str = ""
+    arch: str = ""  # the build host's architecture
     host: str = ""
     #: the commands that compiled and ran the candidate ran in the sandbox (bubblewrap); False: rlimits only
     sandboxed: bool = False

@@ -65,4 +65,4 @@ class SerialExecutor:
                     log_record(rec)
             return RunStats(workers=1, ran=tally.done, work_s=time.monotonic() - ready)
         finally:
-            worker.workspace.release()
+            worker.release()

@@ -24,7 +24,8 @@ from kit.artefacts import Bundle
 from kit.config import ConfigError, EvalConfig, MnnSection
 from kit.gate import NodeGate
 from kit.mnn import build as mbuild
-from kit.mnn.native import Native, build_pristine, ensure_native, install_shipped
+from kit.mnn import toolchain
+from kit.mnn.native import Native, build_pristine, ensure_native, install_shipped, workspace_lib_dir
 from kit.mnn.runner import RunSettings
 from kit.mnn.source import Pristine, ensure_pristine
 from kit.mnn.workspace import Workspace, open_workspace
@@ -33,6 +34,7 @@ from kit.stages import screen
 from kit.stages import verify as sverify
 from kit.stages.timing import TimingOptions
 from kit.stages.verify import Side, VerifyOptions
+from kit.target import Target
 from kit.tasks import Task, sha256_file
 
 log = logging.getLogger("kit")
@@ -87,6 +89,8 @@ class JobSettings:
     mnn_version: str
     #: the commands that run or compile candidate code run in bubblewrap (False: rlimits only)
     sandboxed: bool = False
+    #: what jobs are built for (a cross target's runs go through its emulator here)
+    target: Target = field(default_factory=Target)
 
 
 def job_settings(cfg: EvalConfig) -> JobSettings:
@@ -98,17 +102,27 @@ def job_settings(cfg: EvalConfig) -> JobSettings:
     Every command that compiles or runs candidate code is confined (:func:`policies`).  The timing cores are
     not resolved here (a node that never times needs none): :func:`pin_timing`.
 
+    A cross target (:mod:`kit.target`) builds with its toolchain and runs the runner behind its emulator, whose
+    own thread the runner's thread check allows; each side's static runner is named by a label in the invocation
+    digest.
+
     Raises:
-        kit.sandbox.SandboxError: ``sandbox.mode = "bwrap"`` and bubblewrap does not work here."""
+        kit.sandbox.SandboxError: ``sandbox.mode = "bwrap"`` and bubblewrap does not work here.
+        kit.target.TargetError: a cross target's emulator is missing."""
     build_policy, run_policy = policies(cfg)
+    target = cfg.target_info()
+    emulator = toolchain.emulator(target)
     run = RunSettings(threads=cfg.timing.threads, precision=cfg.timing.precision,
-                      memory_limit_bytes=cfg.verify.memory_limit_mb << 20, policy=run_policy)
+                      memory_limit_bytes=cfg.verify.memory_limit_mb << 20, policy=run_policy, emulator=emulator,
+                      extra_threads=toolchain.EMULATOR_THREADS if emulator else 0,
+                      runner_label=f"static {target.arch} mkb_runner, one per side" if target.static else "")
     v, t = cfg.verify, cfg.timing
     return JobSettings(
         build=mbuild.BuildOptions(engine=cfg.mnn.engine, cache_dir=cfg.mnn.cache_dir,
                                   cmake_args=tuple(cfg.mnn.cmake_args), jobs=cfg.build.jobs,
                                   timeout_s=cfg.build.timeout_s, ccache=cfg.build.ccache,
-                                  candidate_timeout_s=cfg.build.candidate_timeout_s, policy=build_policy),
+                                  candidate_timeout_s=cfg.build.candidate_timeout_s, policy=build_policy,
+                                  target=target),
         verify=VerifyOptions(trials=v.trials, seed=v.seed, convert_timeout_s=v.convert_timeout_s,
                              run_timeout_s=v.run_timeout_s, run=run, extra_threads=tuple(v.extra_threads),
                              extra_trials=v.extra_trials, convert_policy=run_policy),
@@ -118,6 +132,7 @@ def job_settings(cfg: EvalConfig) -> JobSettings:
         timing_enabled=t.enabled,
         mnn_version=cfg.mnn.version,
         sandboxed=run_policy.enabled,
+        target=target,
     )
 
 
@@ -147,9 +162,19 @@ def policies(cfg: EvalConfig) -> tuple[sandbox.Policy, sandbox.Policy]:
     return build, run
 
 
+@dataclass(frozen=True)
+class HostBuild:
+    """A cross target's build-host half: a workspace of the host (a converter task's candidate is built there,
+    natively) and the host's native baseline (its converter converts every other model)."""
+
+    workspace: Workspace
+    native: Native
+
+
 @dataclass
 class Worker:
-    """What a build worker owns for its life: its workspace, the native baseline, its node's gate."""
+    """What a build worker owns for its life: its workspace, the native baseline, its node's gate; for a cross
+    target also the host's half (:class:`HostBuild`)."""
 
     cfg: EvalConfig
     workspace: Workspace
@@ -162,8 +187,15 @@ class Worker:
     stage: str = ""
     _native_models: dict[str, Path | None] = field(default_factory=dict)
     _native_errors: dict[str, str] = field(default_factory=dict)
-    _native_symbols: dict[str, screen.Symbols] = field(default_factory=dict)
+    _native_symbols: dict[Path, screen.Symbols] = field(default_factory=dict)
     seal: Seal = field(default_factory=Seal)
+    host: HostBuild | None = None
+
+    def release(self) -> None:
+        """Release the workspace locks (the host's half's too)."""
+        self.workspace.release()
+        if self.host is not None:
+            self.host.workspace.release()
 
     @cached_property
     def scratch(self) -> Path:
@@ -195,16 +227,45 @@ class Worker:
 
     @property
     def native_side(self) -> Side:
-        return Side(self.native.converter, self.native.lib_dir)
+        """The native baseline as a side: natively its converter and libraries; for a cross target the host's
+        converter and the target's static runner."""
+        if self.host is None:
+            return Side(self.native.converter, self.native.lib_dir)
+        return Side(self.host.native.converter, None, runner=self.native.runner,
+                    converter_lib_dir=self.host.native.lib_dir)
 
-    def native_symbols(self, name: str) -> screen.Symbols:
-        """The dynamic symbols of the native build's library ``name`` (read once; empty for a library the
-        native build has not: everything the candidate's has counts as added)."""
-        if name not in self._native_symbols:
-            path = self.native.lib_dir / name
+    def on_host(self, task: Task) -> bool:
+        """A candidate of ``task`` is built on the host's half: a cross target's converter task (the converter
+        runs on the build host; the target's runtime stays native)."""
+        return self.host is not None and task.mechanism == "composite"
+
+    def build_place(self, task: Task) -> tuple[Workspace, mbuild.BuildOptions, Native]:
+        """Where a candidate of ``task`` is built: the workspace, its build options, and the native baseline
+        built the same way (whose libraries' symbols the candidate's are compared with)."""
+        if self.on_host(task):
+            assert self.host is not None
+            return self.host.workspace, self.settings.build.host(), self.host.native
+        return self.workspace, self.settings.build, self.native
+
+    def candidate_side(self, task: Task, runner: Path | None) -> Side:
+        """The side of a candidate of ``task`` built in :meth:`build_place` (``runner``: its own static runner,
+        None for a shared build or a converter task)."""
+        ws, _, _ = self.build_place(task)
+        if self.host is None:
+            return Side(ws.build / "MNNConvert", workspace_lib_dir(ws))
+        if self.on_host(task):
+            return Side(ws.build / "MNNConvert", None, runner=self.native.runner,
+                        converter_lib_dir=workspace_lib_dir(ws))
+        return replace(self.native_side, runner=runner)
+
+    def native_symbols(self, name: str, native: Native | None = None) -> screen.Symbols:
+        """The dynamic symbols of the library ``name`` of ``native`` (default: the worker's baseline; read once;
+        empty for a library the native build has not: everything the candidate's has counts as added)."""
+        path = (native or self.native).lib_dir / name
+        if path not in self._native_symbols:
             empty = screen.Symbols(frozenset(), frozenset())
-            self._native_symbols[name] = screen.read_symbols(path) if path.is_file() else empty
-        return self._native_symbols[name]
+            self._native_symbols[path] = screen.read_symbols(path) if path.is_file() else empty
+        return self._native_symbols[path]
 
     def native_error(self, task: Task) -> str:
         """Why native MNN cannot convert ``task`` ("" when it can, or before :meth:`native_model` was asked)."""
@@ -278,26 +339,25 @@ class Timer:
         return self.native_dir / "lib"
 
 
-def workspace_base(mnn: MnnSection, pristine: Pristine) -> Path:
-    """The folder of the workspaces made from ``pristine`` (one per engine and tree digest) in the cache."""
-    return mnn.cache_dir / "workspaces" / f"{mnn.engine}-{pristine.digest[:16]}"
+def workspace_base(mnn: MnnSection, pristine: Pristine, target: Target | None = None) -> Path:
+    """The folder of the workspaces made from ``pristine`` (one per engine and tree digest, and per target
+    architecture for a cross target) in the cache."""
+    arch = f"{target.arch}-" if target is not None and target.cross else ""
+    return mnn.cache_dir / "workspaces" / f"{mnn.engine}-{arch}{pristine.digest[:16]}"
 
 
-def setup_worker(cfg: EvalConfig, index: int | None = None, name: str | None = None) -> Worker:
-    """Pristine tree, a locked workspace (``w<index>``; the first free one when None) and the native baseline
-    (built on first use, then cached).
-
-    Raises:
-        kit.mnn.source.SourceError, kit.mnn.native.NativeBuildError: the tree cannot be had or built.
-    """
-    pristine = ensure_pristine(cfg.mnn)
-    ws = open_workspace(workspace_base(cfg.mnn, pristine), pristine, index)
-    # ours now: kill what a dead previous owner of this workspace left running (e.g. its compilers)
+def _locked(base: Path, pristine: Pristine, index: int | None) -> Workspace:
+    """A locked workspace under ``base`` (:func:`kit.mnn.workspace.open_workspace`), after killing what a dead
+    previous owner left running in it (e.g. its compilers)."""
+    ws = open_workspace(base, pristine, index)
     killed = proc.track_children(ws.root / "procs")
     if killed:
         log.warning("workspace %s: killed %d process group(s) left by a dead worker", ws.root, len(killed))
-    gate = NodeGate(cfg.mnn.cache_dir / "node.lock")
-    opts = job_settings(cfg).build
+    return ws
+
+
+def _prepared(cfg: EvalConfig, ws: Workspace, opts: mbuild.BuildOptions, pristine: Pristine, gate: NodeGate) -> Native:
+    """The native baseline of ``opts`` (built in ``ws`` unless cached) and ``ws`` configured and built whole."""
     # the native lock first: never wait for another lock while holding the gate (see kit.gate)
     with open(cfg.mnn.cache_dir / "native.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -308,7 +368,30 @@ def setup_worker(cfg: EvalConfig, index: int | None = None, name: str | None = N
         # a fresh workspace's first build is the whole tree: done here, so that a candidate's build (and its
         # build.candidate_timeout_s) covers only what its files change
         build_pristine(ws, opts, f"workspace {ws.root.name} build")
-    return Worker(cfg, ws, native, name=name or ws.root.name, mnn_version=cfg.mnn.version, gate=gate)
+    return native
+
+
+def setup_worker(cfg: EvalConfig, index: int | None = None, name: str | None = None) -> Worker:
+    """Pristine tree, a locked workspace (``w<index>``; the first free one when None) and the native baseline
+    (built on first use, then cached).  A cross target's worker also locks the first free host workspace of
+    the same tree and takes the host's native baseline (:class:`HostBuild`; shared with host-target runs).
+
+    Raises:
+        kit.mnn.source.SourceError, kit.mnn.native.NativeBuildError: the tree cannot be had or built.
+        kit.target.TargetError: a cross target's compilers or emulator are missing.
+    """
+    target = cfg.target_info()
+    toolchain.check_tools(target)
+    pristine = ensure_pristine(cfg.mnn)
+    ws = _locked(workspace_base(cfg.mnn, pristine, target), pristine, index)
+    gate = NodeGate(cfg.mnn.cache_dir / "node.lock")
+    opts = job_settings(cfg).build
+    host = None
+    if target.cross:
+        host_ws = _locked(workspace_base(cfg.mnn, pristine), pristine, None)
+        host = HostBuild(host_ws, _prepared(cfg, host_ws, opts.host(), pristine, gate))
+    native = _prepared(cfg, ws, opts, pristine, gate)
+    return Worker(cfg, ws, native, name=name or ws.root.name, mnn_version=cfg.mnn.version, gate=gate, host=host)
 
 
 def setup_timer(cfg: EvalConfig, index: int, name: str, native_key: str, native: Bundle) -> Timer:

@@ -6,11 +6,11 @@ Uses the kit's cache (``mnn.cache_dir``, default ~/.cache/mkb): the native basel
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import polars as pl
 import pytest
+from sample_expected import expected_statuses
 
 from kit.config import load_config
 from kit.evaluate import evaluate
@@ -19,7 +19,7 @@ from kit.shards import scan
 pytestmark = [pytest.mark.mnn, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
-EXPECTED = tomllib.loads((ROOT / "candidates" / "expected.toml").read_text())
+EXPECTED = expected_statuses("x86_64")
 
 
 def _cfg(tmp: Path, name: str, extra: str = "") -> Path:

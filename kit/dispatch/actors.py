@@ -90,10 +90,9 @@ class Actor:
         return str(getattr(self.state, "stage", "") or "")
 
     def close(self) -> None:
-        """Release the workspace lock (the process exit would release it too)."""
-        ws = getattr(self.state, "workspace", None)
-        if ws is not None and hasattr(ws, "release"):
-            ws.release()
+        """Release the workspace locks (the process exit would release them too)."""
+        if hasattr(self.state, "release"):
+            self.state.release()
 
 
 class JobActor(Actor):

@@ -1,23 +1,28 @@
 """Configure a workspace once, build it incrementally with ninja and ccache, parse compiler diagnostics.
 
 Configure: ``cmake -G Ninja <src> -DCMAKE_BUILD_TYPE=Release`` plus the engine's flags (for MNN: the
-converter and tools on) and ``mnn.cmake_args``; rerun (``cmake .``) only when the workspace says so (a file
-was added or removed).  Build: ``ninja`` of the default target, i.e. every library *and* executable, since a
-missing registration symbol only fails when an executable links.  ccache uses ``<cache>/ccache`` with the
+converter and tools on; a cross build: the toolchain file and a static runtime, :mod:`kit.mnn.toolchain`)
+and ``mnn.cmake_args``; rerun (``cmake .``) only when the workspace says so (a file was added or removed).
+Build: natively ``ninja`` of the default target, i.e. every library *and* executable, since a missing
+registration symbol only fails when an executable links; a cross build the runtime's targets only (its
+runner's link is that check).  ccache uses ``<cache>/ccache`` with the
 workspace as ``CCACHE_BASEDIR`` so hits survive other workspace paths.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from dataclasses import dataclass, field
+import shutil
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kit import proc
-from kit.mnn import buildwatch
+from kit.mnn import buildwatch, runner_build, toolchain
 from kit.mnn.workspace import Workspace
 from kit.records import Diagnostic
 from kit.sandbox import Confinement, Policy, interpreter_paths
+from kit.target import Target
 
 ENGINE_CMAKE_ARGS = {
     "mnn": ["-DMNN_BUILD_CONVERTER=ON", "-DMNN_BUILD_TOOLS=ON"],
@@ -41,7 +46,8 @@ class BuildOptions:
     CMake arguments; ``jobs``: ninja's ``-j``; ``timeout_s``: seconds for a build of the whole tree (the native
     baseline), ``candidate_timeout_s`` for a candidate's build; ``ccache``: compile through ccache when it is
     installed, its cache under ``cache_dir / "ccache"``; ``policy``: how the build's commands are confined
-    (they compile candidate code: a memory cap for the compiler, no network)."""
+    (they compile candidate code: a memory cap for the compiler, no network); ``target``: what it builds for
+    (a cross target: :mod:`kit.mnn.toolchain`)."""
 
     engine: str
     cache_dir: Path
@@ -51,11 +57,17 @@ class BuildOptions:
     ccache: bool = True
     candidate_timeout_s: float = 300.0
     policy: Policy = Policy()
+    target: Target = Target()
+
+    def host(self) -> BuildOptions:
+        """These options for a native build on this host (a cross target's converter)."""
+        return replace(self, target=Target(self.target.host_arch, self.target.host_arch))
 
     def confine(self, ws: Workspace) -> Confinement:
         """A build's confinement in ``ws``: it reads the workspace's sources (and this Python, for the tree's
-        scripts), writes its build directory and the ccache directory."""
-        return self.policy.confine(ro=[ws.src, *interpreter_paths()], rw=[ws.build, self.cache_dir / "ccache"])
+        scripts; a cross build's toolchain file), writes its build directory and the ccache directory."""
+        tools = [toolchain.TOOLCHAIN_FILES[self.target.arch]] if self.target.cross else []
+        return self.policy.confine(ro=[ws.src, *interpreter_paths(), *tools], rw=[ws.build, self.cache_dir / "ccache"])
 
 
 @dataclass(frozen=True)
@@ -84,10 +96,35 @@ def build_env(cache_dir: Path, ws_root: Path) -> dict[str, str]:
 def cmake_command(opts: BuildOptions, src: Path) -> list[str]:
     """The first configure's command line for the tree at ``src``."""
     args = ["cmake", "-G", "Ninja", str(src), "-DCMAKE_BUILD_TYPE=Release"]
-    args += ENGINE_CMAKE_ARGS[opts.engine]
+    if opts.target.cross:
+        args += toolchain.cross_cmake_args(opts.engine, opts.target)
+    else:
+        args += ENGINE_CMAKE_ARGS[opts.engine]
     if opts.ccache and proc.which("ccache"):
         args += ["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
     return args + list(opts.cmake_args)
+
+
+def link_runner(ws: Workspace, opts: BuildOptions, out: Path) -> Path:
+    """The runner of ``ws``'s build, at ``out``: for MNN the kit's runner compiled against it (a static target's
+    links the workspace's ``libMNN.a`` in: one runner per build), for the fixture engine the one its build made
+    (copied).
+
+    Raises:
+        FileNotFoundError: the fixture engine's runner, or MNN's libraries, were not built.
+        kit.mnn.runner_build.RunnerBuildError: the kit's runner did not compile or link (for a static build: an
+            undefined symbol of the workspace's library: the candidate's fault)."""
+    if opts.engine == "mnn":
+        return runner_build.build_runner(ws.src, ws.build, out, timeout_s=300, compiler=toolchain.cxx(opts.target),
+                                         static=opts.target.static)
+    built = ws.build / "mkb_runner"
+    if not built.is_file():
+        raise FileNotFoundError(f"{built}: the fixture engine's runner was not built")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    shutil.copy2(built, tmp)
+    os.replace(tmp, out)
+    return out
 
 
 class ConfigureError(Exception):
@@ -117,7 +154,8 @@ def build(
     ws: Workspace, opts: BuildOptions, timeout_s: float | None = None, targets: list[str] | None = None,
     progress: buildwatch.ProgressFn | None = None,
 ) -> BuildResult:
-    """Run ninja in ``ws.build``.  Returns a :class:`BuildResult` (never raises for compile errors).
+    """Run ninja in ``ws.build`` (``targets``: the target's default, :func:`kit.mnn.toolchain.build_targets`).
+    Returns a :class:`BuildResult` (never raises for compile errors).
 
     ``progress``: called as ``progress(done, total, elapsed_s)`` (steps finished and planned, seconds) from a
     background thread while ninja runs (:mod:`kit.mnn.buildwatch`; a dry run first, 0.03 s for MNN); for the
@@ -128,6 +166,7 @@ def build(
     """
     configure_s = configure(ws, opts)
     env = build_env(opts.cache_dir, ws.root)
+    targets = targets if targets is not None else toolchain.build_targets(opts.engine, opts.target)
     argv = ["ninja", "-j", str(opts.jobs), "-k", "0", *(targets or [])]
     watch = buildwatch.watch(ws.build, env, targets or [], progress) if progress is not None else None
     ok = False

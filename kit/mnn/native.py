@@ -20,6 +20,7 @@ from pathlib import Path
 from kit import proc
 from kit.artefacts import Bundle, pack, runtime_libs
 from kit.mnn import build as mbuild
+from kit.mnn import toolchain
 from kit.mnn.source import Pristine
 from kit.mnn.workspace import Workspace
 from kit.progress import BuildProgress
@@ -58,9 +59,9 @@ class Native:
         return self.dir / "models"
 
 
-def compiler_id(env: dict[str, str] | None = None) -> str:
-    """First line of ``c++ --version`` (part of the native cache key)."""
-    res = proc.run(["c++", "--version"], env=env, timeout_s=30)
+def compiler_id(env: dict[str, str] | None = None, cxx: str = "c++") -> str:
+    """First line of ``<cxx> --version`` (part of the native cache key)."""
+    res = proc.run([cxx, "--version"], env=env, timeout_s=30)
     return res.stdout.splitlines()[0] if res.ok and res.stdout else "unknown"
 
 
@@ -77,15 +78,26 @@ def runner_source_digest() -> str:
 
 def native_key(opts: mbuild.BuildOptions, pristine: Pristine) -> str:
     """sha256 (hex, 16 chars) of what the native build depends on: tree digest, engine, compiler, CMake
-    arguments and (for MNN) the runner's sources."""
+    arguments and (for MNN) the runner's sources; for a cross target also its architecture and the content of
+    its toolchain file (not its path: the kit's install place does not change the build)."""
+    t = opts.target
+    cmake = [a if not a.startswith("-DCMAKE_TOOLCHAIN_FILE=") else f"-DCMAKE_TOOLCHAIN_FILE=sha256:{_sha_of(a)}"
+             for a in mbuild.cmake_command(opts, Path("SRC"))[3:]]
     parts = {
         "tree": pristine.digest,
         "engine": opts.engine,
-        "compiler": compiler_id(),
-        "cmake": mbuild.cmake_command(opts, Path("SRC"))[3:],
+        "compiler": compiler_id(cxx=toolchain.cxx(t)),
+        "cmake": cmake,
         "runner": runner_source_digest() if opts.engine == "mnn" else "",
     }
+    if t.cross:
+        parts["target"] = {"arch": t.arch, "fp16": t.fp16, "static": t.static}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _sha_of(define: str) -> str:
+    """sha256 of the file a ``-DNAME=PATH`` argument names."""
+    return hashlib.sha256(Path(define.split("=", 1)[1]).read_bytes()).hexdigest()[:16]
 
 
 def workspace_lib_dir(ws: Workspace) -> Path:
@@ -134,13 +146,36 @@ def ensure_native(opts: mbuild.BuildOptions, pristine: Pristine, ws: Workspace) 
     native = Native(key, opts.cache_dir / "native" / key)
     if (native.dir / "done").is_file():
         return native
-    build_pristine(ws, opts, f"native {_ENGINE_NAMES.get(opts.engine, opts.engine)} build")
+    t = opts.target
+    build_pristine(ws, opts, f"native {_ENGINE_NAMES.get(opts.engine, opts.engine)} build"
+                   + (f" for {t.arch}" if t.cross else ""))
     staging = native.dir.with_name(native.dir.name + ".partial")
     if staging.exists():
         shutil.rmtree(staging)
     (staging / "lib").mkdir(parents=True)
     (staging / "bin").mkdir()
     (staging / "models").mkdir()
+    if not t.static:  # a static build's runtime is linked into its runner; its converter is the host's
+        _save_shared(ws, staging)
+    try:
+        mbuild.link_runner(ws, opts, staging / "bin" / "mkb_runner")
+    except FileNotFoundError as exc:
+        raise NativeBuildError(str(exc)) from exc
+    meta = {"key": key, "tree_digest": pristine.digest, "engine": opts.engine,
+            "compiler": compiler_id(cxx=toolchain.cxx(t)), "arch": t.arch, "static": t.static}
+    (staging / "meta.json").write_text(json.dumps(meta, indent=1))
+    (staging / "done").write_text("ok\n")
+    if native.dir.exists():
+        shutil.rmtree(native.dir)
+    os.replace(staging, native.dir)
+    return native
+
+
+def _save_shared(ws: Workspace, staging: Path) -> None:
+    """Copy the shared libraries and the converter of ``ws.build`` into ``staging`` (``lib/``, ``bin/``).
+
+    Raises:
+        NativeBuildError: the converter was not built."""
     for so in ws.build.rglob("*.so*"):
         if so.is_file() and "CMakeFiles" not in so.parts:
             shutil.copy2(so, staging / "lib" / so.name)
@@ -148,22 +183,6 @@ def ensure_native(opts: mbuild.BuildOptions, pristine: Pristine, ws: Workspace) 
     if not conv.is_file():
         raise NativeBuildError(f"{conv}: the converter was not built")
     shutil.copy2(conv, staging / "bin" / "MNNConvert")
-    if opts.engine == "mnn":
-        from kit.mnn import runner as mrunner
-
-        mrunner.build_runner(ws.src, ws.build, staging / "bin" / "mkb_runner", timeout_s=300)
-    else:
-        built = ws.build / "mkb_runner"
-        if not built.is_file():
-            raise NativeBuildError(f"{built}: the fixture engine's runner was not built")
-        shutil.copy2(built, staging / "bin" / "mkb_runner")
-    meta = {"key": key, "tree_digest": pristine.digest, "engine": opts.engine, "compiler": compiler_id()}
-    (staging / "meta.json").write_text(json.dumps(meta, indent=1))
-    (staging / "done").write_text("ok\n")
-    if native.dir.exists():
-        shutil.rmtree(native.dir)
-    os.replace(staging, native.dir)
-    return native
 
 
 def native_meta(native: Native) -> dict:

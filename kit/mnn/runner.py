@@ -170,7 +170,12 @@ class RunSettings:
     (each half for :func:`start_model`); ``memory_limit_bytes``: RLIMIT_AS of the runner process (None: none);
     ``cpus``: the CPU cores the runner is pinned to (empty: not pinned); ``policy``: how it is confined (the
     runner executes candidate code: :mod:`kit.sandbox`; it sees the runner, the libraries, the model and its
-    input directory read-only and writes only its output directory).
+    input directory read-only and writes only its output directory); ``emulator``: the command prefix that runs
+    the runner (a cross build's: ``qemu-aarch64-static -L SYSROOT``, :func:`kit.mnn.toolchain.emulator`; empty:
+    run directly); ``extra_threads``: threads the runner's thread check allows besides the engine's (the
+    emulator's own, :data:`kit.mnn.toolchain.EMULATOR_THREADS`); ``runner_label``: names the runner in the
+    invocation digest instead of its path, where each side has a runner of its own built the same way (a static
+    build links the side's engine into it; empty: the path).
     """
 
     threads: int = 1
@@ -182,6 +187,9 @@ class RunSettings:
     memory_limit_bytes: int | None = None
     cpus: tuple[int, ...] = ()
     policy: sandbox.Policy = sandbox.Policy()
+    emulator: tuple[str, ...] = ()
+    extra_threads: int = 0
+    runner_label: str = ""
 
 
 def run_model(
@@ -217,7 +225,7 @@ def run_model(
         RunnerProtocolError: the runner rejected its command line or wrote incomplete results.
     """
     call = _Call.prepare(runner, model, inputs, output_names, lib_dir, settings, scratch=scratch, env=env)
-    result = proc.run(call.argv, cwd=call.scratch, env=call.env, timeout_s=settings.timeout_s,
+    result = proc.run(call.command, cwd=call.scratch, env=call.env, timeout_s=settings.timeout_s,
                       memory_limit_bytes=settings.memory_limit_bytes, cpus=settings.cpus, confine=call.confine)
     return call.finish(result)
 
@@ -271,7 +279,7 @@ def start_model(
         what :func:`run_model` raises.
     """
     call = _Call.prepare(runner, model, inputs, output_names, lib_dir, settings, scratch=scratch, env=env)
-    started = proc.start([*call.argv, "--wait-go", "1"], ready_line=READY_LINE, cwd=call.scratch, env=call.env,
+    started = proc.start([*call.command, "--wait-go", "1"], ready_line=READY_LINE, cwd=call.scratch, env=call.env,
                          timeout_s=settings.timeout_s, memory_limit_bytes=settings.memory_limit_bytes,
                          cpus=settings.cpus, confine=call.confine)
     if isinstance(started, proc.ProcResult):
@@ -294,21 +302,28 @@ class _Call:
     #: the number of input sets in ``in/<k>/`` (None: one set in ``in/`` itself)
     n_sets: int | None = None
 
+    @property
+    def command(self) -> list[str]:
+        """The command line that runs :attr:`argv` (behind the emulator, when there is one)."""
+        return [*self.settings.emulator, *self.argv]
+
     def invocation_sha256(self, timeout_s: float | None = None) -> str:
         """sha256 (hex) of this invocation without what may differ between the sides of a comparison: the
         model and the input/output directories (positional arguments) and ``LD_LIBRARY_PATH`` (the libraries)
         are left out, and so are the values of :data:`_HOST_ENV` (where the caller's shell has them: they differ
         between sessions, never between the sides); the runner, every flag, the rest of the environment and the
-        process settings (timeout, memory limit, cores, confinement) are in.  Native and candidate runs of one
-        timing must have the same digest."""
+        process settings (timeout, memory limit, cores, confinement, emulator) are in; the runner is named by
+        ``settings.runner_label`` where each side has its own.  Native and candidate runs of one timing must have
+        the same digest."""
         canonical = {
-            "runner": self.argv[0],
+            "runner": self.settings.runner_label or self.argv[0],
             "flags": self.argv[4:],
             "env": {k: ("" if k in _HOST_ENV else v) for k, v in sorted(self.env.items()) if k != "LD_LIBRARY_PATH"},
             "timeout_s": self.settings.timeout_s if timeout_s is None else timeout_s,
             "memory_limit_bytes": self.settings.memory_limit_bytes,
             "cpus": list(self.settings.cpus),
             "policy": repr(self.settings.policy),
+            **({"emulator": list(self.settings.emulator)} if self.settings.emulator else {}),
         }
         return hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
 
@@ -349,7 +364,13 @@ class _Call:
             "--outputs", ",".join(output_names), "--threads", str(threads), "--precision", precision,
             "--warmup", str(warmup), "--iterations", str(iterations), "--op-types", ",".join(op_types),
         ]  # fmt: skip
-        confine = settings.policy.confine(ro=[runner, model, in_dir, *sandbox.lib_dirs(lib_dir)], rw=[out_dir])
+        if settings.extra_threads:
+            argv += ["--extra-threads", str(settings.extra_threads)]
+        # the emulator and its sysroot (its absolute arguments) lie under /usr, which every sandbox shows: named
+        # anyway, for an emulator installed elsewhere
+        emulator = [a for a in settings.emulator if a.startswith("/")]
+        confine = settings.policy.confine(ro=[runner, model, in_dir, *sandbox.lib_dirs(lib_dir), *emulator],
+                                          rw=[out_dir])
         return cls(argv, runner_env(lib_dir, env), scratch, out_dir, tuple(output_names), iterations, settings,
                    confine, None if sets is None else len(sets))
 

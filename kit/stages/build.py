@@ -11,9 +11,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
+from pathlib import Path
 
 from kit.mnn import build as mbuild
-from kit.mnn import register
+from kit.mnn import register, runner_build
 from kit.mnn.workspace import Workspace
 from kit.outcomes import BuildOutcome, StageFailure
 from kit.records import Diagnostic, ErrorKind, Flag, Status
@@ -92,6 +93,13 @@ def originals(ws: Workspace, task: Task, files: Mapping[str, str]) -> dict[str, 
     return out
 
 
+def candidate_objects(ws: Workspace, swap: register.Swap) -> list[Path]:
+    """The object files the build compiled from the candidate's replaced and added sources (CMake names them
+    ``<target>.dir/<source path>.o`` under the build directory)."""
+    sources = [rel for rel in (*swap.replaced, *swap.added) if rel.endswith((".c", ".cc", ".cpp", ".cxx"))]
+    return sorted(obj for rel in sources for obj in ws.build.glob(f"**/{rel}.o"))
+
+
 def relevant(diags: list[Diagnostic], swap: register.Swap, ok: bool) -> list[Diagnostic]:
     """Diagnostics worth showing: every error (a removed symbol fails in another file), but warnings and
     notes only from the candidate's own files; at most :data:`MAX_DIAGNOSTICS`."""
@@ -101,8 +109,11 @@ def relevant(diags: list[Diagnostic], swap: register.Swap, ok: bool) -> list[Dia
 
 
 def build(ws: Workspace, swap: register.Swap, opts: mbuild.BuildOptions,
-          hold: Callable[[], AbstractContextManager[object]] = nullcontext) -> BuildOutcome:
-    """Build ``ws`` (with ``swap``'s files in it) inside ``hold()`` (the node's shared hold).
+          hold: Callable[[], AbstractContextManager[object]] = nullcontext,
+          runner_out: Path | None = None) -> BuildOutcome:
+    """Build ``ws`` (with ``swap``'s files in it) inside ``hold()`` (the node's shared hold); with
+    ``runner_out``, then link the build's own runner there (a static target: the runner is the library's link
+    check, :func:`kit.mnn.build.link_runner`; its seconds count in ``build_s``).
 
     Raises:
         StageFailure: COMPILE_TIMEOUT (TIMEOUT) or COMPILE_ERROR (COMPILER, or LINKER when every error is the
@@ -133,4 +144,28 @@ def build(ws: Workspace, swap: register.Swap, opts: mbuild.BuildOptions,
         first = errors[0] if errors else None
         msg = f"{first.file}:{first.line}: {first.message}" if first else "build failed (see build_log_tail)"
         raise StageFailure(Status.COMPILE_ERROR, kind, msg, partial=outcome)
+    if runner_out is not None:
+        return _linked(ws, opts, runner_out, replace(outcome, log_tail=""), hold, swap)
     return replace(outcome, log_tail="")
+
+
+def _linked(ws: Workspace, opts: mbuild.BuildOptions, out: Path, outcome: BuildOutcome,
+            hold: Callable[[], AbstractContextManager[object]], swap: register.Swap) -> BuildOutcome:
+    """``outcome`` after linking the build's runner at ``out`` (its seconds added).
+
+    Raises:
+        StageFailure: COMPILE_ERROR (LINKER) when the link fails: an undefined symbol of the candidate's library."""
+    t0 = time.monotonic()
+    try:
+        with hold():
+            mbuild.link_runner(ws, opts, out)
+    except runner_build.RunnerBuildError as exc:
+        log = exc.proc.output if exc.proc is not None else str(exc)
+        diags = tuple(relevant(mbuild.parse_diagnostics(log, ws.src), swap, ok=False))
+        failed = replace(outcome, build_s=outcome.build_s + time.monotonic() - t0, diagnostics=diags,
+                         log_tail="\n".join(log.splitlines()[-60:])[-4000:])
+        first = next((d for d in diags if d.severity in ("error", "fatal error", "linker")), None)
+        raise StageFailure(Status.COMPILE_ERROR, ErrorKind.LINKER,
+                           f"the runner's link failed: {first.message if first else str(exc)[:300]}",
+                           partial=failed) from None
+    return replace(outcome, build_s=outcome.build_s + time.monotonic() - t0)

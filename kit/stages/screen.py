@@ -173,8 +173,9 @@ class Symbols:
     undefined: frozenset[str]
 
 
-def read_symbols(path: Path) -> Symbols:
-    """The dynamic symbols of the ELF file ``path``.
+def read_symbols(path: Path, table: str = ".dynsym") -> Symbols:
+    """The dynamic symbols of the ELF file ``path`` (``table = ".symtab"``: the global symbols of an object
+    file).
 
     Raises:
         OSError: it cannot be read.  ValueError: it is not an ELF file."""
@@ -183,7 +184,7 @@ def read_symbols(path: Path) -> Symbols:
         try:
             elf = ELFFile(f)
             for section in elf.iter_sections():
-                if not isinstance(section, SymbolTableSection) or section.name != ".dynsym":
+                if not isinstance(section, SymbolTableSection) or section.name != table:
                     continue
                 for sym in section.iter_symbols():
                     if not sym.name or sym["st_info"]["bind"] == "STB_LOCAL":
@@ -204,13 +205,25 @@ def libc_functions() -> frozenset[str]:
     return frozenset(out)
 
 
-def check_library(candidate: Path, native: Symbols) -> None:
+def check_objects(objects: Iterable[Path]) -> None:
+    """:func:`check_library` for the object files compiled from a candidate's sources (a static build, whose
+    library is an archive linked into the runner): none may define a libc function or import one no kernel
+    needs (MNN's own kernel objects do neither).
+
+    Raises:
+        StageFailure: REJECTED_INPUT (FORBIDDEN) naming the object and the symbols."""
+    empty = Symbols(frozenset(), frozenset())
+    for obj in objects:
+        check_library(obj, empty, table=".symtab")
+
+
+def check_library(candidate: Path, native: Symbols, table: str = ".dynsym") -> None:
     """Refuse a candidate library that defines a libc function or imports one no kernel needs, beside what
     ``native`` (the native build of the same library) already defines and imports.
 
     Raises:
         StageFailure: REJECTED_INPUT (FORBIDDEN) naming the symbols."""
-    cand = read_symbols(candidate)
+    cand = read_symbols(candidate, table)
     libc = libc_functions()
     interposed = sorted((cand.defined - native.defined) & libc)
     if interposed:

@@ -102,7 +102,7 @@ def _started(task: Task, runner: Path, model: Path, side: Side, inputs, scratch:
         StageFailure: TIMING_FAILED when the runner fails before it (or breaks its protocol).
     """
     with _protocol(what):
-        started = mrunner.start_model(runner, model, inputs, [o.name for o in task.outputs], side.lib_dir,
+        started = mrunner.start_model(side.runner or runner, model, inputs, [o.name for o in task.outputs], side.lib_dir,
                                       opts.settings(task), scratch=scratch)
     if isinstance(started, mrunner.RunResult):
         _check(started, what)
@@ -366,8 +366,9 @@ def _outcome(task: Task, cand_runs: list[mrunner.RunResult], nat_runs: list[mrun
         candidate_samples_ms=tuple(cs.tolist()), candidate_samples_round=tuple(cr.tolist()),
         candidate_ms=est.candidate_ms, basis=basis, rounds=len(cand_runs), threads=opts.run.threads,
         precision=opts.run.precision,
-        # under qemu the numbers are not the target CPU's: recorded, never scored as a speedup
-        emulated=hostinfo.is_emulated())
+        # under qemu (this process, or the runner behind an emulator) the numbers are not the target CPU's:
+        # recorded, never scored as a speedup
+        emulated=bool(opts.run.emulator) or hostinfo.is_emulated())
     if not usable:
         return out
     flags = ()

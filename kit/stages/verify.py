@@ -80,10 +80,21 @@ def reference(task: Task, seed: int, inputs: Mapping[str, np.ndarray], refs: Ref
 @dataclass(frozen=True)
 class Side:
     """One side of a comparison: a converter and the library directory it and the runner load
-    (``converter`` is None on a timing node, which receives converted models)."""
+    (``converter`` is None on a timing node, which receives converted models).  A cross build's side differs:
+    its ``runner`` is its own (the engine linked in statically; ``lib_dir`` None), and its converter is the build
+    host's, loading ``converter_lib_dir``."""
 
     converter: Path | None
-    lib_dir: Path
+    lib_dir: Path | None
+    #: this side's own runner (None: the runner the caller passes, loading ``lib_dir``)
+    runner: Path | None = None
+    #: the libraries the converter loads, when not ``lib_dir``
+    converter_lib_dir: Path | None = None
+
+    @property
+    def converter_libs(self) -> Path | None:
+        """The library directory the converter runs against."""
+        return self.converter_lib_dir or self.lib_dir
 
 
 #: signals the kernel sends for a resource limit, and the limit's setting
@@ -140,7 +151,7 @@ def process_failure(res: proc.ProcResult, what: str, kind_on_exit: ErrorKind = E
     return None
 
 
-def run_checked(runner: Path, model: Path, inputs, out_names, lib_dir: Path, settings: mrunner.RunSettings,
+def run_checked(runner: Path, model: Path, inputs, out_names, lib_dir: Path | None, settings: mrunner.RunSettings,
                 scratch: Path) -> mrunner.RunResult:
     """:func:`kit.mnn.runner.run_model`, where a runner that breaks its protocol (exits 0 without outputs,
     exits with its usage code) ran candidate code that called ``exit()`` or corrupted its state: that is the
@@ -167,8 +178,9 @@ def convert(task: Task, side: Side, out: Path, opts: VerifyOptions) -> Path:
         raise ValueError("convert: this side has no converter (a timing node receives converted models)")
     out.parent.mkdir(parents=True, exist_ok=True)
     res = mconvert.convert(
-        side.converter, task.onnx_path, out, env=mrunner.runner_env(side.lib_dir), timeout_s=opts.convert_timeout_s,
-        memory_limit_bytes=opts.run.memory_limit_bytes, policy=opts.convert_policy, lib_dir=side.lib_dir,
+        side.converter, task.onnx_path, out, env=mrunner.runner_env(side.converter_libs),
+        timeout_s=opts.convert_timeout_s, memory_limit_bytes=opts.run.memory_limit_bytes, policy=opts.convert_policy,
+        lib_dir=side.converter_libs,
     )
     if res.proc.timed_out or res.proc.signal is not None:
         fail = process_failure(res.proc, "MNNConvert")
@@ -220,7 +232,7 @@ def verify(task: Task, model: Path, side: Side, runner: Path, scratch: Path, opt
     for k, (threads, seeds) in enumerate(opts.groups()):
         inputs = [make_inputs(task, seed) for seed in seeds]
         expected = [reference(task, seed, one, refs) for seed, one in zip(seeds, inputs)]
-        res = run_checked(runner, model, inputs, out_names, side.lib_dir, replace(base, threads=threads),
+        res = run_checked(side.runner or runner, model, inputs, out_names, side.lib_dir, replace(base, threads=threads),
                           scratch / f"run{k}")
         paused += res.proc.paused_s
         fail = process_failure(res.proc, "runner")

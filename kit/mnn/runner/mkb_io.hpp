@@ -57,6 +57,7 @@ struct Options {
     bool allOps = true;
     std::set<std::string> opTypes;
     bool waitGo = false;
+    int extraThreads = 0;  // threads of the process that are not the program's (an emulator's own)
 };
 
 std::vector<std::string> splitList(const std::string& text) {
@@ -101,6 +102,8 @@ Options parseArgs(int argc, char** argv) {
                 o.iterations = parseCount(arg, value, 0);
             } else if (arg == "--wait-go") {
                 o.waitGo = parseCount(arg, value, 0) != 0;
+            } else if (arg == "--extra-threads") {
+                o.extraThreads = parseCount(arg, value, 0);
             } else if (arg == "--op-types") {
                 auto types = splitList(value);
                 o.allOps = false;

@@ -3,7 +3,7 @@
 // Written for the MobileKernelBench kit against MNN's public headers only (Module API, Executor callbacks).
 //
 //   mkb_runner <model_file> <in_dir> <out_dir> --outputs y[,z] [--threads N] [--precision high|normal|low]
-//              [--warmup W] [--iterations N] [--op-types A,B|*] [--wait-go 0|1]
+//              [--warmup W] [--iterations N] [--op-types A,B|*] [--wait-go 0|1] [--extra-threads E]
 //
 // An input set is a directory whose manifest.txt holds one line per input, "name dtype ndim d0 d1 ..." (dtype
 // float32 | int32), with the data of each input in <name>.bin, raw little-endian, C order.  in_dir is one set
@@ -27,7 +27,8 @@
 // StaticModule reuses for the next one once the runner holds no reference) is filled with 0xFF bytes (NaN),
 // so a kernel that skips its work leaves no stale result; after it, every input tensor must still hold the
 // bytes the runner put there, and the process may have no more threads than MNN's own (the main thread and
-// the thread pool's --threads - 1 workers; also checked before the first forward and before the results are
+// the thread pool's --threads - 1 workers, and --extra-threads E (default 0) that are not the program's (an
+// emulator's own: qemu-user adds one); also checked before the first forward and before the results are
 // written).  The runner leaves by the exit_group system call right after writing its results (and on every
 // error): no destructor or atexit handler of the candidate's library runs after them.
 //
@@ -316,7 +317,7 @@ int run(const Options& o) {
     const auto* info = m.net->getInfo();
 
     OpClock clock;
-    Guard guard(o.threads);
+    Guard guard(o.threads + o.extraThreads);
     m.executor->setCallBack(
         [&clock](const std::vector<MNN::Tensor*>&, const MNN::OperatorInfo* op) {
             if (clock.active) {
@@ -445,7 +446,7 @@ int main(int argc, char** argv) {
     } catch (const Failure& f) {
         std::fprintf(stderr, "mkb_runner: %s\nusage: mkb_runner <model_file> <in_dir> <out_dir> --outputs y[,z] "
                              "[--threads N] [--precision high|normal|low] [--warmup W] [--iterations N] "
-                             "[--op-types A,B|*] [--wait-go 0|1]\n",
+                             "[--op-types A,B|*] [--wait-go 0|1] [--extra-threads E]\n",
                      f.message.c_str());
         leave(kExitUsage);
     }

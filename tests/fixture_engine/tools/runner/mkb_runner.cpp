@@ -1,7 +1,7 @@
 // mkb_runner for the fixture engine: the kit's runner protocol.
 //
 //   mkb_runner <model_file> <in_dir> <out_dir> --outputs y[,z] [--threads N] [--precision high|normal|low]
-//              [--warmup W] [--iterations N] [--op-types A,B|*] [--wait-go 0|1]
+//              [--warmup W] [--iterations N] [--op-types A,B|*] [--wait-go 0|1] [--extra-threads E]
 //
 // An input set is a directory with manifest.txt, one line per input "name dtype ndim d0 d1 ..." (dtype
 // float32|int32), and <name>.bin per input (raw little-endian, C order).  in_dir is one set (in_dir/manifest.txt,
@@ -17,9 +17,10 @@
 // --wait-go 1: after loading, print "mkb_runner: ready" on stdout and wait for the line "go" on stdin.
 // Around every run: inputs copied in and outputs filled with 0xFF bytes (NaN) before it; after it every input
 // must hold its bytes still, and the process may have no thread but the main one (the engine has no pool;
-// also checked before the first run and before the results are written).  The runner leaves by the
-// exit_group system call right after writing its results (and on every error): no destructor or atexit
-// handler of the candidate's library runs after them.
+// and --extra-threads E (default 0) that are not the program's (an emulator's own: qemu-user adds one); also
+// checked before the first run and before the results are written).  The runner leaves by the exit_group
+// system call right after writing its results (and on every error): no destructor or atexit handler of the
+// candidate's library runs after them.
 // Exit status: 0 success, 2 bad command line, 3 load or run error or no "go", 4 a run changed an input,
 // 5 a thread left running, 6 a timed run's outputs differ from the first timed run's on the same set
 // (message on stderr).
@@ -51,7 +52,7 @@ struct Options {
     std::string model, inDir, outDir;
     std::vector<std::string> outputs;
     std::set<std::string> opTypes;  // empty = all
-    int threads = 1, warmup = 1, iterations = 0, waitGo = 0;
+    int threads = 1, warmup = 1, iterations = 0, waitGo = 0, extraThreads = 0;
     Precision precision = Precision::Normal;
     std::string precisionName = "normal";
 };
@@ -69,7 +70,8 @@ std::vector<std::string> split(const std::string& s, char sep) {
 int usage(const char* why) {
     std::fprintf(stderr,
                  "mkb_runner: %s\nusage: mkb_runner <model_file> <in_dir> <out_dir> --outputs y[,z] [--threads N] "
-                 "[--precision high|normal|low] [--warmup W] [--iterations N] [--op-types A,B|*] [--wait-go 0|1]\n",
+                 "[--precision high|normal|low] [--warmup W] [--iterations N] [--op-types A,B|*] [--wait-go 0|1] "
+                 "[--extra-threads E]\n",
                  why);
     return 2;
 }
@@ -311,6 +313,8 @@ int runMain(int argc, char** argv) {
             else return usage("--precision must be high, normal or low");
         } else if (a == "--wait-go") {
             if (!parseInt(v, 0, &o.waitGo)) return usage("--wait-go must be 0 or 1");
+        } else if (a == "--extra-threads") {
+            if (!parseInt(v, 0, &o.extraThreads)) return usage("--extra-threads must be an integer >= 0");
         } else if (a == "--op-types") {
             if (std::string(v) != "*") {
                 for (const auto& t : split(v, ',')) o.opTypes.insert(t);
@@ -341,7 +345,8 @@ int runMain(int argc, char** argv) {
     if (!net->prepare(o.threads, o.precision, &err)) return fail("cannot prepare model: " + err);
     mkdir(o.outDir.c_str(), 0755);
     if (threadCount() < 0) return fail("cannot read the thread count from /proc/self/status");
-    if (threadCount() != 1) return fail("threads running before the first run (the engine has none)", 5);
+    const int ownThreads = 1 + o.extraThreads;  // the main thread and the emulator's
+    if (threadCount() != ownThreads) return fail("threads running before the first run (the engine has none)", 5);
     if (o.waitGo) {  // loaded and prepared: wait for the go of the timing phase
         std::printf("mkb_runner: ready\n");
         std::fflush(stdout);
@@ -382,7 +387,7 @@ int runMain(int argc, char** argv) {
             }
         }
         int threads = threadCount();
-        if (threads != 1) {
+        if (threads != ownThreads) {
             return fail(std::to_string(threads) + " threads after run " + std::to_string(runs) +
                         " (the engine has none but the main one): a thread was left running", 5);
         }
@@ -433,7 +438,7 @@ int runMain(int argc, char** argv) {
     // thread of it exists (counted here), signals are blocked on this thread and runMain's caller leaves by
     // exit_group at once (no destructor or atexit handler).  Left: a process the candidate forked (processes
     // are not counted; the sandbox's PID namespace ends it with the runner, but it may act before).
-    if (threadCount() != 1) return fail("a thread was left running after the timed runs", 5);
+    if (threadCount() != ownThreads) return fail("a thread was left running after the timed runs", 5);
     {
         unsigned long all = ~0ul;
         rawSyscall(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&all), 0, sizeof all);

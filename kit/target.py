@@ -1,0 +1,92 @@
+"""The target a run builds for and where it is timed: architecture, build mode, timing device.
+
+A target is the architecture of the machine code a job produces (``x86_64``, the default, or ``aarch64``, a
+phone's), in ``platform.machine()``/ELF names (:mod:`kit.hostinfo`).  Its **build mode** follows from the
+host: ``native`` when the host has that architecture, ``cross`` otherwise (only x86_64 → aarch64 is
+supported: Debian's ``g++-aarch64-linux-gnu`` and the kit's CMake toolchain file, :mod:`kit.mnn.toolchain`).
+A cross build's runtime is linked statically (the same binary runs on a phone) and, on this host, runs under
+user-mode emulation (Debian's ``qemu-aarch64-static``, called explicitly: no binfmt registration); its
+verification counts, its timings are recorded and never scored (:mod:`kit.scoring`).
+
+The **timing device** says where timing runs: ``host`` (this node, natively), ``qemu`` (this node, emulated),
+``ray:<label>`` (Ray nodes carrying a custom resource).  This module imports nothing of the kit but
+:mod:`kit.hostinfo`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kit import hostinfo
+
+#: architectures a config may target, in ``platform.machine()`` names
+ARCHES = ("x86_64", "aarch64")
+#: the default target (today's behaviour: the x86_64 host)
+DEFAULT_ARCH = "x86_64"
+#: (host, target) pairs the kit can cross-build
+CROSS_PAIRS = frozenset({("x86_64", "aarch64")})
+
+
+class TargetError(Exception):
+    """The target cannot be built or run here (a missing cross compiler or emulator, an unsupported host):
+    the message names ``target.arch`` and what to install."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """``arch``: the architecture jobs are built for; ``host_arch``: this node's; ``fp16``: ARMv8.2 half-precision
+    arithmetic compiled in (aarch64 only; MNN's ``MNN_ARM82``); ``timing_resource``: the Ray resource of the
+    timing nodes (None: this node times)."""
+
+    arch: str = DEFAULT_ARCH
+    host_arch: str = DEFAULT_ARCH
+    fp16: bool = False
+    timing_resource: str | None = None
+
+    @property
+    def cross(self) -> bool:
+        """Built on this host for another architecture."""
+        return self.arch != self.host_arch
+
+    @property
+    def build_mode(self) -> str:
+        """``native`` or ``cross``."""
+        return "cross" if self.cross else "native"
+
+    @property
+    def emulated(self) -> bool:
+        """This node runs the target's binaries under user-mode emulation (a cross build timed here)."""
+        return self.cross and self.timing_resource is None
+
+    @property
+    def timing_device(self) -> str:
+        """``host``, ``qemu`` or ``ray:<label>`` (module docstring)."""
+        if self.timing_resource is not None:
+            return f"ray:{self.timing_resource}"
+        return "qemu" if self.emulated else "host"
+
+    @property
+    def static(self) -> bool:
+        """The runtime (engine libraries and runner) is linked into one static executable per side: a cross
+        build without an Android NDK, so that the binary needs no library of the build host's sysroot."""
+        return self.cross
+
+    def check(self) -> None:
+        """Refuse a pair of host and target the kit cannot build.
+
+        Raises:
+            TargetError: names ``target.arch`` and the supported pairs."""
+        if self.cross and (self.host_arch, self.arch) not in CROSS_PAIRS:
+            pairs = ", ".join(f"{h} -> {t}" for h, t in sorted(CROSS_PAIRS))
+            raise TargetError(f"target.arch = {self.arch!r}: this host is {self.host_arch} and the kit cross-builds "
+                              f"only {pairs}")
+
+    def describe(self) -> dict[str, str]:
+        """The record fields of this target: ``target_arch``, ``build_mode``, ``timing_device``."""
+        return {"target_arch": self.arch, "build_mode": self.build_mode, "timing_device": self.timing_device}
+
+
+def make_target(arch: str = DEFAULT_ARCH, fp16: bool = False, timing_resource: str | None = None,
+                host_arch: str | None = None) -> Target:
+    """The :class:`Target` for ``arch`` on this node (``host_arch``: :func:`kit.hostinfo.host_arch` unless given)."""
+    return Target(arch=arch, host_arch=host_arch or hostinfo.host_arch(), fp16=fp16, timing_resource=timing_resource)
