@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import struct
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,6 +29,9 @@ from kit.stages import timing as stiming
 from kit.stages import verify as sverify
 from kit.tasks import load_suite
 from kit.worker import setup_worker
+
+sys.path.insert(0, str(Path(__file__).parent / "adversarial"))
+import snippets  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -57,76 +61,6 @@ EXPECTED = {
     "skips_3_of_4_calls": (Status.VERIFY_MISMATCH, ErrorKind.TIMED_OUTPUT_MISMATCH, "differs from that of timed run"),
 }
 
-#: the command line as a kernel reads it: constructors of a shared library get argc and argv (glibc); gOut is
-#: the output directory of a timing run (the runner's third argument), empty in verification.  Plain arrays and
-#: ints: a std::string's own initializer may run after this constructor and empty it again
-_ARGV = r'''
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
-#include <sstream>
-#include <string>
-namespace {
-char gOut[4096];
-int gIterations = 0, gWarmup = 0;
-__attribute__((constructor)) void mkbReadArgs(int argc, char** argv, char**) {
-    for (int i = 1; i + 1 < argc; ++i) {
-        if (std::strcmp(argv[i], "--iterations") == 0) gIterations = std::atoi(argv[i + 1]);
-        if (std::strcmp(argv[i], "--warmup") == 0) gWarmup = std::atoi(argv[i + 1]);
-    }
-    if (gIterations > 0 && argc > 3) std::strncpy(gOut, argv[3], sizeof gOut - 1);
-}
-}
-'''
-
-#: what the rewriters do once the runner is done: every op_ms and total_ms of timing.json divided by 5, and the
-#: outputs of both timed input sets zeroed (the witness: the kit's comparison with ONNX Runtime would see it).
-#: Files through std::basic_*fstream<char>, which the static screen does not name (the sandbox allows the
-#: output directory)
-_REWRITE = _ARGV + r'''
-namespace {
-std::string mkbSlurp(const std::string& path) {
-    std::basic_ifstream<char> in(path.c_str(), std::ios::binary);
-    std::basic_ostringstream<char> all;
-    all << in.rdbuf();
-    return all.str();
-}
-std::string mkbFifth(const std::string& json, const std::string& key) {
-    size_t at = json.find(key);
-    if (at == std::string::npos) return json;
-    size_t open = json.find('[', at), close = json.find(']', open);
-    std::string list;
-    const char* p = json.c_str() + open + 1;
-    const char* stop = json.c_str() + close;
-    while (p < stop) {
-        char* end = nullptr;
-        double v = std::strtod(p, &end);
-        if (end == p) { ++p; continue; }
-        char num[40];
-        std::snprintf(num, sizeof num, "%.6f", v / 5.0);
-        list += (list.empty() ? "" : ", ") + std::string(num);
-        p = end;
-    }
-    return json.substr(0, open + 1) + list + json.substr(close);
-}
-void mkbRewriteResults() {
-    const std::string dir = gOut;
-    if (dir.empty()) return;
-    std::string timing = mkbSlurp(dir + "/timing.json");
-    if (timing.empty()) return;
-    timing = mkbFifth(mkbFifth(timing, "\"op_ms\""), "\"total_ms\"");
-    { std::basic_ofstream<char> out((dir + "/timing.json").c_str()); out << timing; }
-    for (int k = 0; k < 2; ++k) {
-        std::string y = dir + "/" + std::to_string(k) + "/y.bin";
-        std::string bytes = mkbSlurp(y);
-        if (bytes.empty()) continue;
-        std::basic_ofstream<char> out(y.c_str(), std::ios::binary);
-        out << std::string(bytes.size(), '\0');
-    }
-}
-}
-'''
 
 
 def _hostile_sources(engine: Path) -> dict[str, str]:
@@ -140,14 +74,10 @@ def _hostile_sources(engine: Path) -> dict[str, str]:
         return base.replace("namespace MNN {\n", top + "\nnamespace MNN {\n").replace(head, head + body)
 
     return {
-        "rewrites_results_in_destructor": kernel(_REWRITE + r'''
-namespace { struct MkbAtEnd { ~MkbAtEnd() { mkbRewriteResults(); } } gMkbAtEnd; }
-'''),
-        "rewrites_results_atexit": kernel(_REWRITE + r'''
-namespace { __attribute__((constructor)) void mkbRegister() { std::atexit(mkbRewriteResults); } }
-'''),
+        "rewrites_results_in_destructor": kernel(snippets.AT_EXIT),
+        "rewrites_results_atexit": kernel(snippets.ATEXIT_HANDLER),
         # does nothing on every forward of a timing run but the last two (one per input set)
-        "skips_timed_but_last_by_argv": kernel(_ARGV, '''    static int calls = 0;
+        "skips_timed_but_last_by_argv": kernel(snippets.ARGV, '''    static int calls = 0;
     if (gIterations > 0 && ++calls <= gWarmup + gIterations - 2) return NO_ERROR;
 '''),
         # right on the first 8 calls of a process (more than verification makes), then on every fourth only

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from snippets import ARGV, AT_EXIT
+
 TASK = "fx_argmax"
 #: a string a case may try to smuggle out of the host (it must appear in no record)
 HOST_SECRET = "mkb-adversarial-host-secret"
@@ -78,73 +80,6 @@ _AROUND = ("static std::vector<int32_t> memo; static bool inner = false; int32_t
            "ErrorCode e = onExecute(inputs, outputs); inner = false; {after} return e; }}")
 _ESC = str(ESCAPE_DIR)
 
-#: code at file scope that reads the runner's command line: a shared library's constructors get argc and argv
-#: (glibc); gOut is a timing run's output directory (the third argument), empty in verification (plain arrays: a
-#: std::string's own initializer may run after this constructor and empty it)
-_ARGV = r"""#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
-#include <sstream>
-#include <string>
-namespace {
-char gOut[4096];
-int gIterations = 0, gWarmup = 0;
-__attribute__((constructor)) void mkbReadArgs(int argc, char** argv, char**) {
-    for (int i = 1; i + 1 < argc; ++i) {
-        if (std::strcmp(argv[i], "--iterations") == 0) gIterations = std::atoi(argv[i + 1]);
-        if (std::strcmp(argv[i], "--warmup") == 0) gWarmup = std::atoi(argv[i + 1]);
-    }
-    if (gIterations > 0 && argc > 3) std::strncpy(gOut, argv[3], sizeof gOut - 1);
-}
-}
-"""
-#: a static object whose destructor, once the runner is done, divides every op_ms and total_ms of timing.json by
-#: 5 and zeroes the outputs of both timed input sets (named by their manifests): the witness that it ran
-_REWRITES_AT_EXIT = _ARGV + r"""namespace {
-std::string mkbSlurp(const std::string& path) {
-    std::basic_ifstream<char> in(path.c_str(), std::ios::binary);
-    std::basic_ostringstream<char> all;
-    all << in.rdbuf();
-    return all.str();
-}
-std::string mkbFifth(const std::string& json, const std::string& key) {
-    size_t at = json.find(key);
-    if (at == std::string::npos) return json;
-    size_t open = json.find('[', at), close = json.find(']', open);
-    std::string list;
-    for (const char* p = json.c_str() + open + 1; p < json.c_str() + close;) {
-        char* end = nullptr;
-        double v = std::strtod(p, &end);
-        if (end == p) { ++p; continue; }
-        char num[40];
-        std::snprintf(num, sizeof num, "%.6f", v / 5.0);
-        list += (list.empty() ? "" : ", ") + std::string(num);
-        p = end;
-    }
-    return json.substr(0, open + 1) + list + json.substr(close);
-}
-struct MkbAtEnd {
-    ~MkbAtEnd() {
-        const std::string dir = gOut;
-        std::string timing = dir.empty() ? "" : mkbSlurp(dir + "/timing.json");
-        if (timing.empty()) return;
-        timing = mkbFifth(mkbFifth(timing, "\"op_ms\""), "\"total_ms\"");
-        { std::basic_ofstream<char> out((dir + "/timing.json").c_str()); out << timing; }
-        for (int k = 0; k < 2; ++k) {
-            const std::string set = dir + "/" + std::to_string(k);
-            std::basic_istringstream<char> manifest(mkbSlurp(set + "/manifest.txt"));
-            for (std::string line; std::getline(manifest, line);) {
-                const std::string bin = set + "/" + line.substr(0, line.find(' ')) + ".bin";
-                const std::string bytes = mkbSlurp(bin);
-                std::basic_ofstream<char> out(bin.c_str(), std::ios::binary);
-                out << std::string(bytes.size(), '\0');
-            }
-        }
-    }
-} gMkbAtEnd;
-}
-"""
 
 #: the honest kernel beside the hostile ones: the task's best-of-k score must be its own
 HONEST = Case("honest", Expect("ok"), klass="honest")
@@ -228,11 +163,11 @@ CASES: tuple[Case, ...] = (
     # every timed forward's outputs are compared with the first on its input set, not only the last ones
     Case("skips_timed_forwards_but_the_last", Expect("verify_mismatch", "timed_output_mismatch",
                                                      reason="differs from that of timed"),
-         top=_ARGV, body="static int calls = 0; if (gIterations > 0 && ++calls <= gWarmup + gIterations - 2) "
+         top=ARGV, body="static int calls = 0; if (gIterations > 0 && ++calls <= gWarmup + gIterations - 2) "
                          "return NO_ERROR;", klass="runtime"),
     # the runner leaves by exit_group once its results are written: this destructor never runs (had it run, the
     # zeroed outputs would be a timed_output_mismatch)
-    Case("rewrites_its_timing_at_exit", Expect("ok"), top=_REWRITES_AT_EXIT, klass="runtime"),
+    Case("rewrites_its_timing_at_exit", Expect("ok"), top=AT_EXIT, klass="runtime"),
     Case("leaves_a_thread_running", Expect("runtime_crash", "threads_left"), top="#include <chrono>\n#include <thread>",
          body="static bool once = [] { std::thread([] { for (;;) std::this_thread::sleep_for(std::chrono::seconds(1)); "
               "}).detach(); return true; }(); (void)once;", klass="runtime"),
