@@ -37,15 +37,16 @@ def headline_lines(summary_df: pl.DataFrame, ps: Sequence[float] = DEFAULT_PS) -
     lines = []
     for row in summary_df.iter_rows(named=True):
         label = " ".join(str(row[k]) for k in keys)
-        inner = f"{row['n_tasks']} tasks"
+        notes = [f"{row['n_tasks']} tasks"]
         if row.get("n_harness_errors"):
             n = row["n_harness_errors"]
-            inner += f", {n} harness error{'s' if n != 1 else ''}: rerun to retry"
-            inner += ";" if row.get("geomean_speedup") is not None else ""
+            notes.append(f"{n} harness error{'s' if n != 1 else ''}: rerun to retry")
         if row.get("n_emulated"):
-            inner += f", {row['n_emulated']} timed under emulation: not scored"
+            notes.append(f"{row['n_emulated']} timed under emulation: not scored")
+        inner = ", ".join(notes)
         if row.get("geomean_speedup") is not None:
-            inner += f" geomean {row['geomean_speedup']:.2f}x over the {row['n_with_speedup']} with a speedup"
+            inner += (";" if len(notes) > 1 else "") + (
+                f" geomean {row['geomean_speedup']:.2f}x over the {row['n_with_speedup']} with a speedup")
         lines.append(f"{label}: {format_headline(row, ps)} ({inner})")
     return lines
 

@@ -207,7 +207,7 @@ def test_headline_line(by_method):
     lines = buf.getvalue().splitlines()
     assert (
         lines[0].startswith("A: CSR 83.3% FCR 66.7%")
-        and "(6 tasks geomean 1.80x over the 2 with a speedup)" in lines[0]
+        and "(6 tasks, 1 timed under emulation: not scored; geomean 1.80x over the 2 with a speedup)" in lines[0]
     )
     assert lines[1].startswith("B: CSR 16.7%")
     # the end-of-eval text from records and a list of Task-like objects
@@ -216,7 +216,8 @@ def test_headline_line(by_method):
         for r in TASKS.iter_rows(named=True)
     ]
     assert headline.headline(RECORDS, task_objs, [1.0]).splitlines() == [
-        "A: CSR 83.3% FCR 66.7% fast_1.0 33.3% (6 tasks geomean 1.80x over the 2 with a speedup)",
+        "A: CSR 83.3% FCR 66.7% fast_1.0 33.3% (6 tasks, 1 timed under emulation: not scored; geomean 1.80x over the 2 "
+        "with a speedup)",
         "B: CSR 16.7% FCR 16.7% fast_1.0 0.0% (6 tasks geomean 1.00x over the 1 with a speedup)",
     ]
 
