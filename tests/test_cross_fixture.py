@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 from conftest_fixture import FIXTURE_ROOT
 from elftools.elf.elffile import ELFFile
+from evalcfg import write_config
 
 from kit import sandbox
 from kit.artefacts import elf_arch
@@ -45,38 +46,16 @@ def _load(path: Path, overrides: list[str] | None = None):
         return load_config(path, overrides or [])
 
 
-def _config(tmp: Path, engine: Path, arch: str, sources: list[str]) -> Path:
-    cands = "".join(f'[[candidates.sources]]\nmethod = "{s}"\npath = "{FIXTURE_ROOT / "candidates" / s}"\n'
-                    for s in sources)
-    p = tmp / f"{arch}.toml"
-    p.write_text(f"""
-[run]
-dir = "{tmp / arch}"
-[tasks]
-dir = "{FIXTURE_ROOT / 'tasks'}"
-split = "all"
-{cands}
-[mnn]
-engine = "fixture"
-source_dir = "{engine}"
-cache_dir = "{tmp / 'cache'}"
-[build]
-jobs = 2
-[dispatch]
-mode = "serial"
-[report]
-enabled = false
-[verify]
-trials = 2
-extra_trials = 1
-[timing]
-warmup = 1
-iterations = 4
-rounds = 2
-[target]
-arch = "{arch}"
-""")
-    return p
+def _config(tmp: Path, engine: Path, arch: str, sources: list[str] | dict[str, Path], ids: tuple[str, ...] = ()) -> Path:
+    """The cross config: ``sources`` are the fixture's candidate sets by name, or method → folder."""
+    where = sources if isinstance(sources, dict) else {s: FIXTURE_ROOT / "candidates" / s for s in sources}
+    first, *rest = where
+    return write_config(
+        tmp / f"{arch}.toml", run_dir=tmp / arch, tasks_dir=FIXTURE_ROOT / "tasks", ids=list(ids), method=first,
+        candidates=where[first], more_sources={s: where[s] for s in rest},
+        mnn={"engine": "fixture", "source_dir": engine, "cache_dir": tmp / "cache"}, build={"jobs": 2},
+        verify={"trials": 2, "extra_trials": 1}, timing={"warmup": 1, "iterations": 4, "rounds": 2},
+        target={"arch": arch})
 
 
 @pytest.fixture(scope="module")
@@ -150,9 +129,7 @@ def test_a_dropped_registration_fails_the_static_runners_link(tmp_path, fixture_
     (cands / "CPUArgMax.cpp").write_text(src.replace("ErrorCode CPUArgMax::onExecute", "ErrorCode helperNeverDefined();\n"
                                                      "ErrorCode CPUArgMax::onExecute", 1)
                                          .replace("const Tensor* x = inputs[0];", "helperNeverDefined();\n    const Tensor* x = inputs[0];", 1))
-    p = _config(tmp_path, fixture_engine_pristine, "aarch64", [])
-    p.write_text(p.read_text() + f'[[candidates.sources]]\nmethod = "s"\npath = "{tmp_path / "cands"}"\n')
-    cfg = _load(p, ["--tasks.ids", '["fx_argmax"]'])
+    cfg = _load(_config(tmp_path, fixture_engine_pristine, "aarch64", {"s": tmp_path / "cands"}, ("fx_argmax",)))
     assert evaluate(cfg) == 0
     r = scan(cfg.run.dir).collect().row(0, named=True)
     assert r["status"] == "compile_error" and r["error_kind"] == "linker", r["error_message"]
@@ -167,9 +144,7 @@ def test_a_libc_function_defined_in_a_static_build_is_rejected(tmp_path, fixture
     shutil.copytree(FIXTURE_ROOT / "candidates" / "sample" / "fx_exp" / "correct", cands)
     src = (cands / "CPUUnary.cpp").read_text()
     (cands / "CPUUnary.cpp").write_text(src + '\nextern "C" float expf(float x) { return 1.0f + x; }\n')
-    p = _config(tmp_path, fixture_engine_pristine, "aarch64", [])
-    p.write_text(p.read_text() + f'[[candidates.sources]]\nmethod = "s"\npath = "{tmp_path / "cands"}"\n')
-    cfg = _load(p, ["--tasks.ids", '["fx_exp"]'])
+    cfg = _load(_config(tmp_path, fixture_engine_pristine, "aarch64", {"s": tmp_path / "cands"}, ("fx_exp",)))
     assert evaluate(cfg) == 0
     r = scan(cfg.run.dir).collect().row(0, named=True)
     assert r["status"] == "rejected_input" and r["error_kind"] == "forbidden", r["error_message"]

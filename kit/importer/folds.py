@@ -179,8 +179,11 @@ def drop_ones_expand(model: onnx.ModelProto) -> tuple[onnx.ModelProto, str]:
     for ex in model.graph.node:
         if ex.op_type != "Expand":
             continue
-        shape, rank = _const(model, ex.input[1]), _rank(model, ex.input[0])
-        if shape is None or rank is None or shape.size > rank or not np.all(shape == 1):
+        shape = _const(model, ex.input[1])
+        if shape is None or not np.all(shape == 1):
+            continue
+        rank = _rank(model, ex.input[0])  # shape inference: only for an all-ones Expand
+        if rank is None or shape.size > rank:
             continue
         src, dst = ex.input[0], ex.output[0]
         out = _replace(model, [ex], [])
