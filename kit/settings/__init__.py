@@ -1,0 +1,1 @@
+"""Config sections (:mod:`kit.settings.sections`) and what they share (:mod:`kit.settings.base`)."""
