@@ -161,6 +161,27 @@ def timer_nodes(cfg: EvalConfig) -> list[str]:
     return timing_nodes(cfg) if cfg.dispatch.build_resource is not None and cfg.timing.enabled else []
 
 
+def actor_requests(cfg: EvalConfig) -> dict[str, dict[str, float]]:
+    """The Ray resources each kind of worker asks for, by role: ``job`` (whole jobs) or ``build`` (build halves,
+    with ``dispatch.build_resource``) per build worker, and ``time`` per timing worker (only when build and
+    timing nodes are apart and timing is on).  The driver places its actors with exactly these; a cluster
+    launcher config is checked against them (:mod:`kit.dispatch.launcher`).
+
+    Units: ``CPU`` in Ray CPUs; a custom label as the fraction :data:`RESOURCE_FRACTION` of it (placement only).
+    Timing workers reserve no CPU: the node gate keeps timing alone, and a node carrying both labels must still
+    place its build workers."""
+    d = cfg.dispatch
+    split = d.build_resource is not None
+    placement = d.build_resource if split else d.timing_resource
+    worker: dict[str, float] = {"CPU": 1.0}
+    if placement is not None:
+        worker[placement] = RESOURCE_FRACTION
+    out = {"build" if split else "job": worker}
+    if split and cfg.timing.enabled:
+        out["time"] = {"CPU": 0.0, d.timing_resource: RESOURCE_FRACTION}
+    return out
+
+
 def timing_nodes(cfg: EvalConfig) -> list[str]:
     """Node ids of the alive nodes that carry ``dispatch.timing_resource`` (one timing worker each).
 

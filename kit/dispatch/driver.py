@@ -38,7 +38,7 @@ from ray.exceptions import ActorUnschedulableError, ObjectLostError, RayActorErr
 from kit.artefacts import BuildHalf
 from kit.config import EvalConfig
 from kit.dispatch.actors import JobActor, JobFn, SetupFn, TimeActor, TimeFn
-from kit.dispatch.cluster import RESOURCE_FRACTION, DispatchError, alive_nodes, kit_digest, timer_nodes
+from kit.dispatch.cluster import DispatchError, actor_requests, alive_nodes, kit_digest, timer_nodes
 from kit.jobqueue import JobQueue
 from kit.jobs import Job, lost_record, timing_lost_record
 from kit.progress import StageTally, log_record
@@ -67,6 +67,16 @@ class _Slot:
     last_task: str | None = None  # task id of the last job handed to this worker (kit.jobqueue affinity)
 
 
+def _ray_options(request: dict[str, float]) -> dict[str, Any]:
+    """``ray.remote`` options of an actor asking for ``request`` (:func:`kit.dispatch.cluster.actor_requests`);
+    a second thread per actor answers stage() while a job runs (the driver never sends two jobs)."""
+    custom = {k: v for k, v in request.items() if k != "CPU"}
+    opts: dict[str, Any] = {"num_cpus": request["CPU"], "max_restarts": 0, "max_concurrency": 2}
+    if custom:
+        opts["resources"] = custom
+    return opts
+
+
 #: seconds between checks that waiting workers still have a node to start on
 PLACE_CHECK_S = 5.0
 #: seconds between asking busy workers for their stage
@@ -93,20 +103,12 @@ class Driver:
         self.time_fn = time_fn
         d = cfg.dispatch
         self.split = d.build_resource is not None
-        # a second thread per actor answers stage() while a job runs; the driver never sends two jobs
-        opts: dict[str, Any] = {"num_cpus": 1, "max_restarts": 0, "max_concurrency": 2}
-        placement = d.build_resource if self.split else d.timing_resource
-        if placement is not None:
-            opts["resources"] = {placement: RESOURCE_FRACTION}
-        self.actor_cls = ray.remote(**opts)(JobActor)
+        requests = actor_requests(cfg)
+        self.actor_cls = ray.remote(**_ray_options(requests["build" if self.split else "job"]))(JobActor)
         self.slots = [_Slot(i, "build" if self.split else "job") for i in range(n_workers)]
         timers = timer_nodes(cfg)  # none with timing off: build workers write the final records
         if timers:
-            # no CPU reserved: exclusivity on the node comes from the node gate, and a node that carries
-            # both labels must still place its build workers
-            self.timer_cls = ray.remote(
-                num_cpus=0, max_restarts=0, max_concurrency=2, resources={d.timing_resource: RESOURCE_FRACTION}
-            )(TimeActor)
+            self.timer_cls = ray.remote(**_ray_options(requests["time"]))(TimeActor)
             self.slots += [_Slot(i, "time", node_id=nid) for i, nid in enumerate(timers)]
         self.n_timers = sum(1 for s in self.slots if s.role == "time")
         self.native_key: str | None = None
