@@ -7,6 +7,8 @@ Ray code of the kit.
 * :mod:`~kit.dispatch.driver`: the ``ray.wait`` loop: hand out jobs with task affinity, collect records,
   retry jobs whose worker died, ship built artefacts to timing nodes;
 * :mod:`~kit.dispatch.executor`: :class:`RayExecutor`, what :mod:`kit.evaluate` runs pending jobs with.
+* :mod:`~kit.dispatch.launcher`: Ray cluster launcher YAMLs checked offline against Ray's schema and the
+  workers a kit config asks for (``python -m kit.dispatch.launcher``; docs/cloud.md).
 
 Timing exclusivity is not scheduled here: :class:`kit.gate.NodeGate` (a file lock in the node's cache
 directory) lets one timing phase run per node with nothing building beside it, whichever actor holds it.
