@@ -140,6 +140,10 @@ def test_x86_instances_and_unchecked_images_are_refused(tmp_path):
     doc["initialization_commands"] = [c for c in doc["initialization_commands"] if "check-image.sh" not in c]
     with pytest.raises(LauncherError, match="no initialization command runs cluster/check-image.sh"):
         check_launcher(_write(tmp_path, doc), load_config(GRAVITON))
+    doc = _raw()
+    doc["cluster_name"] = "renamed"  # the check-image.sh command still reads the old cluster's mount folder
+    with pytest.raises(LauncherError, match="under /tmp/ray_tmp_mount/renamed/"):
+        check_launcher(_write(tmp_path, doc), load_config(GRAVITON))
 
 
 def test_the_command_line_refuses_placeholders_unless_allowed(capsys):

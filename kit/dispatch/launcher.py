@@ -174,9 +174,17 @@ def _check_docker(path: Path, prepared: dict[str, Any]) -> None:
     if not any(str(o).startswith("--entrypoint") for o in docker.get("run_options", [])):
         raise LauncherError(f"{path}: docker.run_options needs --entrypoint= : the kit image's ENTRYPOINT is "
                             "`mkb`, and Ray starts the container with the command `bash`")
-    if not any("check-image.sh" in c and image in c.split() for c in prepared.get("initialization_commands", [])):
+    checks = [c for c in prepared.get("initialization_commands", []) if "check-image.sh" in c and image in c.split()]
+    if not checks:
         raise LauncherError(f"{path}: no initialization command runs cluster/check-image.sh on docker.image "
                             f"{image!r}: nodes would run an image that was never checked against images/lock.toml")
+    from ray.autoscaler.sdk import get_docker_host_mount_location
+
+    # before the container starts, the file mounts are on the host under a folder named after the cluster
+    mounts = get_docker_host_mount_location(prepared["cluster_name"]) + "/"
+    if not all(mounts in c for c in checks):
+        raise LauncherError(f"{path}: the check-image.sh command must read the synced files under {mounts} "
+                            f"(cluster_name = {prepared['cluster_name']!r}), where Ray puts them on the host")
 
 
 def check_launcher(path: Path | str, cfg: EvalConfig) -> LauncherCheck:
