@@ -12,10 +12,11 @@
 // manifest.txt in the same format.
 //
 // --iterations 0: one forward per set, in order, each set's outputs written.  --iterations N > 0: W warm-up and
-// then N timed forwards, forward i on set i % S (S sets; N >= S); every timed forward's outputs must be
-// byte-identical to those of the first timed forward on the same set (checked after each, outside its timing),
-// whose outputs are written, and out_dir/timing.json:
-//   {"op_ms": [...N], "total_ms": [...N], "op_types": {"Type": count per run, ...}, "phase_ms": P}
+// then N timed forwards (N >= S sets): timed forward i < S on set i, whose outputs are written; every other
+// forward on fresh inputs derived from the sets before it (mkb_fresh.hpp); --checked K of the timed forwards on
+// fresh inputs, picked at random after each, are written with their inputs to out_dir/checked/<j>/{in,out}/;
+// a float32 output of a timed forward that still holds the poison is exit 6; and out_dir/timing.json:
+//   {"op_ms": [...N], "total_ms": [...N], "op_types": {"Type": count per run, ...}, "phase_ms": P, "checked": [...]}
 // op_ms sums the wall time of every executed op whose type is in --op-types ("*" = all ops); total_ms is the
 // whole forward; phase_ms the wall time from reading "go" (without --wait-go: from the same point, before the
 // first warm-up) to the end of the timed forwards.  Every time is read from CLOCK_MONOTONIC by the system call
@@ -32,9 +33,12 @@
 // written).  The runner leaves by the exit_group system call right after writing its results (and on every
 // error): no destructor or atexit handler of the candidate's library runs after them.
 //
+// Also after every forward (and before the first, and before the results are written): no process besides the
+// runner (mkb_guard.hpp: its children, whose subreaper it is, and inside a PID namespace any other process).
+//
 // Exit status: 0 success; 2 usage error; 3 load/shape/run/IO error or no "go"; 4 a forward changed an input
-// tensor; 5 more threads than MNN's own after a forward (or before the first); 6 a timed forward's outputs
-// differ from those of the first timed forward on the same input set; the message is on stderr.
+// tensor; 5 more threads than MNN's own after a forward (or before the first); 6 a timed forward left a float32
+// output unwritten (the poison still there); 7 a process besides the runner; the message is on stderr.
 
 #include "mkb_fresh.hpp"
 #include "mkb_guard.hpp"
@@ -457,10 +461,9 @@ int run(const Options& o) {
     // From here on no code of the candidate's may run: nothing of it runs in this thread any more (no forward,
     // no conversion), no thread of it exists (counted now; MNN's pool workers idle between forwards), a handler
     // of a signal cannot run on this thread (blocked), and main leaves by exit_group right after these writes,
-    // so no destructor, atexit or fini function of the library runs after them (leaveNow).  What is left: a
-    // process the candidate forked (threads are counted, processes are not; the sandbox's PID namespace ends it
-    // with the runner, but it may act before that), and a signal handler run by a pool worker with --threads
-    // > 1 (the static checks reject signals, processes and file I/O in the sources).
+    // so no destructor, atexit or fini function of the library runs after them (leaveNow).  No process of it exists
+    // either (checked below).  What is left: a signal handler run by a pool worker with --threads > 1 (the
+    // static checks reject signals and file I/O in the sources).
     guard.checkThreads("after the timed forwards");
     blockSignals();
     guard.checkProcesses("after the timed forwards");

@@ -6,10 +6,13 @@
 // An input set is a directory with manifest.txt, one line per input "name dtype ndim d0 d1 ..." (dtype
 // float32|int32), and <name>.bin per input (raw little-endian, C order).  in_dir is one set (in_dir/manifest.txt,
 // outputs to out_dir) or several, in_dir/0/, in_dir/1/, ... (outputs of set k to out_dir/k/).  --iterations 0
-// (default): one run per set, in order.  N > 0: W warm-up runs, then N timed runs (N >= S sets), run i on set
-// i % S; every timed run's outputs must be byte-identical to those of the first timed run on the same set
-// (checked after each, outside its timing), whose outputs are written, and out_dir/timing.json with
-// {"op_ms": [N values], "total_ms": [N values], "op_types": {"<type>": count per run}, "phase_ms": P} where
+// (default): one run per set, in order.  N > 0: W warm-up runs, then N timed runs (N >= S sets): timed run i < S
+// on set i, whose outputs are written; every other run on fresh inputs derived from the sets before it (each
+// tensor a random sample without replacement of the sets' elements); --checked K of the timed runs on fresh
+// inputs, picked at random after each, are written with their inputs to out_dir/checked/<j>/{in,out}/; a
+// float32 output of a timed run that still holds the poison is exit 6; and out_dir/timing.json with
+// {"op_ms": [N values], "total_ms": [N values], "op_types": {"<type>": count per run}, "phase_ms": P,
+// "checked": [timed run numbers]} where
 // op_ms is the summed wall time (ms) of executed ops whose type is in --op-types ("*" = all), total_ms the whole
 // forward, phase_ms the wall time from reading "go" (without --wait-go, from the same point) to the end of the
 // timed runs; the clock is CLOCK_MONOTONIC read by the system call itself (a library cannot replace it).
@@ -22,7 +25,8 @@
 // system call right after writing its results (and on every error): no destructor or atexit handler of the
 // candidate's library runs after them.
 // Exit status: 0 success, 2 bad command line, 3 load or run error or no "go", 4 a run changed an input,
-// 5 a thread left running, 6 a timed run's outputs differ from the first timed run's on the same set
+// 5 a thread left running, 6 a timed run left a float32 output unwritten, 7 a process besides the runner (its
+// children, whose subreaper it is, and inside a PID namespace any other process; after every run)
 // (message on stderr).
 #include <sys/stat.h>
 
