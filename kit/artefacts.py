@@ -168,7 +168,9 @@ class Built:
     converted by the native converter, or None when native cannot convert it (``native_error`` says why);
     ``native_key``: the native build the candidate must be timed against; ``built_by``: the build worker's name;
     ``references``: seed → ONNX Runtime's outputs (name → array) of that seed's inputs, for the checks the
-    timing node makes (the timed runs' outputs, the verification after timing) without the task's ONNX file.
+    timing node makes (the timed runs' outputs, the verification after timing) without the task's ONNX file;
+    ``onnx``: that file's bytes, for the references of the timed forwards the runner checked at random (their
+    inputs exist only once the candidate has been timed).
     """
 
     half: BuildHalf
@@ -179,3 +181,4 @@ class Built:
     built_by: str
     native_error: str = ""
     references: dict[int, dict[str, Any]] = field(default_factory=dict)
+    onnx: bytes = b""

@@ -189,6 +189,7 @@ def _build_for_shipping(job: Job, worker: Worker, scratch: Path, out: Outcome) -
         built_by=worker.name,
         native_error=worker.native_error(job.task),
         references=_references(job, worker.settings),
+        onnx=job.task.onnx_path.read_bytes(),
     )
 
 
@@ -213,12 +214,14 @@ def _time_shipped(job: Job, built: Built, timer: Timer, scratch: Path, out: Outc
     if built.native_model is not None:
         (scratch / "native.mnn").write_bytes(built.native_model)
         native = (scratch / "native.mnn", sverify.Side(None, timer.lib_dir))
+    onnx = scratch / "task.onnx"
+    onnx.write_bytes(built.onnx)
     timer.stage = "time"
     candidate = (model, sverify.Side(None, lib_dir))
     try:
         timer.check_native(None)
         out.add(_time(timer.timing, job.task, timer.runner, candidate, native, built.native_error,
-                      timer.gate, scratch / "timing", built.references))
+                      timer.gate, scratch / "timing", built.references, onnx))
         timer.stage = "verify"
         _reverify(timer.settings.verify, job, candidate, timer.runner, timer.gate, scratch, out, built.references)
     finally:
@@ -235,12 +238,14 @@ def _time(
     gate: NodeGate | None,
     scratch: Path,
     refs: sverify.References | None = None,
+    onnx: Path | None = None,
 ) -> TimingOutcome:
     """Stage 3: time ``candidate`` against ``native``: the runners start up under the node's gate held shared,
-    their runs hold it exclusively.  Without a native side the outcome says why (``no_native_reason``)."""
+    their runs hold it exclusively.  Without a native side the outcome says why (``no_native_reason``).
+    ``refs``, ``onnx``: references by seed and the task's ONNX model where the task's files are not here."""
     tr = stiming.time_candidate(task, runner, candidate, native, scratch, opts,
                                 hold=lambda: _held(gate, exclusive=True), prepare=lambda: _held(gate, exclusive=False),
-                                refs=refs)
+                                refs=refs, onnx=onnx)
     return tr if native is not None else replace(tr, no_native_reason=native_error)
 
 

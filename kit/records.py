@@ -65,6 +65,7 @@ class ErrorKind(enum.StrEnum):
     INTERNAL = "internal"
     INPUT_MODIFIED = "input_modified"  # a forward wrote into an input tensor (runner exit 4)
     THREADS_LEFT = "threads_left"  # a thread of the candidate was still running after a forward (runner exit 5)
+    PROCESSES_LEFT = "processes_left"  # a process the candidate started existed after a forward (runner exit 7)
     CLOCK_MISMATCH = "clock_mismatch"  # the runner's clock disagrees with the kit's about a timing run's length
     TIMED_OUTPUT_MISMATCH = "timed_output_mismatch"  # the outputs of the timed runs differ from ONNX Runtime
     # a target op type the native model executes never ran in the candidate's (its converter or geometry routed

@@ -128,7 +128,7 @@ def job_settings(cfg: EvalConfig) -> JobSettings:
                              extra_trials=v.extra_trials, convert_policy=run_policy),
         timing=TimingOptions(warmup=t.warmup, iterations=t.iterations, rounds=t.rounds, confidence=t.confidence,
                              timeout_s=t.timeout_s, seed=v.seed, run=run, min_native_ms=t.min_native_ms,
-                             implausible_speedup=t.implausible_speedup),
+                             implausible_speedup=t.implausible_speedup, checked_forwards=t.checked_forwards),
         timing_enabled=t.enabled,
         mnn_version=cfg.mnn.version,
         sandboxed=run_policy.enabled,

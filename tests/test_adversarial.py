@@ -88,3 +88,15 @@ def test_best_of_k_scores_the_task_by_the_honest_kernel(corpus_run):
     assert HONEST.name in ok["sample_id"].to_list()
     assert s["geomean_speedup"] == pytest.approx(ok["speedup"].max())
     assert s["geomean_speedup"] < cfg.timing.implausible_speedup
+
+
+def test_a_content_keyed_cache_has_nothing_to_replay_when_timed(corpus_run):
+    """The reviewer's cheat (outputs cached by 8 sampled input values) ran 4.04x faster than native while the
+    timed forwards repeated two input sets; on fresh inputs it never hits and computes every forward, so it is no
+    faster than the honest kernel measured in the same run (a ratio of the two, with a margin for noise: the cheat
+    would be several times faster had it hit)."""
+    _, records, _, _, _ = corpus_run
+    ms = {r["sample_id"]: r["candidate_ms"] for r in records.iter_rows(named=True)
+          if r["sample_id"] in (HONEST.name, "caches_on_sampled_input_values")}
+    assert all(v is not None and v > 0 for v in ms.values()) and len(ms) == 2
+    assert ms["caches_on_sampled_input_values"] > 0.5 * ms[HONEST.name]

@@ -281,10 +281,20 @@ def test_timing_mode_writes_samples(engine: Engine, tasks: dict[str, Task]) -> N
         "7",
         "--op-types",
         ",".join(task.mnn_op_types),
+        "--checked",
+        "2",
     )
     assert res.ok, res.output
     timing = json.loads((out_dir / "timing.json").read_text())
-    assert set(timing) == {"op_ms", "total_ms", "op_types", "phase_ms"}
+    assert set(timing) == {"op_ms", "total_ms", "op_types", "phase_ms", "checked"}
+    # forwards 2..7 ran on fresh inputs (one set: its values in another order); two of them, picked at random,
+    # were written out with their inputs, and their outputs are right for those inputs
+    assert len(set(timing["checked"])) == 2 and all(2 <= f <= 7 for f in timing["checked"])
+    for j in range(2):
+        fresh_in, fresh_out = read_tensors(out_dir / "checked" / str(j) / "in"), read_tensors(out_dir / "checked" / str(j) / "out")
+        assert np.array_equal(np.sort(fresh_in["x"], axis=None), np.sort(inputs["x"], axis=None))
+        assert not np.array_equal(fresh_in["x"], inputs["x"])
+        assert compare(fresh_out["y"], run_reference(task.onnx_path, fresh_in)["y"], 0, 0).ok
     assert timing["op_types"] == {"Raster": 1}
     op_ms, total_ms = np.array(timing["op_ms"]), np.array(timing["total_ms"])
     assert op_ms.shape == total_ms.shape == (7,)

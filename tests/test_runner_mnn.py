@@ -445,3 +445,49 @@ __attribute__((constructor)) static void start() {
                        scratch=work / f"thr{threads}_extra")
     assert not res.ok and res.proc.returncode == mr.EXIT_THREADS_LEFT, res.proc.output
     assert f"{threads + 1} threads before the first forward" in res.error
+
+
+def test_timed_forwards_run_on_fresh_inputs_and_the_checked_ones_are_right(runner_bin, work):
+    """Timing mode: the first timed forward on each set runs on that set; the others on inputs derived from the
+    sets (every tensor a sample without replacement of the sets' values: units of 16 elements for the 1 MB
+    input, single elements for the small one); the runner writes --checked of them out with their inputs, and
+    their outputs are ONNX Runtime's for those inputs."""
+    model = _model(helper.make_node("Add", ["a", "b"], ["y"]), [("a", F32, [256, 1024]), ("b", F32, [1024])],
+                   [("y", F32, [256, 1024])])
+    onnx_path = work / "fresh.onnx"
+    onnx.save(model, onnx_path)
+    conv = mconvert.convert(BUILD_DIR / "MNNConvert", onnx_path, work / "fresh.mnn", timeout_s=120)
+    assert conv.ok, conv.reason
+    mnn_path = conv.model_path
+    sets = [_rng_inputs([("a", "f", (256, 1024)), ("b", "f", (1024,))], seed=s) for s in (7, 8)]
+    res = mr.run_model(runner_bin, mnn_path, sets, ["y"], scratch=work / "fresh_run",
+                       settings=mr.RunSettings(warmup=2, iterations=8, op_types=("BinaryOp",), timeout_s=60, checked=3))
+    assert res.ok, res.error
+    assert len(res.checked) == 3 and all(3 <= c.forward <= 8 for c in res.checked)
+    for name in ("a", "b"):
+        pool = np.sort(np.concatenate([s[name].ravel() for s in sets]))
+        for c in res.checked:
+            ins, outs = c.read()
+            got = ins[name].ravel()
+            # every value is one of the sets' (as often as it is there at most), and the input is neither set
+            assert np.isin(got, pool).all() and len(np.unique(got)) == got.size
+            assert not any(np.array_equal(ins[name], s[name]) for s in sets)
+            ref = _reference(onnx_path, ins, ["y"])["y"]
+            assert compare(outs["y"], ref).ok
+
+
+def test_a_process_besides_the_runner_stops_it(runner_bin, converted, work):
+    """A library that forks when it is loaded (the child waits forever): the runner sees its child before the
+    first forward and exits with EXIT_PROCESS_LEFT."""
+    lib = _preload(work, "forker", """
+#include <unistd.h>
+__attribute__((constructor)) static void start() {
+    if (fork() == 0) for (;;) pause();
+}
+""")
+    _, mnn_path = converted["softmax"]
+    inputs = _rng_inputs(CASES["softmax"][1])
+    res = mr.run_model(runner_bin, mnn_path, inputs, ["y"], env=_env(LD_PRELOAD=str(lib)),
+                       settings=mr.RunSettings(timeout_s=60), scratch=work / "forker")
+    assert not res.ok and res.proc.returncode == mr.EXIT_PROCESS_LEFT, res.proc.output
+    assert "before the first forward" in res.error and "started a process" in res.error

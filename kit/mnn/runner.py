@@ -4,16 +4,21 @@ re-exported here) on converted models (:mod:`kit.mnn.convert`).
 The runner protocol (also implemented by the fixture engine)::
 
     mkb_runner <model_file> <in_dir> <out_dir> --outputs y[,z] [--threads N] [--precision high|normal|low]
-               [--warmup W] [--iterations N] [--op-types A,B|*] [--wait-go 0|1]
+               [--warmup W] [--iterations N] [--op-types A,B|*] [--wait-go 0|1] [--checked K]
 
 Inputs and outputs are tensor directories (:mod:`kit.tensorio`).  ``in_dir`` is one input set (a tensor
 directory; outputs go to ``out_dir``) or several, ``in_dir/0/``, ``in_dir/1/``, ... (outputs of set k go to
 ``out_dir/k/``), all with the same tensors.  ``--iterations 0`` runs one forward per set, in order, and writes
 each set's outputs; ``--iterations N`` (N >= the number of sets S) runs ``--warmup`` untimed and N timed
-forwards, forward i on set i % S, checks that every timed forward's outputs are byte-identical to those of the
-first timed forward on the same set, writes the latter and ``timing.json`` with
+forwards: timed forward i < S on set i, whose outputs it writes to ``out_dir/<i>/``; every other forward (the
+warm-ups too) on *fresh inputs*, derived from the sets before it (every tensor a random sample of the sets'
+values, ``runner/mkb_fresh.hpp``), so no input repeats; ``--checked K`` of those timed forwards, picked at
+random after each forward, it writes with their inputs to ``out_dir/checked/<j>/in/`` and ``.../out/`` for the
+kit to compare with ONNX Runtime.  A float32 output of a timed forward that still holds the poison (below) is
+exit :data:`EXIT_TIMED_OUTPUT_CHANGED`.  It writes ``timing.json`` with
 ``op_ms`` (sum of the selected op types' times per run), ``total_ms`` (whole forward per run), ``op_types``
-(ops executed per run, by type) and ``phase_ms`` (wall time from reading "go" to the end of the timed forwards).
+(ops executed per run, by type), ``phase_ms`` (wall time from reading "go" to the end of the timed forwards)
+and ``checked`` (the 1-based numbers of the timed forwards written out).
 Every time is CLOCK_MONOTONIC read by the system call itself, never through libc, whose clock functions the
 candidate's ``libMNN.so`` could replace for the whole process.  With ``--wait-go 1`` the runner loads the model
 and reads the inputs, prints ``mkb_runner: ready`` on stdout and waits for the line ``go`` on stdin
@@ -22,12 +27,14 @@ and reads the inputs, prints ``mkb_runner: ready`` on stdout and waits for the l
 Around every forward the runner fills the previous forward's output memory with 0xFF bytes (NaN; MNN's
 StaticModule reuses it for the next forward), then checks that every input tensor still holds its bytes and
 that the process has no more threads than the engine's own (MNN: the main thread and ``threads - 1`` pool
-workers).  The runner leaves by the exit_group system call right after writing its results (and on every
+workers), and that no process exists besides the runner (its children and their children, whose subreaper it
+is, and inside the sandbox's PID namespace any process but the sandbox's init).  The runner leaves by the
+exit_group system call right after writing its results (and on every
 error), so no destructor or atexit handler of the candidate's library runs after them.  Exit status 0 is
 success, 2 a usage error (a kit bug), 3 a load/shape/run error, :data:`EXIT_INPUT_MODIFIED` (4) a forward that
 wrote into an input, :data:`EXIT_THREADS_LEFT` (5) a thread left running after a forward,
-:data:`EXIT_TIMED_OUTPUT_CHANGED` (6) a timed forward whose outputs differ from the first timed forward's on the
-same input set; a crash is a signal.
+:data:`EXIT_TIMED_OUTPUT_CHANGED` (6) a timed forward that left an output unwritten,
+:data:`EXIT_PROCESS_LEFT` (7) a process besides the runner after a forward; a crash is a signal.
 
 Nothing here turns a failure into a record status: results carry ``ok`` and the :class:`~kit.proc.ProcResult`;
 exceptions are raised only for faults of the kit itself (:class:`RunnerBuildError`, :class:`RunnerProtocolError`).
@@ -64,8 +71,10 @@ EXIT_USAGE = 2
 EXIT_INPUT_MODIFIED = 4
 #: exit status of the runner when more threads than the engine's own remain after a forward
 EXIT_THREADS_LEFT = 5
-#: exit status of the runner when a timed forward's outputs differ from the first timed forward's on the same set
+#: exit status of the runner when a timed forward left a float32 output (partly) unwritten, its poison still there
 EXIT_TIMED_OUTPUT_CHANGED = 6
+#: exit status of the runner when a process besides it exists after a forward (the candidate started one)
+EXIT_PROCESS_LEFT = 7
 PRECISIONS = ("high", "normal", "low")
 
 #: the inputs of one call: one set (graph input name → array) or several, run in order in one process
@@ -80,6 +89,25 @@ class RunnerProtocolError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class CheckedForward:
+    """A timed forward on fresh inputs that the runner picked at random and wrote out: ``forward`` (1-based
+    number among the run's timed forwards) and ``dir`` (holding ``in/`` and ``out/``, tensor directories)."""
+
+    forward: int
+    dir: Path
+
+    def read(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """The forward's inputs and outputs (name → float32/int32 array, wire dtypes).
+
+        Raises:
+            RunnerProtocolError: a tensor directory is missing or malformed."""
+        try:
+            return tensorio.read_tensors(self.dir / "in"), tensorio.read_tensors(self.dir / "out")
+        except tensorio.TensorIOError as e:
+            raise RunnerProtocolError(f"checked forward {self.forward}: {e}") from e
+
+
+@dataclass(frozen=True)
 class RunResult(proc.FromProcess):
     """Outcome of one runner invocation.
 
@@ -89,6 +117,7 @@ class RunResult(proc.FromProcess):
     ``op_ms`` / ``total_ms``: per timed run, milliseconds (empty in verify mode).
     ``op_types``: op type → number of ops of that type executed per run (timing mode only).
     ``phase_ms``: the runner's own wall time from "go" to the end of its timed runs (timing mode only).
+    ``checked``: the timed forwards on fresh inputs it wrote out (timing mode with ``RunSettings.checked``).
     ``error``: the runner's stdout+stderr when it failed (MNN's messages go to stdout, the runner's to stderr).
     ``proc``: the raw process result (exit code, signal, logs).
     """
@@ -103,6 +132,7 @@ class RunResult(proc.FromProcess):
     timing_path: Path | None = field(default=None)
     output_sets: tuple[dict[str, np.ndarray], ...] = ()
     phase_ms: float | None = None
+    checked: tuple[CheckedForward, ...] = ()
 
 
 def runner_env(lib_dir: Path | None, base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -135,13 +165,15 @@ class _Timing:
     total_ms: list[float]
     op_types: dict[str, int]
     phase_ms: float
+    checked: list[int]
 
 
 def _read_timing(path: Path, iterations: int) -> _Timing:
     try:
         data = json.loads(path.read_text())
         timing = _Timing([float(x) for x in data["op_ms"]], [float(x) for x in data["total_ms"]],
-                         {str(k): int(v) for k, v in data["op_types"].items()}, float(data["phase_ms"]))
+                         {str(k): int(v) for k, v in data["op_types"].items()}, float(data["phase_ms"]),
+                         [int(x) for x in data["checked"]])
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise RunnerProtocolError(f"{path}: missing or malformed timing file ({e})") from e
     if len(timing.op_ms) != iterations or len(timing.total_ms) != iterations:
@@ -168,7 +200,8 @@ class RunSettings:
     ``warmup`` untimed then ``iterations`` timed forward passes (``iterations = 0``: one run, outputs only);
     ``op_types``: MNN op type names whose times make ``op_ms`` (``"*"`` = every op); ``timeout_s``: seconds
     (each half for :func:`start_model`); ``memory_limit_bytes``: RLIMIT_AS of the runner process (None: none);
-    ``cpus``: the CPU cores the runner is pinned to (empty: not pinned); ``policy``: how it is confined (the
+    ``cpus``: the CPU cores the runner is pinned to (empty: not pinned); ``checked``: timed forwards on fresh inputs the runner
+    writes out per run, picked at random (``--checked``; 0: none, the flag left out); ``policy``: how it is confined (the
     runner executes candidate code: :mod:`kit.sandbox`; it sees the runner, the libraries, the model and its
     input directory read-only and writes only its output directory); ``emulator``: the command prefix that runs
     the runner (a cross build's: ``qemu-aarch64-static -L SYSROOT``, :func:`kit.mnn.toolchain.emulator`; empty:
@@ -190,6 +223,7 @@ class RunSettings:
     emulator: tuple[str, ...] = ()
     extra_threads: int = 0
     runner_label: str = ""
+    checked: int = 0
 
 
 def run_model(
@@ -366,6 +400,8 @@ class _Call:
         ]  # fmt: skip
         if settings.extra_threads:
             argv += ["--extra-threads", str(settings.extra_threads)]
+        if settings.checked and iterations:
+            argv += ["--checked", str(settings.checked)]
         # the emulator and its sysroot (its absolute arguments) lie under /usr, which every sandbox shows: named
         # anyway, for an emulator installed elsewhere
         emulator = [a for a in settings.emulator if a.startswith("/")]
@@ -387,7 +423,23 @@ class _Call:
             return RunResult(True, sets[0], [], [], {}, "", result, None, sets)
         timing_path = self.out_dir / "timing.json"
         t = _read_timing(timing_path, self.iterations)
-        return RunResult(True, sets[0], t.op_ms, t.total_ms, t.op_types, "", result, timing_path, sets, t.phase_ms)
+        return RunResult(True, sets[0], t.op_ms, t.total_ms, t.op_types, "", result, timing_path, sets, t.phase_ms,
+                         self._checked(t.checked))
+
+    def _checked(self, forwards: list[int]) -> tuple[CheckedForward, ...]:
+        """The checked forwards the runner wrote out: as many as asked for (``settings.checked``, at most the
+        timed forwards on fresh inputs), each with its directory."""
+        n_sets = self.n_sets or 1
+        want = min(self.settings.checked, self.iterations - n_sets)
+        if len(forwards) != want or len(set(forwards)) != want or not all(n_sets < f <= self.iterations
+                                                                          for f in forwards):
+            raise RunnerProtocolError(f"runner wrote checked forwards {forwards}, expected {want} distinct ones "
+                                      f"among timed forwards {n_sets + 1}..{self.iterations}")
+        out = tuple(CheckedForward(f, self.out_dir / "checked" / str(j)) for j, f in enumerate(forwards))
+        for c in out:
+            if not (c.dir / "in").is_dir() or not (c.dir / "out").is_dir():
+                raise RunnerProtocolError(f"runner exited 0 but checked forward {c.forward} has no {c.dir}/in, out")
+        return out
 
     def _outputs(self, out_dir: Path) -> dict[str, np.ndarray]:
         try:

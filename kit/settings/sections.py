@@ -121,6 +121,9 @@ class TimingSection(Section):
     #: a speedup above this factor is flagged implausible in the record and the report, never silently scored
     implausible_speedup: float = Field(default=10.0, gt=1.0)
     timeout_s: float = Field(default=300.0, gt=0)
+    #: timed forwards per run, of those on fresh inputs, that the runner picks at random after each forward and
+    #: writes out with their inputs, for the kit to compare with ONNX Runtime (docs/untrusted.md)
+    checked_forwards: int = Field(default=2, ge=0)
 
     @model_validator(mode="after")
     def _cores_match_threads(self) -> TimingSection:

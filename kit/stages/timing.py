@@ -19,12 +19,13 @@ same invocation digest (:meth:`kit.mnn.runner._Call.invocation_sha256`), and run
 cores; otherwise the timing is a harness error, not the candidate's.
 
 Against a candidate that games the timing (the runner loads the candidate's library, so code of the candidate
-runs inside the measuring process): every run alternates between :data:`TIMED_SETS` input sets (seeds
-``seed + TIMED_SEED_OFFSET + j``, the same on both sides), so no timed forward sees the input of the one
-before; every timed forward's outputs are compared by the runner, byte for byte, with those of the first timed
-forward on the same set (runner exit 6: a forward that skipped its work leaves the poisoned outputs), and those
-first outputs with ONNX Runtime (the task's tolerance) for the candidate's runs (both ``timed_output_mismatch``,
-a ``verify_mismatch``); the runner leaves by exit_group right after writing its results (no destructor of the
+runs inside the measuring process): every run's first timed forwards run on :data:`TIMED_SETS` input sets (seeds
+``seed + TIMED_SEED_OFFSET + j``, the same on both sides), every other forward on fresh inputs the runner
+derives from them (no input repeats, so a cache keyed on the input's content never hits); a timed forward that
+left a float output unwritten is runner exit 6; the first outputs on each set and ``checked_forwards`` forwards
+per run on fresh inputs, picked by the runner at random after each forward, are compared with ONNX Runtime (the
+task's tolerance) for the candidate's runs (:mod:`kit.stages.timedcheck`; all ``timed_output_mismatch``, a
+``verify_mismatch``); the runner leaves by exit_group right after writing its results (no destructor of the
 candidate's runs after them); and the runner's clock is checked against the kit's and its times against each
 other (:func:`check_clock`: ``clock_mismatch``, ``timing_failed``).  None of these is ever a speedup.
 """
@@ -45,7 +46,8 @@ from kit.mnn import runner as mrunner
 from kit.outcomes import StageFailure, TimingOutcome
 from kit.records import IMPLAUSIBLE_SPEEDUP, ErrorKind, Flag, Status
 from kit.stages import speedup as sspeedup
-from kit.stages.verify import References, Side, process_failure, reference, trial_verdict
+from kit.stages.timedcheck import check_timed_outputs
+from kit.stages.verify import References, Side, process_failure
 from kit.tasks import Task
 
 #: input sets a timing run alternates between (fewer when ``iterations`` is smaller)
@@ -76,7 +78,8 @@ class TimingOptions:
     each run within ``timeout_s`` seconds (each half); ``confidence`` of the speedup's interval; ``seed``
     draws the inputs; ``run``: threads, precision, memory limit and cores of the runner (the same as
     verification's, plus the cores); ``min_native_ms``: a native op time below it is untimeable;
-    ``implausible_speedup``: a speedup above it is flagged."""
+    ``implausible_speedup``: a speedup above it is flagged; ``checked_forwards``: timed forwards on fresh inputs
+    per run that the runner picks at random and the kit compares with ONNX Runtime."""
 
     warmup: int = 10
     iterations: int = 30
@@ -87,11 +90,12 @@ class TimingOptions:
     run: mrunner.RunSettings = mrunner.RunSettings()
     min_native_ms: float = 0.0
     implausible_speedup: float = 10.0
+    checked_forwards: int = 2
 
     def settings(self, task: Task) -> mrunner.RunSettings:
         """The runner settings of one timing run of ``task``: the same for both sides."""
         return replace(self.run, warmup=self.warmup, iterations=self.iterations,
-                       op_types=tuple(task.mnn_op_types), timeout_s=self.timeout_s)
+                       op_types=tuple(task.mnn_op_types), timeout_s=self.timeout_s, checked=self.checked_forwards)
 
 
 def _started(task: Task, runner: Path, model: Path, side: Side, inputs, scratch: Path, opts: TimingOptions,
@@ -187,7 +191,8 @@ def _check(res: mrunner.RunResult, what: str, round_: int | None = None) -> None
         if fail.kind == ErrorKind.TIMED_OUTPUT_MISMATCH and what == "native":
             # the pristine kernels gave other bytes on the same inputs: the host or the kit, not the candidate
             raise StageFailure(Status.HARNESS_ERROR, fail.kind, fail.message)
-        if fail.kind in (ErrorKind.INPUT_MODIFIED, ErrorKind.THREADS_LEFT, ErrorKind.TIMED_OUTPUT_MISMATCH):
+        if fail.kind in (ErrorKind.INPUT_MODIFIED, ErrorKind.THREADS_LEFT, ErrorKind.PROCESSES_LEFT,
+                         ErrorKind.TIMED_OUTPUT_MISMATCH):
             # the runner's own verdicts on the kernel, whenever it misbehaves: as in verification (not correct)
             raise fail
         # the candidate already passed verification: a failure now is a timing failure (flaky crash counts too)
@@ -237,6 +242,7 @@ def time_candidate(
     hold: Callable[[], AbstractContextManager[object]] = nullcontext,
     prepare: Callable[[], AbstractContextManager[object]] = nullcontext,
     refs: References | None = None,
+    onnx: Path | None = None,
 ) -> TimingOutcome:
     """Time ``candidate`` (model, side) against ``native`` (or alone when ``native`` is None).
 
@@ -245,7 +251,8 @@ def time_candidate(
     the conditions are read (governor, frequency, load) and each run in turn does its warm-up and timed
     iterations.  The inputs are drawn before and the statistics computed after, and so are the candidate's
     timed outputs compared with ONNX Runtime (``refs``: references computed elsewhere, by seed): the node is
-    held exclusively for the measured runs alone.
+    held exclusively for the measured runs alone.  ``onnx``: the task's ONNX model for the references of the
+    forwards the runner checked at random (default ``task.onnx_path``; a timing node gets it shipped).
 
     Raises:
         StageFailure: TIMING_FAILED when a run fails or yields no usable samples, when its clock disagrees with
@@ -274,7 +281,7 @@ def time_candidate(
     finally:
         for run in started:
             run.cancel()
-    check_timed_outputs(task, runs["candidate"], seeds, inputs, opts.run.threads, refs)
+    check_timed_outputs(task, runs["candidate"], seeds, inputs, opts.run.threads, refs, onnx)
     out = _outcome(task, runs["candidate"], runs["native"], opts)
     return replace(out, cores=cores, native_invocation_sha256=digests.get("native", ""),
                    candidate_invocation_sha256=digests["candidate"], timing_s=time.monotonic() - t0, **conditions)
@@ -283,28 +290,6 @@ def time_candidate(
 def timed_seeds(opts: TimingOptions) -> list[int]:
     """The seeds of the input sets every timing run alternates between."""
     return [opts.seed + TIMED_SEED_OFFSET + j for j in range(min(TIMED_SETS, opts.iterations))]
-
-
-def check_timed_outputs(task: Task, runs: list[mrunner.RunResult], seeds: list[int], inputs: list, threads: int,
-                        refs: References | None = None) -> None:
-    """Compare the outputs of each run's first timed forward on every input set (``seeds``, ``inputs``; the
-    runner checked that every later timed forward on the set gave the same bytes) with ONNX Runtime (``refs``:
-    references computed elsewhere), as verification does (the task's tolerance).
-
-    Raises:
-        StageFailure: VERIFY_MISMATCH (``timed_output_mismatch``: the kernel is wrong when timed, so not
-            functionally correct) naming the first wrong round and set.
-    """
-    out_names = [o.name for o in task.outputs]
-    expected = [reference(task, seed, one, refs) for seed, one in zip(seeds, inputs)]
-    bad = [(r, seed, trial) for r, run in enumerate(runs) for seed, outputs, ref in zip(seeds, run.output_sets, expected)
-           if not (trial := trial_verdict(task, seed, threads, outputs, ref, out_names)[0]).ok]
-    if bad:
-        r, seed, trial = bad[0]
-        raise StageFailure(Status.VERIFY_MISMATCH, ErrorKind.TIMED_OUTPUT_MISMATCH,
-                           f"the outputs of the timed runs differ from ONNX Runtime in {len(bad)} of "
-                           f"{len(runs) * len(seeds)} (round, input set) pairs; first: round {r}, seed {seed}: "
-                           f"{trial.reason}")
 
 
 def _samples(runs: list[mrunner.RunResult], basis: str) -> tuple[np.ndarray, np.ndarray]:

@@ -4,7 +4,8 @@ kit's runner, and compare every output with ONNX Runtime.
 A trial is one seeded input set.  The trials at one thread count run as several input sets in ONE runner
 process, one forward each, in order (:meth:`VerifyOptions.groups`): a kernel that caches its first result, or
 is correct only on its first call, fails the next set.  The runner also stops a forward that wrote into an
-input (``input_modified``) or left a thread running (``threads_left``; :mod:`kit.mnn.runner`).
+input (``input_modified``), left a thread running (``threads_left``) or started a process (``processes_left``;
+:mod:`kit.mnn.runner`).
 
 A trial passes when every output matches in shape, dtype family, NaN/Inf placement and
 ``|out - ref| <= atol + rtol * |ref|`` (the task's tolerance; :mod:`kit.compare`).  All trials run even after
@@ -110,6 +111,7 @@ _RUNNER_VERDICTS = {
     mrunner.EXIT_INPUT_MODIFIED: (Status.VERIFY_MISMATCH, ErrorKind.INPUT_MODIFIED),
     mrunner.EXIT_THREADS_LEFT: (Status.RUNTIME_CRASH, ErrorKind.THREADS_LEFT),
     mrunner.EXIT_TIMED_OUTPUT_CHANGED: (Status.VERIFY_MISMATCH, ErrorKind.TIMED_OUTPUT_MISMATCH),
+    mrunner.EXIT_PROCESS_LEFT: (Status.RUNTIME_CRASH, ErrorKind.PROCESSES_LEFT),
 }
 
 
@@ -124,7 +126,7 @@ def limit_cause(res: proc.ProcResult) -> str | None:
 def process_failure(res: proc.ProcResult, what: str, kind_on_exit: ErrorKind = ErrorKind.EXIT_CODE) -> StageFailure | None:
     """The failure a finished process stands for, or None if it succeeded: a timeout, a verdict of the runner's
     own checks (exit 4: VERIFY_MISMATCH ``input_modified``; exit 5: RUNTIME_CRASH ``threads_left``; exit 6, timing
-    runs only: VERIFY_MISMATCH ``timed_output_mismatch``), a resource
+    runs only: VERIFY_MISMATCH ``timed_output_mismatch``; exit 7: RUNTIME_CRASH ``processes_left``), a resource
     limit (error kind ``limit``, the message names it), a signal, or an exit status."""
     tail = res.stderr.strip()[-1500:] or res.stdout.strip()[-1500:]
     if res.timed_out:

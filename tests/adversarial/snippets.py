@@ -1,6 +1,7 @@
 """C++ snippets the hostile candidates share (the corpus, tests/adversarial/corpus.py, and the anti-cheat set,
-tests/test_anticheat_fixture.py): reading the runner's command line from a constructor, and rewriting the
-runner's results once it is done."""
+tests/test_anticheat_fixture.py): reading the runner's command line from a constructor, rewriting the
+runner's results once it is done, system calls the static checks do not see, and a cache keyed on the input's
+content."""
 
 #: code at file scope that reads the runner's command line: a shared library's constructors get argc and argv
 #: (glibc); gOut is a timing run's output directory (the third argument), empty in verification (plain arrays: a
@@ -73,3 +74,83 @@ void mkbRewriteResults() {
 AT_EXIT = REWRITE + "namespace { struct MkbAtEnd { ~MkbAtEnd() { mkbRewriteResults(); } } gMkbAtEnd; }\n"
 ATEXIT_HANDLER = REWRITE + ("namespace { __attribute__((constructor)) void mkbRegister() "
                             "{ std::atexit(mkbRewriteResults); } }\n")
+
+#: ``mkbRaw(n, a, b, c, d)``: an x86-64 system call spelled as the instruction's bytes (0F 05), which neither the
+#: source screen (it looks for the mnemonic) nor the symbol check (no import) sees: what is left to the runner's
+#: own checks and the sandbox
+RAW_SYSCALL = r"""namespace {
+long mkbRaw(long n, long a, long b, long c, long d) {
+    long r;
+    register long r10 __asm__("r10") = d;
+    __asm__ volatile(".byte 0x0f, 0x05" : "=a"(r) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+    return r;
+}
+}
+"""
+#: x86-64 system call numbers the process cases use
+SYS_FORK, SYS_CLONE, SYS_PAUSE, SYS_WAIT4, SYS_EXIT_GROUP = 57, 56, 34, 61, 231
+
+#: ``mkbSample(x, n, key)``: 8 input values at fixed positions spread over the input (the reviewer's fingerprint)
+_SAMPLE = r"""namespace {
+void mkbSample(const float* x, size_t n, float* key) {
+    for (size_t k = 0; k < 8; ++k) key[k] = x[(n - 1) * k / 7];
+}
+}
+"""
+
+#: ``mkbCacheHit(x, n, out, m)`` / ``mkbCacheStore(...)``: a cache of outputs keyed on the 8 sampled input values
+#: (exactly, bit for bit): the cheat that scored 4.04x on the fixture engine while the timed forwards repeated two
+#: input sets; on fresh inputs it never hits
+CONTENT_CACHE = r"""#include <cstdint>
+#include <cstring>
+#include <vector>
+""" + _SAMPLE + r"""namespace {
+struct MkbEntry { float key[8]; std::vector<int32_t> out; };
+std::vector<MkbEntry> gMkbCache;
+bool mkbCacheHit(const float* x, size_t n, int32_t* out, size_t m) {
+    float key[8];
+    mkbSample(x, n, key);
+    for (const auto& e : gMkbCache) {
+        if (std::memcmp(e.key, key, sizeof key) == 0 && e.out.size() == m) {
+            std::memcpy(out, e.out.data(), m * sizeof(int32_t));
+            return true;
+        }
+    }
+    return false;
+}
+void mkbCacheStore(const float* x, size_t n, const int32_t* out, size_t m) {
+    MkbEntry e;
+    mkbSample(x, n, e.key);
+    e.out.assign(out, out + m);
+    if (gMkbCache.size() < 8) gMkbCache.push_back(e);
+}
+}
+"""
+
+#: ``mkbSeenHit(...)`` / ``mkbSeenStore(...)``: a cache adapted to inputs that are the same values in another order:
+#: it replays the output of the last input it computed whenever every sampled value is one it has seen before
+#: (a table of every input value), as a kernel that expects a shuffle of a known input would
+SEEN_VALUES = r"""#include <cstdint>
+#include <cstring>
+#include <unordered_set>
+#include <vector>
+""" + _SAMPLE + r"""namespace {
+std::unordered_set<uint32_t> gMkbSeen;
+std::vector<int32_t> gMkbLast;
+uint32_t mkbBits(float v) { uint32_t b; std::memcpy(&b, &v, 4); return b; }
+bool mkbSeenHit(const float* x, size_t n, int32_t* out, size_t m) {
+    if (gMkbLast.size() != m) return false;
+    float key[8];
+    mkbSample(x, n, key);
+    for (float v : key) {
+        if (gMkbSeen.count(mkbBits(v)) == 0) return false;
+    }
+    std::memcpy(out, gMkbLast.data(), m * sizeof(int32_t));
+    return true;
+}
+void mkbSeenStore(const float* x, size_t n, const int32_t* out, size_t m) {
+    for (size_t i = 0; i < n; ++i) gMkbSeen.insert(mkbBits(x[i]));
+    gMkbLast.assign(out, out + m);
+}
+}
+"""

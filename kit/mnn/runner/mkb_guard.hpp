@@ -20,6 +20,8 @@
 #include <fcntl.h>
 #include <signal.h>
 
+#include <vector>
+
 namespace mkb {
 
 // A system call with up to four arguments, made without any library function.
@@ -77,6 +79,127 @@ inline int countThreads() {
     }
     return -1;
 }
+
+// ---- processes: none but the runner may exist once a forward returns ----
+//
+// The runner makes itself its descendants' subreaper (PR_SET_CHILD_SUBREAPER) before any forward: a process the
+// candidate forks is its child, and so is one forked twice (the middle one exits, the last one is reparented to
+// the nearest subreaper, the runner, not to init), so wait4 sees both.  A process made with CLONE_PARENT is the
+// runner's sibling instead: inside the sandbox's PID namespace /proc lists it beside the sandbox's init and the
+// runner (outside a PID namespace, every process of the host is listed and that check is left out).
+
+// 1 if this process is now its descendants' subreaper, 0 if the kernel refused (the wait4 check still sees
+// direct children).
+inline bool becomeSubreaper() {
+    return rawSyscall(SYS_prctl, 36 /* PR_SET_CHILD_SUBREAPER */, 1, 0, 0) == 0;
+}
+
+// The pid of a child of this process (alive, or exited and now reaped), or 0 if it has none.  __WALL: children
+// of any kind, those made by clone without SIGCHLD too.
+inline long childProcess() {
+    int status = 0;
+    long pid = rawSyscall(SYS_wait4, -1, reinterpret_cast<long>(&status), 1 /* WNOHANG */ | 0x40000000 /* __WALL */, 0);
+    if (pid > 0) return pid;
+    if (pid == 0) return -1;  // a child exists, still running (wait4 names none)
+    return 0;                 // ECHILD: none
+}
+
+// The decimal digits of v (v >= 0) at p, NUL-terminated; returns the end.
+inline char* writeDecimal(char* p, long v) {
+    char digits[24];
+    int n = 0;
+    do {
+        digits[n++] = static_cast<char>('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    while (n > 0) *p++ = digits[--n];
+    *p = '\0';
+    return p;
+}
+
+// The first number after "\n<key>" in the file at path (a /proc status file), or -1; with `count`, how many
+// numbers follow the key on its line.
+inline long statusNumber(const char* path, const char* key, int* count = nullptr) {
+    long fd = rawSyscall(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    char buf[4096];
+    long n = 0;
+    for (long got; n < static_cast<long>(sizeof buf) - 1; n += got) {
+        got = rawSyscall(SYS_read, fd, reinterpret_cast<long>(buf + n), static_cast<long>(sizeof buf) - 1 - n);
+        if (got <= 0) break;
+    }
+    rawSyscall(SYS_close, fd, 0, 0);
+    buf[n < 0 ? 0 : n] = '\0';
+    for (long i = 0; i < n; ++i) {
+        if (buf[i] != '\n') continue;
+        long k = 0;
+        while (key[k] != '\0' && buf[i + 1 + k] == key[k]) ++k;
+        if (key[k] != '\0') continue;
+        long p = i + 1 + k, value = -1;
+        int numbers = 0;
+        while (buf[p] != '\n' && buf[p] != '\0') {
+            while (buf[p] == ' ' || buf[p] == '\t') ++p;
+            if (buf[p] < '0' || buf[p] > '9') break;
+            long v = 0;
+            while (buf[p] >= '0' && buf[p] <= '9') v = v * 10 + (buf[p++] - '0');
+            if (numbers++ == 0) value = v;
+        }
+        if (count != nullptr) *count = numbers;
+        return value;
+    }
+    return -1;
+}
+
+// The processes the runner may see in /proc: itself and its ancestors inside its PID namespace (the sandbox's
+// init), when it runs in a PID namespace of its own ("NSpid:" lists more than one pid); empty outside one.
+struct ProcessView {
+    std::vector<long> allowed;
+
+    void init() {
+        int levels = 0;
+        long self = statusNumber("/proc/self/status", "NSpid:", &levels);
+        if (levels < 2 || self <= 0) return;  // the host's PID namespace: every process of the host is in /proc
+        // the last NSpid entry is the pid inside the innermost namespace, the one /proc shows; read it again
+        self = rawSyscall(SYS_getpid, 0, 0, 0);
+        for (long pid = self; pid > 0 && allowed.size() < 64;) {
+            allowed.push_back(pid);
+            char path[64] = "/proc/";
+            char* end = writeDecimal(path + 6, pid);
+            const char tail[] = "/status";
+            for (size_t i = 0; i < sizeof tail; ++i) end[i] = tail[i];
+            pid = statusNumber(path, "PPid:");
+        }
+    }
+
+    // The pid of a process in /proc that is not allowed, or 0 (also when there is no namespace to look in).
+    long stranger() const {
+        if (allowed.empty()) return 0;
+        long fd = rawSyscall(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) return 0;
+        alignas(8) char buf[8192];
+        long found = 0;
+        for (long got; found == 0 && (got = rawSyscall(SYS_getdents64, fd, reinterpret_cast<long>(buf), sizeof buf)) > 0;) {
+            for (long at = 0; at < got;) {
+                // struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name
+                unsigned short reclen;
+                __builtin_memcpy(&reclen, buf + at + 16, 2);
+                const char* name = buf + at + 19;
+                long pid = 0;
+                bool digits = name[0] != '\0';
+                for (const char* c = name; *c != '\0'; ++c) {
+                    digits = digits && *c >= '0' && *c <= '9';
+                    pid = pid * 10 + (*c - '0');
+                }
+                bool known = !digits;
+                for (long a : allowed) known = known || a == pid;
+                if (!known) found = pid;
+                at += reclen;
+            }
+        }
+        rawSyscall(SYS_close, fd, 0, 0);
+        return found;
+    }
+};
 
 // Whether a and b hold the same n bytes: an OR of XORs, 8 bytes at a time (the fixed-size __builtin_memcpy is
 // a plain load), which the compiler never turns into a call to memcmp, a symbol a library could replace.

@@ -26,6 +26,7 @@ constexpr int kExitError = 3;
 constexpr int kExitInputModified = 4;
 constexpr int kExitThreadsLeft = 5;
 constexpr int kExitTimedOutputChanged = 6;
+constexpr int kExitProcessLeft = 7;
 
 struct Failure {
     std::string message;
@@ -58,6 +59,7 @@ struct Options {
     std::set<std::string> opTypes;
     bool waitGo = false;
     int extraThreads = 0;  // threads of the process that are not the program's (an emulator's own)
+    int checked = 0;       // timed forwards with derived inputs written out for the kit (mkb_fresh.hpp)
 };
 
 std::vector<std::string> splitList(const std::string& text) {
@@ -104,6 +106,8 @@ Options parseArgs(int argc, char** argv) {
                 o.waitGo = parseCount(arg, value, 0) != 0;
             } else if (arg == "--extra-threads") {
                 o.extraThreads = parseCount(arg, value, 0);
+            } else if (arg == "--checked") {
+                o.checked = parseCount(arg, value, 0);
             } else if (arg == "--op-types") {
                 auto types = splitList(value);
                 o.allOps = false;
@@ -266,11 +270,16 @@ void writeText(const std::string& path, const std::string& text) {
     if (!out) fail("cannot write " + path);
 }
 
-// Write the outputs named by --outputs (taken, in that order) and their manifest into dir.
-void writeOutputs(const std::vector<Taken>& taken, const Options& o, const std::string& dir) {
+// Write the tensors `taken` named `names` (in that order) and their manifest into dir (created if missing).
+void makeDir(const std::string& dir) {
+    if (::mkdir(dir.c_str(), 0755) != 0 && !isDir(dir)) fail("cannot create " + dir);
+}
+
+void writeTaken(const std::vector<Taken>& taken, const std::vector<std::string>& names, const std::string& dir) {
+    makeDir(dir);
     std::string manifest;
     for (size_t i = 0; i < taken.size(); ++i) {
-        const std::string path = dir + "/" + o.outputs[i] + ".bin";
+        const std::string path = dir + "/" + names[i] + ".bin";
         std::ofstream out(path, std::ios::binary);
         if (!out) fail("cannot write " + path);
         out.write(taken[i].bytes.data(), static_cast<std::streamsize>(taken[i].bytes.size()));
@@ -281,8 +290,25 @@ void writeOutputs(const std::vector<Taken>& taken, const Options& o, const std::
     writeText(dir + "/manifest.txt", manifest);
 }
 
+// Write the outputs named by --outputs (taken, in that order) and their manifest into dir.
+void writeOutputs(const std::vector<Taken>& taken, const Options& o, const std::string& dir) {
+    writeTaken(taken, o.outputs, dir);
+}
+
+// The tensors of an input set as Taken (manifest line and bytes), to be written beside the outputs.
+std::vector<Taken> takeInputs(const std::vector<TensorSpec>& specs, const std::vector<std::vector<char>>& blobs) {
+    std::vector<Taken> taken;
+    for (size_t i = 0; i < specs.size(); ++i) {
+        std::ostringstream line;
+        line << specs[i].name << " " << specs[i].dtype << " " << specs[i].dims.size();
+        for (int d : specs[i].dims) line << " " << d;
+        taken.push_back(Taken{line.str() + "\n", blobs[i]});
+    }
+    return taken;
+}
+
 std::string timingJson(const std::vector<double>& opMs, const std::vector<double>& totalMs,
-                       const std::map<std::string, int>& counts, double phaseMs) {
+                       const std::map<std::string, int>& counts, double phaseMs, const std::vector<int>& checked) {
     std::string json = "{\"op_ms\": " + jsonNumbers(opMs) + ", \"total_ms\": " + jsonNumbers(totalMs) +
                        ", \"op_types\": {";
     bool first = true;
@@ -292,7 +318,9 @@ std::string timingJson(const std::vector<double>& opMs, const std::vector<double
     }
     char phase[40];
     std::snprintf(phase, sizeof phase, "%.9g", phaseMs);
-    return json + "}, \"phase_ms\": " + phase + "}\n";
+    std::string picks;
+    for (size_t i = 0; i < checked.size(); ++i) picks += (i ? ", " : "") + std::to_string(checked[i]);
+    return json + "}, \"phase_ms\": " + phase + ", \"checked\": [" + picks + "]}\n";
 }
 
 }  // namespace mkb

@@ -12,10 +12,11 @@
 // manifest.txt in the same format.
 //
 // --iterations 0: one forward per set, in order, each set's outputs written.  --iterations N > 0: W warm-up and
-// then N timed forwards, forward i on set i % S (S sets; N >= S); every timed forward's outputs must be
-// byte-identical to those of the first timed forward on the same set (checked after each, outside its timing),
-// whose outputs are written, and out_dir/timing.json:
-//   {"op_ms": [...N], "total_ms": [...N], "op_types": {"Type": count per run, ...}, "phase_ms": P}
+// then N timed forwards (N >= S sets): timed forward i < S on set i, whose outputs are written; every other
+// forward on fresh inputs derived from the sets before it (mkb_fresh.hpp); --checked K of the timed forwards on
+// fresh inputs, picked at random after each, are written with their inputs to out_dir/checked/<j>/{in,out}/;
+// a float32 output of a timed forward that still holds the poison is exit 6; and out_dir/timing.json:
+//   {"op_ms": [...N], "total_ms": [...N], "op_types": {"Type": count per run, ...}, "phase_ms": P, "checked": [...]}
 // op_ms sums the wall time of every executed op whose type is in --op-types ("*" = all ops); total_ms is the
 // whole forward; phase_ms the wall time from reading "go" (without --wait-go: from the same point, before the
 // first warm-up) to the end of the timed forwards.  Every time is read from CLOCK_MONOTONIC by the system call
@@ -32,10 +33,14 @@
 // written).  The runner leaves by the exit_group system call right after writing its results (and on every
 // error): no destructor or atexit handler of the candidate's library runs after them.
 //
+// Also after every forward (and before the first, and before the results are written): no process besides the
+// runner (mkb_guard.hpp: its children, whose subreaper it is, and inside a PID namespace any other process).
+//
 // Exit status: 0 success; 2 usage error; 3 load/shape/run/IO error or no "go"; 4 a forward changed an input
-// tensor; 5 more threads than MNN's own after a forward (or before the first); 6 a timed forward's outputs
-// differ from those of the first timed forward on the same input set; the message is on stderr.
+// tensor; 5 more threads than MNN's own after a forward (or before the first); 6 a timed forward left a float32
+// output unwritten (the poison still there); 7 a process besides the runner; the message is on stderr.
 
+#include "mkb_fresh.hpp"
 #include "mkb_guard.hpp"
 #include "mkb_io.hpp"
 
@@ -118,12 +123,20 @@ Feed makeFeed(const std::vector<TensorSpec>& specs, const MNN::Express::Module::
     return f;
 }
 
-void fillInputs(Feed& f, const InputSet& set) {
-    for (size_t i = 0; i < set.specs.size(); ++i) {
+// An input set's tensors, or the derived inputs of a forward (mkb_fresh.hpp): specs and bytes, in manifest order.
+struct Inputs {
+    const std::vector<TensorSpec>* specs;
+    const std::vector<std::vector<char>>* blobs;
+    std::string label;  // "input set k" or "derived inputs"
+};
+
+void fillInputs(Feed& f, const Inputs& in) {
+    for (size_t i = 0; i < in.specs->size(); ++i) {
         void* dst = f.raw[i]->writeMap<void>();
-        if (set.blobs[i].empty()) continue;
-        if (dst == nullptr) fail("cannot map input '" + set.specs[i].name + "' for writing");
-        std::memcpy(dst, set.blobs[i].data(), set.blobs[i].size());
+        const auto& blob = (*in.blobs)[i];
+        if (blob.empty()) continue;
+        if (dst == nullptr) fail("cannot map input '" + (*in.specs)[i].name + "' for writing");
+        std::memcpy(dst, blob.data(), blob.size());
     }
 }
 
@@ -184,20 +197,25 @@ std::vector<Taken> takeOutputs(const std::vector<VARP>& outs, const Options& o,
     return taken;
 }
 
-// The name of the first output of `outs` whose bytes differ from `taken`'s (the same input set's first timed
-// forward), or "" when all are the same: read in place, no copy (sameBytes, no libc).
-std::string changedOutput(const std::vector<VARP>& outs, const std::vector<Taken>& taken, const Options& o,
-                          MNN::Express::Dimensionformat defaultFormat) {
+// Every float32 output of a timed forward must have been written in full: none of its words may still hold the
+// poison the runner filled it with (mkb_fresh.hpp holdsPoison; int32 outputs are left out, -1 is a value).  A
+// forward that skipped its work, on any timed forward, fails here at once; what one that wrote something wrong
+// does is for the kit's comparisons with ONNX Runtime.  Read in place, no copy, after the forward's clock stopped.
+void checkWritten(const std::vector<VARP>& outs, const Options& o, MNN::Express::Dimensionformat defaultFormat,
+                  int forward) {
     for (size_t i = 0; i < outs.size(); ++i) {
         std::string dtype;
         VARP v = hostView(outs[i], o.outputs[i], defaultFormat, &dtype);
         const size_t bytes = static_cast<size_t>(v->getInfo()->size) * 4;
-        if (bytes != taken[i].bytes.size()) return o.outputs[i];
-        if (bytes == 0) continue;
+        if (dtype != "float32" || bytes == 0) continue;
         const char* ptr = v->readMap<char>();
-        if (ptr == nullptr || !sameBytes(ptr, taken[i].bytes.data(), bytes)) return o.outputs[i];
+        if (ptr == nullptr || holdsPoison(ptr, bytes)) {
+            fail("output '" + o.outputs[i] + "' of timed forward " + std::to_string(forward) +
+                     " still holds the runner's poison (NaN 0xFFFFFFFF) where the forward should have written it: "
+                     "a forward did not do its work",
+                 kExitTimedOutputChanged);
+        }
     }
-    return "";
 }
 
 // ---- the checks around every forward ----
@@ -220,13 +238,28 @@ struct Guard {
         }
     }
 
-    void checkInputs(Feed& f, const InputSet& set, const std::string& when) const {
-        for (size_t i = 0; i < set.specs.size(); ++i) {
-            if (set.blobs[i].empty()) continue;
+    void checkInputs(Feed& f, const Inputs& in, const std::string& when) const {
+        for (size_t i = 0; i < in.specs->size(); ++i) {
+            const auto& blob = (*in.blobs)[i];
+            if (blob.empty()) continue;
             const void* now = f.raw[i]->readMap<void>();
-            if (now == nullptr || !sameBytes(now, set.blobs[i].data(), set.blobs[i].size())) {
-                fail("input '" + set.specs[i].name + "' was modified " + when, kExitInputModified);
+            if (now == nullptr || !sameBytes(now, blob.data(), blob.size())) {
+                fail("input '" + (*in.specs)[i].name + "' was modified " + when, kExitInputModified);
             }
+        }
+    }
+
+    ProcessView processes;  // the sandbox's init and the runner: what /proc may list (mkb_guard.hpp)
+
+    // No process but the runner (and the sandbox's init above it): a child, a child's child (the runner is their
+    // subreaper) or, inside a PID namespace, any other process is the candidate's.
+    void checkProcesses(const std::string& when) const {
+        long child = childProcess();
+        long other = child != 0 ? child : processes.stranger();
+        if (other != 0) {
+            fail((other > 0 ? "process " + std::to_string(other) : std::string("a child process")) + " exists " +
+                     when + ", besides the runner: the candidate started a process",
+                 kExitProcessLeft);
         }
     }
 
@@ -341,14 +374,17 @@ int run(const Options& o) {
 
     Feed feed = makeFeed(sets[0].specs, info);
     guard.checkThreads("before the first forward");
+    becomeSubreaper();  // a process forked twice is reparented to the runner, where wait4 sees it
+    guard.processes.init();
+    guard.checkProcesses("before the first forward");
     if (o.waitGo) waitForGo();
     const double phaseStart = monotonicMs();
 
     // one forward on set k: inputs filled and the last outputs poisoned before it, checked after it; *totalMs
     // gets the forward's own time
     int calls = 0;
-    auto once = [&](size_t k, double* totalMs) {
-        fillInputs(feed, sets[k]);
+    auto once = [&](const Inputs& in, double* totalMs) {
+        fillInputs(feed, in);
         guard.apply();
         guard.written.clear();
         guard.recording = true;
@@ -357,11 +393,13 @@ int run(const Options& o) {
         double t1 = monotonicMs();
         guard.recording = false;
         if (totalMs != nullptr) *totalMs = t1 - t0;
-        const std::string when = "by forward " + std::to_string(++calls) + " (input set " + std::to_string(k) + ")";
-        guard.checkInputs(feed, sets[k], when);
+        const std::string when = "by forward " + std::to_string(++calls) + " (" + in.label + ")";
+        guard.checkInputs(feed, in, when);
         guard.checkThreads("after forward " + std::to_string(calls));
+        guard.checkProcesses("after forward " + std::to_string(calls));
         return outs;
     };
+    auto setInputs = [&](size_t k) { return Inputs{&sets[k].specs, &sets[k].blobs, "input set " + std::to_string(k)}; };
     auto release = [&](std::vector<VARP>& outs) {
         guard.remember(outs);
         outs.clear();
@@ -369,49 +407,53 @@ int run(const Options& o) {
 
     if (o.iterations == 0) {
         for (size_t k = 0; k < nSets; ++k) {
-            auto outs = once(k, nullptr);
+            auto outs = once(setInputs(k), nullptr);
             writeOutputs(takeOutputs(outs, o, info->defaultFormat), o, sets[k].outDir);
             release(outs);
         }
         return 0;
     }
+    // Fresh inputs (mkb_fresh.hpp): every warm-up and every timed forward after the first on each set runs on
+    // inputs derived from the sets, drawn before the forward (outside its clock); `picker` chooses, after each
+    // timed one, whether it is written out with its inputs for the kit to compare with ONNX Runtime.
+    std::vector<std::vector<const std::vector<char>*>> pool;
+    for (const auto& set : sets) {
+        pool.emplace_back();
+        for (const auto& blob : set.blobs) pool.back().push_back(&blob);
+    }
+    FreshInputs fresh;
+    std::vector<std::vector<char>> derived;
+    if (!fresh.init(pool, derived)) fail("no random bytes from getrandom");
+    const Inputs derivedInputs{&sets[0].specs, &derived, "derived inputs"};
+    Picker picker{static_cast<size_t>(o.checked), static_cast<size_t>(o.iterations) - nSets};
     for (int i = 0; i < o.warmup; ++i) {
-        auto outs = once(static_cast<size_t>(i) % nSets, nullptr);
+        fresh.next(derived);
+        auto outs = once(derivedInputs, nullptr);
         release(outs);
     }
     std::vector<double> opMs, totalMs;
     std::map<std::string, int> counts;
-    // Every timed forward's outputs are checked, not only those the kit compares with ONNX Runtime: the first
-    // timed forward of each set is kept (and written at the end), every later one on that set must give the
-    // same bytes (the forwards are deterministic: same inputs, same kernels, same thread count).  Outputs are
-    // poisoned before every forward, so a forward that skipped its work differs.  Without this a kernel that
-    // did nothing on all timed forwards but the last two scored 344x on the fixture's ArgMax.  The check runs
-    // after the forward's clock stopped and before the next forward's poisoning, outside every timed window,
-    // and native and candidate pay it alike (one runner).  Its cost, measured on MNN 3.2.2 with 3.2 MB outputs
-    // (hard_sigmoid_4d, resize_bilinear_x2, transpose_nchw_to_nhwc, batchnorm_4d; 5 runs of 30 timed forwards
-    // each, on the 2-core dev VM at a load of ~4): median 0.6 ms a forward (0.2-1.1 ms), as long as the forward
-    // itself; it lies inside phase_ms, so the gap the kit's clock check allows is unchanged.
     std::vector<std::vector<Taken>> first(nSets);
+    std::vector<int> checkedAt;
+    std::vector<std::pair<std::vector<Taken>, std::vector<Taken>>> checked;  // inputs, outputs
     for (int i = 0; i < o.iterations; ++i) {
-        const size_t k = static_cast<size_t>(i) % nSets;
+        const bool onSet = static_cast<size_t>(i) < nSets;
+        if (!onSet) fresh.next(derived);
+        const Inputs in = onSet ? setInputs(static_cast<size_t>(i)) : derivedInputs;
         double total = 0.0;
         clock.reset();
         clock.active = true;
-        auto outs = once(k, &total);
+        auto outs = once(in, &total);
         clock.active = false;
         opMs.push_back(clock.selectedMs);
         totalMs.push_back(total);
         counts = clock.counts;  // every set has the same shapes, so the same op list
-        if (static_cast<size_t>(i) < nSets) {
-            first[k] = takeOutputs(outs, o, info->defaultFormat);
-        } else {
-            const std::string changed = changedOutput(outs, first[k], o, info->defaultFormat);
-            if (!changed.empty()) {
-                fail("output '" + changed + "' of timed forward " + std::to_string(i + 1) + " (input set " +
-                         std::to_string(k) + ") differs from that of timed forward " + std::to_string(k + 1) +
-                         " on the same inputs: a forward did not do its work",
-                     kExitTimedOutputChanged);
-            }
+        checkWritten(outs, o, info->defaultFormat, i + 1);
+        if (onSet) {
+            first[static_cast<size_t>(i)] = takeOutputs(outs, o, info->defaultFormat);
+        } else if (picker.pick()) {
+            checkedAt.push_back(i + 1);
+            checked.emplace_back(takeInputs(sets[0].specs, derived), takeOutputs(outs, o, info->defaultFormat));
         }
         release(outs);
     }
@@ -419,14 +461,23 @@ int run(const Options& o) {
     // From here on no code of the candidate's may run: nothing of it runs in this thread any more (no forward,
     // no conversion), no thread of it exists (counted now; MNN's pool workers idle between forwards), a handler
     // of a signal cannot run on this thread (blocked), and main leaves by exit_group right after these writes,
-    // so no destructor, atexit or fini function of the library runs after them (leaveNow).  What is left: a
-    // process the candidate forked (threads are counted, processes are not; the sandbox's PID namespace ends it
-    // with the runner, but it may act before that), and a signal handler run by a pool worker with --threads
-    // > 1 (the static checks reject signals, processes and file I/O in the sources).
+    // so no destructor, atexit or fini function of the library runs after them (leaveNow).  No process of it exists
+    // either (checked below).  What is left: a signal handler run by a pool worker with --threads > 1 (the
+    // static checks reject signals and file I/O in the sources).
     guard.checkThreads("after the timed forwards");
     blockSignals();
-    writeText(o.outDir + "/timing.json", timingJson(opMs, totalMs, counts, phaseMs));
+    guard.checkProcesses("after the timed forwards");
+    writeText(o.outDir + "/timing.json", timingJson(opMs, totalMs, counts, phaseMs, checkedAt));
     for (size_t k = 0; k < nSets; ++k) writeOutputs(first[k], o, sets[k].outDir);
+    std::vector<std::string> inputNames;
+    for (const auto& spec : sets[0].specs) inputNames.push_back(spec.name);
+    for (size_t j = 0; j < checked.size(); ++j) {
+        const std::string dir = o.outDir + "/checked/" + std::to_string(j);
+        makeDir(o.outDir + "/checked");
+        makeDir(dir);
+        writeTaken(checked[j].first, inputNames, dir + "/in");
+        writeOutputs(checked[j].second, o, dir + "/out");
+    }
     return 0;
 }
 

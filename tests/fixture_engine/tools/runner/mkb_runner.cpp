@@ -6,10 +6,13 @@
 // An input set is a directory with manifest.txt, one line per input "name dtype ndim d0 d1 ..." (dtype
 // float32|int32), and <name>.bin per input (raw little-endian, C order).  in_dir is one set (in_dir/manifest.txt,
 // outputs to out_dir) or several, in_dir/0/, in_dir/1/, ... (outputs of set k to out_dir/k/).  --iterations 0
-// (default): one run per set, in order.  N > 0: W warm-up runs, then N timed runs (N >= S sets), run i on set
-// i % S; every timed run's outputs must be byte-identical to those of the first timed run on the same set
-// (checked after each, outside its timing), whose outputs are written, and out_dir/timing.json with
-// {"op_ms": [N values], "total_ms": [N values], "op_types": {"<type>": count per run}, "phase_ms": P} where
+// (default): one run per set, in order.  N > 0: W warm-up runs, then N timed runs (N >= S sets): timed run i < S
+// on set i, whose outputs are written; every other run on fresh inputs derived from the sets before it (each
+// tensor a random sample without replacement of the sets' elements); --checked K of the timed runs on fresh
+// inputs, picked at random after each, are written with their inputs to out_dir/checked/<j>/{in,out}/; a
+// float32 output of a timed run that still holds the poison is exit 6; and out_dir/timing.json with
+// {"op_ms": [N values], "total_ms": [N values], "op_types": {"<type>": count per run}, "phase_ms": P,
+// "checked": [timed run numbers]} where
 // op_ms is the summed wall time (ms) of executed ops whose type is in --op-types ("*" = all), total_ms the whole
 // forward, phase_ms the wall time from reading "go" (without --wait-go, from the same point) to the end of the
 // timed runs; the clock is CLOCK_MONOTONIC read by the system call itself (a library cannot replace it).
@@ -22,14 +25,17 @@
 // system call right after writing its results (and on every error): no destructor or atexit handler of the
 // candidate's library runs after them.
 // Exit status: 0 success, 2 bad command line, 3 load or run error or no "go", 4 a run changed an input,
-// 5 a thread left running, 6 a timed run's outputs differ from the first timed run's on the same set
+// 5 a thread left running, 6 a timed run left a float32 output unwritten, 7 a process besides the runner (its
+// children, whose subreaper it is, and inside a PID namespace any other process; after every run)
 // (message on stderr).
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <sys/syscall.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <cstdlib>
@@ -52,7 +58,7 @@ struct Options {
     std::string model, inDir, outDir;
     std::vector<std::string> outputs;
     std::set<std::string> opTypes;  // empty = all
-    int threads = 1, warmup = 1, iterations = 0, waitGo = 0, extraThreads = 0;
+    int threads = 1, warmup = 1, iterations = 0, waitGo = 0, extraThreads = 0, checked = 0;
     Precision precision = Precision::Normal;
     std::string precisionName = "normal";
 };
@@ -71,7 +77,7 @@ int usage(const char* why) {
     std::fprintf(stderr,
                  "mkb_runner: %s\nusage: mkb_runner <model_file> <in_dir> <out_dir> --outputs y[,z] [--threads N] "
                  "[--precision high|normal|low] [--warmup W] [--iterations N] [--op-types A,B|*] [--wait-go 0|1] "
-                 "[--extra-threads E]\n",
+                 "[--extra-threads E] [--checked K]\n",
                  why);
     return 2;
 }
@@ -238,6 +244,128 @@ bool readSets(const Options& o, Net* net, std::vector<Set>* sets, std::string* e
     return !sets->empty();
 }
 
+// ---- fresh inputs (the kit's runner: kit/mnn/runner/mkb_fresh.hpp, where the why and the measurements are) ----
+
+bool randomBytes(void* p, size_t n) {
+    char* b = static_cast<char*>(p);
+    while (n > 0) {
+        long got = rawSyscall(SYS_getrandom, reinterpret_cast<long>(b), static_cast<long>(n), 0);
+        if (got == -4) continue;  // EINTR
+        if (got <= 0) return false;
+        b += got;
+        n -= static_cast<size_t>(got);
+    }
+    return true;
+}
+
+struct Rng {  // splitmix64 (Steele, Lea and Flood, OOPSLA 2014)
+    uint64_t state = 0;
+    uint64_t next() {
+        uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    uint64_t below(uint64_t n) { return static_cast<uint64_t>((static_cast<unsigned __int128>(next()) * n) >> 64); }
+};
+
+// Per tensor: a random sample without replacement of the 4-byte elements of all sets, in random order (the
+// fixture's tensors are small: element by element; the kit's runner moves 16-element units of large ones).
+struct Fresh {
+    std::vector<std::vector<uint32_t>> order;  // per tensor: set * elements + element, shuffled run after run
+    Rng rng;
+    bool init(const std::vector<Set>& sets) {
+        if (!randomBytes(&rng.state, sizeof rng.state)) return false;
+        for (const auto& in : sets[0].inputs) {
+            order.emplace_back(sets.size() * (in.bytes.size() / 4));
+            for (size_t i = 0; i < order.back().size(); ++i) order.back()[i] = static_cast<uint32_t>(i);
+        }
+        return true;
+    }
+    void next(const std::vector<Set>& sets, Set* out) {
+        for (size_t t = 0; t < order.size(); ++t) {
+            const size_t n = sets[0].inputs[t].bytes.size() / 4;
+            auto& ord = order[t];
+            for (size_t i = 0; i < n; ++i) {
+                size_t j = i + static_cast<size_t>(rng.below(ord.size() - i));
+                std::swap(ord[i], ord[j]);
+                std::memcpy(out->inputs[t].bytes.data() + 4 * i, sets[ord[i] / n].inputs[t].bytes.data() + 4 * (ord[i] % n), 4);
+            }
+        }
+    }
+};
+
+// Selection sampling (Knuth, TAOCP 2, 3.4.2, algorithm S), each decision by fresh getrandom bytes after the forward.
+struct Picker {
+    size_t want = 0, candidates = 0, seen = 0, picked = 0;
+    bool pick() {
+        const size_t left = candidates - seen++;
+        uint64_t r = 0;
+        if (picked >= want || left == 0 || !randomBytes(&r, sizeof r)) return false;
+        Rng one{r};
+        if (one.below(left) >= want - picked) return false;
+        ++picked;
+        return true;
+    }
+};
+
+// ---- processes: the runner is its descendants' subreaper; inside a PID namespace /proc may list only the
+// runner and its ancestors (the sandbox's init) ----
+
+std::set<long> ownProcesses() {
+    std::set<long> own;
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    int levels = 0;
+    while (std::getline(status, line)) {
+        if (line.rfind("NSpid:", 0) == 0) {
+            std::istringstream in(line.substr(6));
+            for (long v; in >> v;) ++levels;
+        }
+    }
+    if (levels < 2) return own;  // the host's PID namespace: not looked at
+    for (long pid = rawSyscall(SYS_getpid, 0, 0, 0); pid > 0 && own.size() < 64;) {
+        own.insert(pid);
+        std::ifstream st("/proc/" + std::to_string(pid) + "/status");
+        long parent = 0;
+        while (std::getline(st, line)) {
+            if (line.rfind("PPid:", 0) == 0) parent = std::atol(line.c_str() + 5);
+        }
+        pid = parent;
+    }
+    return own;
+}
+
+// "" or what process exists besides the runner
+std::string otherProcess(const std::set<long>& own) {
+    int status = 0;
+    long child = rawSyscall(SYS_wait4, -1, reinterpret_cast<long>(&status), 1 /* WNOHANG */ | 0x40000000 /* __WALL */, 0);
+    if (child > 0) return "process " + std::to_string(child);
+    if (child == 0) return "a child process";
+    if (own.empty()) return "";
+    DIR* d = opendir("/proc");
+    std::string found;
+    for (struct dirent* e; d != nullptr && found.empty() && (e = readdir(d)) != nullptr;) {
+        char* end = nullptr;
+        long pid = std::strtol(e->d_name, &end, 10);
+        if (end != e->d_name && *end == '\0' && own.count(pid) == 0) found = "process " + std::to_string(pid);
+    }
+    if (d != nullptr) closedir(d);
+    return found;
+}
+
+// whether a float32 tensor still holds a word of the runner's poison (0xFFFFFFFF: no arithmetic makes it)
+bool holdsPoison(const Tensor* x) {
+    if (x->type() != DataType::Float32) return false;
+    const char* p = x->host<char>();
+    for (size_t i = 0; i + 4 <= x->size(); i += 4) {
+        uint32_t w;
+        std::memcpy(&w, p + i, 4);
+        if (w == 0xFFFFFFFFu) return true;
+    }
+    return false;
+}
+
 struct Taken {
     std::string manifest;
     std::vector<std::vector<char>> bytes;
@@ -255,10 +383,10 @@ Taken take(const Options& o, Net* net) {
     return t;
 }
 
-bool writeOutputs(const Options& o, const Taken& t, const std::string& dir, std::string* err) {
+bool writeTensors(const std::vector<std::string>& names, const Taken& t, const std::string& dir, std::string* err) {
     mkdir(dir.c_str(), 0755);
-    for (size_t i = 0; i < o.outputs.size(); ++i) {
-        std::string path = dir + "/" + o.outputs[i] + ".bin";
+    for (size_t i = 0; i < names.size(); ++i) {
+        std::string path = dir + "/" + names[i] + ".bin";
         FILE* f = std::fopen(path.c_str(), "wb");
         if (f == nullptr || std::fwrite(t.bytes[i].data(), 1, t.bytes[i].size(), f) != t.bytes[i].size() ||
             std::fclose(f) != 0) {
@@ -274,6 +402,10 @@ bool writeOutputs(const Options& o, const Taken& t, const std::string& dir, std:
         return false;
     }
     return true;
+}
+
+bool writeOutputs(const Options& o, const Taken& t, const std::string& dir, std::string* err) {
+    return writeTensors(o.outputs, t, dir, err);
 }
 
 std::string jsonList(const std::vector<double>& v) {
@@ -313,6 +445,8 @@ int runMain(int argc, char** argv) {
             else return usage("--precision must be high, normal or low");
         } else if (a == "--wait-go") {
             if (!parseInt(v, 0, &o.waitGo)) return usage("--wait-go must be 0 or 1");
+        } else if (a == "--checked") {
+            if (!parseInt(v, 0, &o.checked)) return usage("--checked must be an integer >= 0");
         } else if (a == "--extra-threads") {
             if (!parseInt(v, 0, &o.extraThreads)) return usage("--extra-threads must be an integer >= 0");
         } else if (a == "--op-types") {
@@ -347,6 +481,12 @@ int runMain(int argc, char** argv) {
     if (threadCount() < 0) return fail("cannot read the thread count from /proc/self/status");
     const int ownThreads = 1 + o.extraThreads;  // the main thread and the emulator's
     if (threadCount() != ownThreads) return fail("threads running before the first run (the engine has none)", 5);
+    rawSyscall(SYS_prctl, 36 /* PR_SET_CHILD_SUBREAPER */, 1, 0, 0);  // a process forked twice comes back to us
+    const std::set<long> own = ownProcesses();
+    {
+        std::string other = otherProcess(own);
+        if (!other.empty()) return fail(other + " exists before the first run, besides the runner", 7);
+    }
     if (o.waitGo) {  // loaded and prepared: wait for the go of the timing phase
         std::printf("mkb_runner: ready\n");
         std::fflush(stdout);
@@ -391,6 +531,11 @@ int runMain(int argc, char** argv) {
             return fail(std::to_string(threads) + " threads after run " + std::to_string(runs) +
                         " (the engine has none but the main one): a thread was left running", 5);
         }
+        std::string other = otherProcess(own);
+        if (!other.empty()) {
+            return fail(other + " exists after run " + std::to_string(runs) + ", besides the runner: the candidate "
+                        "started a process", 7);
+        }
         return 0;
     };
 
@@ -401,36 +546,40 @@ int runMain(int argc, char** argv) {
         }
         return 0;
     }
+    // every forward but the first timed one on each set runs on fresh inputs, derived before it; `picker` picks
+    // --checked of the timed ones after each, written out with their inputs for the kit
+    Fresh fresh;
+    Set derived = sets[0];
+    if (!fresh.init(sets)) return fail("no random bytes from getrandom");
+    Picker picker{static_cast<size_t>(o.checked), static_cast<size_t>(o.iterations) - sets.size()};
     for (int i = 0; i < o.warmup; ++i) {
-        if (int rc = once(sets[i % sets.size()], false, nullptr)) return rc;
+        fresh.next(sets, &derived);
+        if (int rc = once(derived, false, nullptr)) return rc;
     }
     std::vector<double> opTimes, totalTimes;
-    // Every timed run's outputs are checked: the first timed run on each set is kept (and written), every later
-    // one on that set must give the same bytes (outputs are poisoned before every run, so a run that skipped its
-    // work differs).  After the run's clock stopped, before the next run's poisoning: outside the timing (the
-    // real runner's, measured on MNN 3.2.2: a median 0.6 ms a forward for a 3.2 MB output).
     std::vector<Taken> firstRun(sets.size());
+    std::vector<int> checkedAt;
+    std::vector<std::pair<Set, Taken>> checked;
     for (int i = 0; i < o.iterations; ++i) {
         opMs = 0.0;
         opCounts.clear();
         double total = 0.0;
-        const size_t k = static_cast<size_t>(i) % sets.size();
-        if (int rc = once(sets[k], true, &total)) return rc;
+        const bool onSet = static_cast<size_t>(i) < sets.size();
+        if (!onSet) fresh.next(sets, &derived);
+        if (int rc = once(onSet ? sets[i] : derived, true, &total)) return rc;
         totalTimes.push_back(total);
         opTimes.push_back(opMs);
-        if (static_cast<size_t>(i) < sets.size()) {
-            firstRun[k] = take(o, net.get());
-            continue;
-        }
-        for (size_t j = 0; j < o.outputs.size(); ++j) {
-            const Tensor* x = net->getTensor(o.outputs[j]);
-            if (x->size() != firstRun[k].bytes[j].size() ||
-                std::memcmp(x->host<char>(), firstRun[k].bytes[j].data(), x->size()) != 0) {
-                return fail("output '" + o.outputs[j] + "' of timed run " + std::to_string(i + 1) + " (input set " +
-                                std::to_string(k) + ") differs from that of timed run " + std::to_string(k + 1) +
-                                " on the same inputs: a run did not do its work",
-                            6);
+        for (const auto& name : o.outputs) {
+            if (holdsPoison(net->getTensor(name))) {
+                return fail("output '" + name + "' of timed run " + std::to_string(i + 1) + " still holds the "
+                            "runner's poison where the run should have written it: a run did not do its work", 6);
             }
+        }
+        if (onSet) {
+            firstRun[i] = take(o, net.get());
+        } else if (picker.pick()) {
+            checkedAt.push_back(i + 1);
+            checked.emplace_back(derived, take(o, net.get()));
         }
     }
     const double phaseMs = nowMs() - phaseStart;
@@ -439,6 +588,10 @@ int runMain(int argc, char** argv) {
     // exit_group at once (no destructor or atexit handler).  Left: a process the candidate forked (processes
     // are not counted; the sandbox's PID namespace ends it with the runner, but it may act before).
     if (threadCount() != ownThreads) return fail("a thread was left running after the timed runs", 5);
+    {
+        std::string other = otherProcess(own);
+        if (!other.empty()) return fail(other + " exists after the timed runs, besides the runner", 7);
+    }
     {
         unsigned long all = ~0ul;
         rawSyscall(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&all), 0, sizeof all);
@@ -450,14 +603,35 @@ int runMain(int argc, char** argv) {
         json += (first ? "\"" : ", \"") + kv.first + "\": " + std::to_string(kv.second);
         first = false;
     }
+    std::string picks;
+    for (size_t j = 0; j < checkedAt.size(); ++j) picks += (j ? ", " : "") + std::to_string(checkedAt[j]);
     char phase[64];
-    std::snprintf(phase, sizeof phase, "}, \"phase_ms\": %.6f}\n", phaseMs);
+    std::snprintf(phase, sizeof phase, "}, \"phase_ms\": %.6f, \"checked\": [", phaseMs);
+    json += phase + picks + "]}\n";
     std::ofstream t(o.outDir + "/timing.json");
-    t << json << phase;
+    t << json;
     t.close();
     if (!t) return fail("cannot write " + o.outDir + "/timing.json");
     for (size_t k = 0; k < sets.size(); ++k) {
         if (!writeOutputs(o, firstRun[k], sets[k].outDir, &err)) return fail(err);
+    }
+    if (!checked.empty()) mkdir((o.outDir + "/checked").c_str(), 0755);
+    for (size_t j = 0; j < checked.size(); ++j) {
+        const std::string dir = o.outDir + "/checked/" + std::to_string(j);
+        mkdir(dir.c_str(), 0755);
+        Taken in;
+        std::vector<std::string> names;
+        for (const auto& x : checked[j].first.inputs) {
+            const Tensor* t = net->getTensor(x.name);
+            names.push_back(x.name);
+            in.bytes.push_back(x.bytes);
+            in.manifest += x.name + " " + dataTypeName(t->type()) + " " + std::to_string(t->dimensions());
+            for (int d : t->shape()) in.manifest += " " + std::to_string(d);
+            in.manifest += "\n";
+        }
+        if (!writeTensors(names, in, dir + "/in", &err) || !writeOutputs(o, checked[j].second, dir + "/out", &err)) {
+            return fail(err);
+        }
     }
     return 0;
 }

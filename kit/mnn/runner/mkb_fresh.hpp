@@ -1,0 +1,175 @@
+// mkb_fresh.hpp: the inputs of mkb_runner's timed forwards (mkb_runner.cpp) and the forwards the kit checks.
+//
+// Written for the MobileKernelBench kit; standard library and Linux only (nothing of MNN).  Included by
+// mkb_runner.cpp only (one translation unit).
+//
+// Why: with the same input sets repeated on every timed forward, a kernel that keyed a cache on a few input
+// values and replayed the output it computed once was right and fast on every forward but the first (a
+// reviewer's probe: 4.04x on the fixture engine, unflagged).  So every forward of a timing run (warm-ups
+// included) but the first timed forward on each input set gets an input of its own, derived here from the input sets the kit wrote, outside the timed
+// window; and a few of those forwards, picked after each forward by randomness the candidate cannot see
+// beforehand, are written out with their inputs for the kit to compare with ONNX Runtime.
+//
+// How an input is derived, per tensor: its elements (4 bytes each, float32 or int32 alike) are cut into units
+// (16 elements, or 1 where the tensor has at most kElementwiseUpTo elements), and the new tensor is a random
+// sample without replacement of the units of all S sets, in random order (a partial Fisher-Yates shuffle over
+// the S x units indices; the elements that do not fill a last unit are sampled alike, one by one).  Every value
+// is one the kit drew, so it stays in the tensor's domain: the kit draws every element of a tensor
+// independently from one distribution (kit.inputs), so a value is as valid at any position as at its own.
+// The multiset of values changes from one forward to the next (half of the pool with S = 2), so no fingerprint
+// of the input, not even one over every element (a sum), repeats.  Cost measured on the 2-core dev VM for a
+// 3.2 MB float tensor (S = 2): 0.15-0.25 ms for the shuffle of the 100 000 unit indices and 1.0-1.4 ms for the
+// gather of 16-element units; element by element (a shuffle of 1.6 M indices) took 14-39 ms, 20 times more.
+
+#pragma once
+
+#include "mkb_guard.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mkb {
+
+// n bytes from getrandom, by the system call itself (a getrandom, rand or random_device the candidate's
+// library defined would replace libc's); false if the kernel gives none.
+inline bool randomBytes(void* p, size_t n) {
+    char* b = static_cast<char*>(p);
+    while (n > 0) {
+        long got = rawSyscall(SYS_getrandom, reinterpret_cast<long>(b), static_cast<long>(n), 0);
+        if (got == -4) continue;  // EINTR
+        if (got <= 0) return false;
+        b += got;
+        n -= static_cast<size_t>(got);
+    }
+    return true;
+}
+
+// splitmix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014): enough
+// for a shuffle, seeded from getrandom per run.
+struct Rng {
+    uint64_t state = 0;
+    uint64_t next() {
+        uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    // a number in [0, n), by Lemire's multiply-shift (bias below n / 2^64: none that matters here)
+    uint64_t below(uint64_t n) { return static_cast<uint64_t>((static_cast<unsigned __int128>(next()) * n) >> 64); }
+};
+
+constexpr size_t kUnitElements = 16;          // 64 bytes: a cache line per unit, so the gather runs near memcpy speed
+constexpr size_t kElementwiseUpTo = 1 << 16;  // tensors this small are shuffled element by element (< 0.5 ms)
+
+// One tensor's derivation: `units` units of `unitBytes` per set, their indices over all sets in `order`.
+struct UnitSampler {
+    size_t unitBytes = 0, units = 0, offset = 0;  // offset: byte offset of unit 0 in each set's tensor
+    std::vector<uint32_t> order;                  // set * units + unit, shuffled in place run after run
+
+    void init(size_t sets, size_t unitBytes_, size_t units_, size_t offset_) {
+        unitBytes = unitBytes_;
+        units = units_;
+        offset = offset_;
+        order.resize(sets * units);
+        for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
+    }
+
+    // dst (offset on) gets `units` units drawn without replacement from the sets' tensors (`blobs`)
+    void draw(Rng& rng, const std::vector<const char*>& blobs, char* dst) {
+        const size_t pool = order.size();
+        for (size_t i = 0; i < units; ++i) {
+            const size_t j = i + static_cast<size_t>(rng.below(pool - i));
+            const uint32_t v = order[j];
+            order[j] = order[i];
+            order[i] = v;
+            const char* src = blobs[v / units] + offset + (v % units) * unitBytes;
+            char* to = dst + offset + i * unitBytes;
+            // copies of a constant size, which the compiler inlines as moves (never a call to memcpy, which a
+            // library could replace); a loop of 8-byte moves of a variable size took twice as long
+            if (unitBytes == kUnitElements * 4) {
+                __builtin_memcpy(to, src, kUnitElements * 4);
+            } else {
+                for (size_t b = 0; b < unitBytes; b += 4) __builtin_memcpy(to + b, src + b, 4);
+            }
+        }
+    }
+};
+
+// The derived inputs of a run: next(out) redraws every tensor of `out` from the sets' blobs.
+struct FreshInputs {
+    std::vector<std::vector<const char*>> sources;  // per tensor, the blob of every set
+    std::vector<UnitSampler> whole, rest;           // per tensor: the full units, and the elements after them
+    Rng rng;
+
+    // sets[k][t]: the bytes of tensor t in set k (every set has the same tensors); out gets one blob per tensor,
+    // sized; false without randomness
+    bool init(const std::vector<std::vector<const std::vector<char>*>>& sets, std::vector<std::vector<char>>& out) {
+        if (!randomBytes(&rng.state, sizeof rng.state)) return false;
+        const size_t nTensors = sets[0].size();
+        sources.assign(nTensors, {});
+        whole.assign(nTensors, {});
+        rest.assign(nTensors, {});
+        out.assign(nTensors, {});
+        for (size_t t = 0; t < nTensors; ++t) {
+            const size_t elements = sets[0][t]->size() / 4;
+            for (const auto& set : sets) sources[t].push_back(set[t]->data());
+            const size_t unit = elements <= kElementwiseUpTo ? 1 : kUnitElements;
+            whole[t].init(sets.size(), unit * 4, elements / unit, 0);
+            rest[t].init(sets.size(), 4, elements % unit, (elements / unit) * unit * 4);
+            out[t].resize(elements * 4);
+        }
+        return true;
+    }
+
+    void next(std::vector<std::vector<char>>& out) {
+        for (size_t t = 0; t < out.size(); ++t) {
+            whole[t].draw(rng, sources[t], out[t].data());
+            rest[t].draw(rng, sources[t], out[t].data());
+        }
+    }
+};
+
+// Which timed forwards are written out for the kit: `want` of the `candidates` forwards with derived inputs,
+// each decided right after its forward (Knuth's selection sampling, TAOCP vol. 2, 3.4.2, algorithm S: every set
+// of `want` forwards equally likely), by fresh getrandom bytes, so nothing the candidate can read beforehand
+// (its argv, the runner's memory, the PRNG above) says which forwards count.
+struct Picker {
+    size_t want = 0, candidates = 0, seen = 0, picked = 0;
+
+    // whether the forward just done is picked; false once `want` are
+    bool pick() {
+        const size_t left = candidates - seen++;
+        if (picked >= want || left == 0) return false;
+        uint64_t r = 0;
+        if (!randomBytes(&r, sizeof r)) return false;
+        Rng one{r};
+        if (one.below(left) < want - picked) {
+            ++picked;
+            return true;
+        }
+        return false;
+    }
+};
+
+// Whether any float32 word of n bytes at p still holds the runner's poison (0xFFFFFFFF, a NaN no arithmetic
+// makes: the default NaN is 0xFFC00000 on x86-64, 0x7FC00000 on aarch64, and no input holds a NaN): the
+// forward did not write every element of that output.  Read 8 bytes at a time, no libc.
+inline bool holdsPoison(const void* p, size_t n) {
+    const unsigned char* b = static_cast<const unsigned char*>(p);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        __builtin_memcpy(&w, b + i, 8);
+        if ((w & 0xFFFFFFFFull) == 0xFFFFFFFFull || (w >> 32) == 0xFFFFFFFFull) return true;
+    }
+    for (; i + 4 <= n; i += 4) {
+        uint32_t w;
+        __builtin_memcpy(&w, b + i, 4);
+        if (w == 0xFFFFFFFFu) return true;
+    }
+    return false;
+}
+
+}  // namespace mkb

@@ -1,0 +1,79 @@
+"""The outputs of a candidate's timed forwards against ONNX Runtime (the timing stage's last check, after the
+node's exclusive phase).
+
+Two kinds of timed forward are compared, at the task's tolerance (:func:`kit.stages.verify.trial_verdict`):
+
+* the first timed forward of every run on each input set (seeds ``verify.seed + 500 + j``), with references by
+  seed (computed here, or on a build node: :data:`kit.stages.verify.References`);
+* the forwards on fresh inputs that the runner picked at random after each forward and wrote out with their
+  inputs (``RunResult.checked``, :mod:`kit.mnn.runner`): their references are computed here, on those inputs,
+  with the task's ONNX model (a timing node without task files gets the model's bytes shipped:
+  :class:`kit.artefacts.Built`).
+
+A kernel wrong on either is wrong when timed: ``verify_mismatch`` with error kind ``timed_output_mismatch``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from kit.mnn import runner as mrunner
+from kit.outcomes import StageFailure
+from kit.records import ErrorKind, Status
+from kit.reference import run_reference
+from kit.stages.verify import References, reference, trial_verdict
+from kit.tasks import Task
+
+_DTYPES = {"float32": np.float32, "int32": np.int32, "int64": np.int64, "bool": np.bool_}
+
+
+def from_wire(task: Task, tensors: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The task's graph inputs from their wire form (float32/int32, :func:`kit.tensorio.to_wire`): each cast to
+    the dtype its spec names (int64 and bool inputs travel as int32).
+
+    Raises:
+        StageFailure: TIMING_FAILED (``exit_code``) when a tensor is missing or has another shape than its spec
+            (the runner wrote something else than it was given)."""
+    out = {}
+    for spec in task.inputs:
+        a = tensors.get(spec.name)
+        if a is None or list(a.shape) != list(spec.shape):
+            raise StageFailure(Status.TIMING_FAILED, ErrorKind.EXIT_CODE,
+                               f"a checked forward's input {spec.name!r} is missing or not of shape {spec.shape}")
+        out[spec.name] = a.astype(_DTYPES[spec.dtype], copy=False)
+    return out
+
+
+def check_timed_outputs(task: Task, runs: Sequence[mrunner.RunResult], seeds: Sequence[int], inputs: Sequence,
+                        threads: int, refs: References | None = None, onnx: Path | None = None) -> None:
+    """Compare the candidate's timed forwards with ONNX Runtime: each run's first timed forward on every input set
+    (``seeds``, ``inputs``; ``refs``: references computed elsewhere) and every forward the runner picked and
+    wrote out (``run.checked``; references from ``onnx``, default the task's model), at the task's tolerance.
+
+    Raises:
+        StageFailure: VERIFY_MISMATCH (``timed_output_mismatch``: the kernel is wrong when timed, so not
+            functionally correct) naming how many of the compared forwards were wrong and the first of them."""
+    out_names = [o.name for o in task.outputs]
+    expected = [reference(task, seed, one, refs) for seed, one in zip(seeds, inputs)]
+    bad, compared = [], 0
+    for r, run in enumerate(runs):
+        for j, (seed, outputs, ref) in enumerate(zip(seeds, run.output_sets, expected)):
+            compared += 1
+            trial = trial_verdict(task, seed, threads, outputs, ref, out_names)[0]
+            if not trial.ok:
+                bad.append(f"round {r}, timed forward {j + 1} (seed {seed}): {trial.reason}")
+        for picked in run.checked:
+            compared += 1
+            wire_in, outputs = picked.read()
+            ref = run_reference(onnx or task.onnx_path, from_wire(task, wire_in))
+            trial = trial_verdict(task, -1, threads, outputs, ref, out_names)[0]
+            if not trial.ok:
+                bad.append(f"round {r}, timed forward {picked.forward} (fresh inputs, checked at random): "
+                           f"{trial.reason}")
+    if bad:
+        raise StageFailure(Status.VERIFY_MISMATCH, ErrorKind.TIMED_OUTPUT_MISMATCH,
+                           f"the outputs of the timed runs differ from ONNX Runtime in {len(bad)} of the {compared} "
+                           f"timed forwards compared; first: {bad[0]}")
