@@ -84,7 +84,7 @@ def _extract_zip(archive: Path, dest: Path) -> None:
         for info in infos:
             rel = _member_path(info.filename, archive)
             mode = info.external_attr >> 16
-            if mode and mode & 0o170000 not in (0o100000, 0o040000):
+            if mode and (mode & 0o170000) not in (0o100000, 0o040000):  # a regular file or a folder
                 raise BundleError(f"{archive}: member {info.filename!r} is a link or special file (refused)")
             if info.is_dir():
                 continue
