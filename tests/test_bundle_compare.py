@@ -1,9 +1,10 @@
 """The rules of a reproduction's verdict (kit.bundle.compare) on records made here: exact compile and
 correctness, speedups within their intervals or the noise band, fast_p flips only inside the noise band, other
-hardware; and the bundled config read back exactly (kit.bundle.configs)."""
+hardware; the bundled config read back exactly (kit.bundle.configs); a JSONL source bundled line for line."""
 
 from __future__ import annotations
 
+import json
 import math
 import tomllib
 
@@ -105,3 +106,28 @@ def test_the_bundled_config_reads_back_exactly(tmp_path, monkeypatch):
     assert tomllib.loads(path.read_text())["candidates"]["sources"] == [{"method": "a", "path": "/x"}]
     with pytest.raises(Exception, match="timing.rounds"):
         exact_config({**data, "timing": {**data["timing"], "rounds": 1}})
+
+
+def test_a_jsonl_source_keeps_the_lines_of_recorded_tasks_byte_for_byte(tmp_path, fixture_tasks_dir):
+    from kit.bundle.pack import copy_source
+    from kit.candidates import load_candidates
+    from kit.config import CandidateSource
+    from kit.tasks import load_suite
+
+    exp = (fixture_tasks_dir.parent / "candidates/sample/fx_exp/correct/CPUUnary.cpp").read_text()
+    lines = [json.dumps({"task_id": "fx_exp", "sample_id": "a", "files": {"CPUUnary.cpp": exp}}),
+             '  {"task_id": "fx_exp", "sample_id": "b", "response": "no code here"}  ',
+             json.dumps({"task_id": "fx_sub", "sample_id": "a", "files": {"CPUBinary.cpp": "int x;"}}), ""]
+    src = tmp_path / "m.jsonl"
+    src.write_text("\n".join(lines))
+    records = frame(rec("fx_exp", "a", Status.OK), rec("fx_exp", "b", Status.REJECTED_INPUT))
+    root = tmp_path / "root"
+    entry = copy_source({"method": "m", "path": str(src)}, records, root)
+    copied = root / entry.path
+    assert copied.read_text().splitlines() == lines[:2]  # fx_sub has no record here: left out; spaces kept
+    tasks = {t.id: t for t in load_suite(fixture_tasks_dir)}
+    sha = {(c.task_id, c.sample_id): c.sha256 for c in load_candidates(CandidateSource(method="m", path=src), tasks,
+                                                                         1 << 20)}
+    again = {(c.task_id, c.sample_id): c.sha256 for c in load_candidates(CandidateSource(method="m", path=copied),
+                                                                           tasks, 1 << 20)}
+    assert again == {k: v for k, v in sha.items() if k[0] == "fx_exp"} and len(again) == 2

@@ -81,7 +81,7 @@ def make_bundle(run_dir: Path, out: Path | None = None, tasks_dir: Path | None =
             shutil.copy2(run_dir / CALIBRATION, root / CALIBRATION)
         figures = scores.compute(records, denominator, scores.noise_of(run_dir, records), config["report"]["fast_p"])
         (root / METRICS).write_text(json.dumps(figures, indent=1) + "\n")
-        sources = [_copy_source(s, records, root) for s in config["candidates"]["sources"]]
+        sources = [copy_source(s, records, root) for s in config["candidates"]["sources"]]
         tasks = _copy_tasks([t for t in suite if t.id in set(denominator["task_id"].to_list())], root)
         manifest = Manifest(
             bundle_format=BUNDLE_FORMAT, created_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -111,7 +111,7 @@ def _suite_dir(prov: dict[str, Any], given: Path | None) -> Path:
                       f"run was scored on; pass --tasks-dir DIR)")
 
 
-def _copy_source(src: dict[str, Any], records: pl.DataFrame, root: Path) -> SourceEntry:
+def copy_source(src: dict[str, Any], records: pl.DataFrame, root: Path) -> SourceEntry:
     """Copy the samples of method ``src["method"]`` whose task has a record (bytes unchanged) into ``root``.
 
     Raises:
