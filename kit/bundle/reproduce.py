@@ -75,7 +75,7 @@ def reproduce(bundle: Path, run_dir: Path | None = None, overrides: Sequence[str
     cmp = compare(checked.records, reproduced, denominator, m.config["report"]["fast_p"],
                   scores.noise_of(root, checked.records), same_hw)
     print_verdict(cmp, env)
-    print(f"verdict: {write_verdict(cmp, env, run_dir)}")
+    print(f"verdict file: {write_verdict(cmp, env, run_dir)}")
     return cmp
 
 
