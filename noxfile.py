@@ -6,6 +6,8 @@
     nox -s tasks -- audit            the task suite (list / generate / audit; audit needs torch)
     nox -s import -- SRC --out DIR   problem files / ONNX models -> task folders (`mkb tasks import`; torch)
     nox -s report -- RUN_DIR         the report of a run
+    nox -s bundle -- RUN_DIR         one archive of a run for a reviewer, then validated (`mkb bundle`)
+    nox -s reproduce -- BUNDLE       re-run a bundle here and print the verdict (`mkb reproduce`)
     nox -s bench                     speed benchmarks (ratios measured side by side)
     nox -s lint                      ruff
 
@@ -81,6 +83,25 @@ def report(session: nox.Session) -> None:
     """`mkb report RUN_DIR [RUN_DIR ...]`."""
     _install(session)
     session.run("mkb", "report", *(session.posargs or ["runs/default"]))
+
+
+@nox.session(reuse_venv=True, default=False)
+def bundle(session: nox.Session) -> None:
+    """`mkb bundle RUN_DIR [--out FILE]`, then `mkb validate` on the archive it wrote."""
+    _install(session)
+    args = session.posargs or ["runs/default"]
+    out = args[args.index("--out") + 1] if "--out" in args else f"{args[0].rstrip('/')}/bundle.tar.gz"
+    session.run("mkb", "bundle", *args)
+    session.run("mkb", "validate", out)
+
+
+@nox.session(reuse_venv=True, default=False)
+def reproduce(session: nox.Session) -> None:
+    """`mkb reproduce BUNDLE [--run-dir DIR] [overrides]`: exits 1 on a real difference."""
+    _install(session)
+    if not session.posargs:
+        session.error("pass the bundle: nox -s reproduce -- BUNDLE [--run-dir DIR] [--mnn.source_dir DIR ...]")
+    session.run("mkb", "reproduce", *session.posargs, env={k: v for k, v in os.environ.items() if k.startswith("MKB_")})
 
 
 @nox.session(reuse_venv=True, default=False)

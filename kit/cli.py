@@ -7,6 +7,9 @@
     mkb tasks import SRC... --out DIR [--official]              problem files / ONNX models -> task folders
     mkb prompts --config cfg.toml --out DIR                     the initial prompt of every task
     mkb merge RUN_DIR / mkb report RUN_DIR [RUN_DIR ...]        tables and reports
+    mkb bundle RUN_DIR [--out FILE]                             one archive of a run, for a reviewer
+    mkb validate BUNDLE                                         check a bundle: hashes, records, metrics
+    mkb reproduce BUNDLE [--run-dir DIR] [overrides]            run a bundle again here, compare, verdict
 
 Options after the command's own ones are configuration overrides in dotted form, parsed by
 pydantic-settings (``--verify.trials 3``).  Exit codes: 0 success, 1 failures found (audit, check of a bad
@@ -78,7 +81,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks-dir", type=Path, default=None,
                    help="the task suite the runs were scored on (default: the first run's tasks.dir from its "
                         "provenance.json when that folder exists, else ./tasks)")
+    _add_bundle(sub)
     return ap
+
+
+def _add_bundle(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
+    p = sub.add_parser("bundle", help="one archive of a run: records, metrics, candidates, tasks, provenance")
+    p.add_argument("run_dir", type=Path)
+    p.add_argument("--out", type=Path, default=None, help="the archive (.tar.gz, or .zip; default: "
+                                                           "RUN_DIR/bundle.tar.gz)")
+    p.add_argument("--tasks-dir", type=Path, default=None, help="the suite the run was scored on (default: the "
+                                                                "one its provenance.json recorded)")
+    p = sub.add_parser("validate", help="check a bundle (hashes, one record per job, schema, metrics)")
+    p.add_argument("bundle", type=Path)
+    p = sub.add_parser("reproduce", help="evaluate a bundle's candidates again here and compare (verdict)")
+    p.add_argument("bundle", type=Path)
+    p.add_argument("--run-dir", type=Path, default=None,
+                   help="where the reproduction's records go (default: runs/reproduce-<bundle name>)")
+    p.add_argument("--tasks-dir", type=Path, default=None,
+                   help="tasks to run on, checked against the bundle's hashes (default: the bundle's own)")
 
 
 def _add_import(tsub) -> None:  # noqa: ANN001 - argparse's private subparsers type
@@ -108,7 +129,7 @@ def _add_import(tsub) -> None:  # noqa: ANN001 - argparse's private subparsers t
 def main(argv: Sequence[str] | None = None) -> int:
     ap = build_parser()
     args, rest = ap.parse_known_args(argv)
-    takes_overrides = args.cmd in ("eval", "check", "calibrate", "prompts")
+    takes_overrides = args.cmd in ("eval", "check", "calibrate", "prompts", "reproduce")
     if rest and not takes_overrides:
         ap.error(f"unrecognized arguments: {' '.join(rest)}")
     _log_records_when_no_progress_bar()
@@ -181,6 +202,8 @@ def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
             write_prompts(tasks, cfg.mnn.source_dir, args.out)
             print(f"wrote {len(tasks)} prompts to {args.out}")
             return 0
+        if args.cmd in ("bundle", "validate", "reproduce"):
+            return _bundle(args, rest)
         if args.cmd == "merge":
             from kit.shards import merge
 
@@ -198,6 +221,33 @@ def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
         print(f"mkb: {exc}", file=sys.stderr)
         return 2
     raise AssertionError(args.cmd)
+
+
+def _bundle(args: argparse.Namespace, rest: Sequence[str]) -> int:
+    """``mkb bundle`` (0), ``mkb validate`` (0 valid, 1 rejected: every problem named) and ``mkb reproduce`` (0
+    reproduced, 1 a real difference, named)."""
+    if args.cmd == "bundle":
+        from kit.bundle.pack import make_bundle
+
+        print(f"bundle: {make_bundle(args.run_dir, args.out, args.tasks_dir)}")
+        return 0
+    if args.cmd == "validate":
+        from kit.bundle.validate import validate
+
+        checked = validate(args.bundle)
+        if not checked.ok:
+            print(f"mkb validate: {args.bundle} is REJECTED, {len(checked.problems)} problem(s):", file=sys.stderr)
+            for problem in checked.problems:
+                print(f"  {problem}", file=sys.stderr)
+            return 1
+        m = checked.manifest
+        assert m is not None
+        print(f"{args.bundle}: valid ({m.n_records} records of config {m.config_digest}, {len(m.files)} files "
+              f"hashed, {len(m.tasks)} tasks, every job's record and the metrics recomputed equal)")
+        return 0
+    from kit.bundle.reproduce import reproduce
+
+    return 0 if reproduce(args.bundle, args.run_dir, rest, args.tasks_dir).matches else 1
 
 
 def _report_tasks_dir(args: argparse.Namespace) -> Path:
@@ -236,6 +286,7 @@ def _report_tasks_dir(args: argparse.Namespace) -> Path:
 
 def _user_errors() -> tuple[type[BaseException], ...]:
     """Errors that mean "fix your input or setup": printed without a traceback, exit code 2."""
+    from kit.bundle.manifest import BundleError
     from kit.candidates import CandidateSourceError
     from kit.metrics import MetricsError
     from kit.mnn.native import NativeBuildError
@@ -248,7 +299,7 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 
     errors: tuple[type[BaseException], ...] = (
         TaskError, CandidateSourceError, SourceError, NativeBuildError, PromptError, ProvenanceError,
-        ReportError, MetricsError, ShardError, FileNotFoundError)
+        ReportError, MetricsError, ShardError, FileNotFoundError, BundleError)
     dispatch = sys.modules.get("kit.dispatch")  # only a run that imported it (and Ray) can raise its error
     if dispatch is not None:
         errors += (dispatch.DispatchError,)

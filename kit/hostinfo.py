@@ -173,3 +173,26 @@ def _parse_list(text: str) -> list[int]:
         lo, _, hi = part.partition("-")
         out += range(int(lo), int(hi or lo) + 1)
     return out
+
+
+# --------------------------------------------------------------------------------------------- fingerprint
+
+#: the keys of :func:`fingerprint` that describe the hardware: timings taken where one of them differs are not
+#: comparable (``kernel`` and ``governor`` are said beside them, but do not make the hardware another)
+HARDWARE_KEYS: tuple[str, ...] = ("cpu_model", "arch", "cpus")
+
+
+def fingerprint() -> dict[str, object]:
+    """This node as a reviewer compares it with another: ``cpu_model`` (str), ``arch`` (``platform.machine()``),
+    ``cpus`` (int, logical CPUs of the machine), ``usable_cores`` (int, of this process's affinity mask),
+    ``kernel`` (``platform.release()``) and ``governor`` (cpufreq governor of the usable cores, "" where
+    unreadable: :func:`cpu_governor`)."""
+    usable = usable_cores()
+    return {
+        "cpu_model": cpu_model(),
+        "arch": platform.machine(),
+        "cpus": os.cpu_count() or len(usable),
+        "usable_cores": len(usable),
+        "kernel": platform.release(),
+        "governor": cpu_governor(usable),
+    }

@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kit.hostinfo import cpu_model
+from kit.hostinfo import cpu_model, fingerprint
+from kit.versions import kit_facts, onnxruntime_version
 
 if TYPE_CHECKING:
     from kit.config import EvalConfig
@@ -31,6 +32,11 @@ SESSION_KEYS: tuple[str, ...] = (
 )
 
 
+#: facts kept per session beside :data:`SESSION_KEYS` (the node's :func:`kit.hostinfo.fingerprint`, the kit's
+#: version and commit, ONNX Runtime's version); a bundle compares them with the reviewer's
+FACT_KEYS: tuple[str, ...] = ("host", "kit", "onnxruntime")
+
+
 #: how to get past a damaged file (said in every ProvenanceError)
 _FIX = " (move the file away to go on: the next session writes a new one from its own provenance)"
 
@@ -40,9 +46,9 @@ class ProvenanceError(Exception):
 
 
 def collect(cfg: EvalConfig, worker: Worker | None) -> dict[str, Any]:
-    """This session's provenance on this node: :data:`SESSION_KEYS`, ``started_at`` (ISO-8601 UTC) and the
-    whole config; ``mnn_tree_digest`` and ``compiler`` come from ``worker``'s native build ("unknown"
-    without a worker)."""
+    """This session's provenance on this node: :data:`SESSION_KEYS`, ``started_at`` (ISO-8601 UTC), the
+    whole config and :data:`FACT_KEYS`; ``mnn_tree_digest`` and ``compiler`` come from ``worker``'s native
+    build ("unknown" without a worker)."""
     from kit.mnn.native import native_meta
 
     meta = native_meta(worker.native) if worker else {}
@@ -60,6 +66,10 @@ def collect(cfg: EvalConfig, worker: Worker | None) -> dict[str, Any]:
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "tasks": selection(cfg),
         "config": cfg.model_dump(mode="json"),
+        # what a bundle's reviewer compares (kit.bundle): the node's fingerprint, the kit and the reference
+        "host": fingerprint(),
+        "kit": kit_facts(),
+        "onnxruntime": onnxruntime_version(),
     }
 
 
@@ -87,7 +97,7 @@ def load(run_dir: Path) -> dict[str, Any] | None:
 
 
 def _session(prov: dict[str, Any]) -> dict[str, Any]:
-    keys = (*SESSION_KEYS, "started_at", "build_cpu_model", "build_arch", "dispatch", "tasks")
+    keys = (*SESSION_KEYS, "started_at", "build_cpu_model", "build_arch", "dispatch", "tasks", *FACT_KEYS)
     return {k: copy.deepcopy(prov[k]) for k in keys if k in prov}
 
 

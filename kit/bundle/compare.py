@@ -1,0 +1,211 @@
+"""A reproduction against its bundle: per candidate, per task and per metric, each outcome ``same``,
+``within noise`` or ``different``.
+
+Rules (issue 17):
+
+* **Compile and correctness** must match exactly, per candidate (method, task, sample): the compile outcome is
+  ``built`` for a status in :data:`kit.records.COMPILED`, else the status; correctness is ``correct`` for a
+  status in :data:`kit.records.CORRECT`, else the status (``not built`` before a build).  A candidate recorded
+  on one side only is a difference.
+* **Speedups** (only a usable one, :func:`kit.scoring.scorable_speedup`) must agree within their intervals:
+  ``same`` when each lies inside the other's interval, ``within noise`` when the intervals overlap or the ratio
+  of the two is inside the task's A/A noise band (``noise_log``, :mod:`kit.scoring`), else ``different``; a
+  usable speedup on one side only is a difference.
+* **fast_p** of a task may differ only inside the noise band: a task that counts for ``fast_p`` on one side
+  and not on the other is ``within noise`` when its best speedups agree (the rule above), else ``different``.
+  A metric (CSR, FCR, each fast_p per method, :func:`kit.metrics.summary`) is ``same`` when equal; a fast_p
+  that differs only by such tasks is ``within noise``.
+* **Other hardware** (a fingerprint key of :data:`kit.hostinfo.HARDWARE_KEYS` differs): speedups and fast_p
+  are ``not compared``; compile and correctness must still match.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from kit import metrics, scoring
+from kit.records import COMPILED, CORRECT, ErrorKind
+
+SAME, NOISE, DIFFERENT = "same", "within noise", "different"
+NA, SKIPPED = "n/a", "not compared"
+#: how bad a verdict is, for :func:`worst` (nothing to compare < not compared < same < within noise < different)
+_RANK = {NA: 0, SKIPPED: 1, SAME: 2, NOISE: 3, DIFFERENT: 4}
+_COMPILED = {s.value for s in COMPILED}
+_CORRECT = {s.value for s in CORRECT}
+KEY = ("method", "task_id", "sample_id")
+
+
+def worst(verdicts: list[str]) -> str:
+    """The worst of ``verdicts`` (``different`` > ``within noise`` > ``same`` > ``not compared`` > ``n/a``);
+    ``n/a`` for none."""
+    return max(verdicts, key=lambda v: _RANK[v], default=NA)
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """A usable speedup (native ms / candidate ms) and its interval (95 % by default, :mod:`kit.stages.timing`)."""
+
+    value: float
+    low: float
+    high: float
+
+    def text(self) -> str:
+        return f"{self.value:.3g}x [{self.low:.3g}, {self.high:.3g}]"
+
+
+def speedup_verdict(a: Speedup, b: Speedup, noise_log: float | None = None) -> str:
+    """``same`` / ``within noise`` / ``different`` for two speedups of one candidate or task (module rules)."""
+    if a.low <= b.value <= a.high and b.low <= a.value <= b.high:
+        return SAME
+    if max(a.low, b.low) <= min(a.high, b.high):
+        return NOISE
+    if noise_log is not None and abs(math.log(b.value / a.value)) <= noise_log:
+        return NOISE
+    return DIFFERENT
+
+
+@dataclass
+class Comparison:
+    """The verdicts: ``candidates`` and ``tasks`` rows (dicts; the keys :mod:`kit.bundle.verdict` prints),
+    ``metrics`` rows (``method``, ``metric``, ``bundle``, ``reproduced``, ``verdict``) and ``differences``,
+    one sentence per real difference (what makes ``mkb reproduce`` exit 1)."""
+
+    same_hardware: bool
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+    differences: list[str] = field(default_factory=list)
+
+    @property
+    def matches(self) -> bool:
+        return not self.differences
+
+
+def _outcomes(status: str | None) -> tuple[str, str]:
+    if status is None:
+        return "no record", "no record"
+    if status not in _COMPILED:
+        return status, "not built"
+    return "built", "correct" if status in _CORRECT else status
+
+
+def usable_speedups(records: pl.DataFrame) -> dict[tuple[str, str, str], Speedup]:
+    """Per candidate (:data:`KEY`), its usable speedup with its interval (a missing bound: the value)."""
+    recs = scoring.with_optional_columns(records)
+    no_native = recs.filter(pl.col("error_kind") == ErrorKind.NO_NATIVE.value)["task_id"].unique().to_list()
+    rows = recs.filter(scoring.scorable_speedup(no_native)).select(*KEY, "speedup", "speedup_ci_low", "speedup_ci_high")
+    out = {}
+    for m, t, s, v, lo, hi in rows.iter_rows():
+        out[(m, t, s)] = Speedup(v, lo if lo is not None and math.isfinite(lo) else v,
+                                 hi if hi is not None and math.isfinite(hi) else v)
+    return out
+
+
+def compare(bundle: pl.DataFrame, reproduced: pl.DataFrame, tasks: pl.DataFrame, ps: list[float],
+            noise: dict[str, float] | None = None, same_hardware: bool = True) -> Comparison:
+    """Compare the reproduced records with the bundle's (both deduplicated, :data:`kit.shards.SHARD_SCHEMA`)
+    over the bundle's denominator ``tasks`` and thresholds ``ps`` (module rules)."""
+    out = Comparison(same_hardware)
+    noise = noise or {}
+    sa, sb = usable_speedups(bundle), usable_speedups(reproduced)
+    status_a = {k[:3]: k[3] for k in bundle.select(*KEY, "status").iter_rows()}
+    status_b = {k[:3]: k[3] for k in reproduced.select(*KEY, "status").iter_rows()}
+    for key in sorted(set(status_a) | set(status_b)):
+        out.candidates.append(_candidate(key, status_a.get(key), status_b.get(key), sa.get(key), sb.get(key),
+                                         noise.get(key[1]), same_hardware, out.differences))
+    flips = _task_rows(out, bundle, reproduced, tasks, ps, noise)
+    _metric_rows(out, bundle, reproduced, tasks, ps, noise, flips)
+    return out
+
+
+def _candidate(key: tuple[str, str, str], a: str | None, b: str | None, sa: Speedup | None, sb: Speedup | None,
+               noise_log: float | None, same_hw: bool, differences: list[str]) -> dict[str, Any]:
+    name = "/".join(key)
+    (ca, ra), (cb, rb) = _outcomes(a), _outcomes(b)
+    row = {"method": key[0], "task_id": key[1], "sample_id": key[2], "bundle_status": a, "reproduced_status": b,
+           "compile": SAME if ca == cb else DIFFERENT, "correct": SAME if ra == rb else DIFFERENT,
+           "speedup_bundle": sa, "speedup_reproduced": sb}
+    if ca != cb:
+        differences.append(f"{name}: compile outcome {ca} in the bundle, {cb} in the reproduction")
+    elif ra != rb:
+        differences.append(f"{name}: correctness {ra} in the bundle, {rb} in the reproduction")
+    if ra != rb or (sa is None and sb is None):
+        row["speedup"] = NA
+    elif not same_hw:
+        row["speedup"] = SKIPPED
+    elif sa is None or sb is None:
+        row["speedup"] = DIFFERENT
+        differences.append(f"{name}: a usable speedup only in the {'bundle' if sb is None else 'reproduction'} "
+                           f"({(sa or sb).text()}; statuses {a} / {b})")  # type: ignore[union-attr]
+    else:
+        row["speedup"] = speedup_verdict(sa, sb, noise_log)
+        if row["speedup"] == DIFFERENT:
+            differences.append(f"{name}: speedup {sa.text()} in the bundle, {sb.text()} in the reproduction")
+    return row
+
+
+def _best(records: pl.DataFrame) -> dict[tuple[str, str], Speedup]:
+    """Per (method, task), the largest usable speedup of its samples (best-of-k, :mod:`kit.metrics`)."""
+    out: dict[tuple[str, str], Speedup] = {}
+    for (m, t, _s), sp in usable_speedups(records).items():
+        if (m, t) not in out or sp.value > out[(m, t)].value:
+            out[(m, t)] = sp
+    return out
+
+
+def _task_rows(out: Comparison, a: pl.DataFrame, b: pl.DataFrame, tasks: pl.DataFrame, ps: list[float],
+               noise: dict[str, float]) -> dict[tuple[str, float], list[tuple[str, str]]]:
+    """Fill ``out.tasks``; return, per (method, p), the tasks whose fast_p differs with their verdict."""
+    pa, pb = (metrics.per_task(x, tasks, ("method",), noise or None) for x in (a, b))
+    best_a, best_b = _best(a), _best(b)
+    fast = {}
+    for name, pt in (("a", pa), ("b", pb)):
+        counted = pt.filter(pl.col("correct") & ~pl.col("no_native") & pl.col("speedup").is_not_null())
+        fast[name] = {(m, t): s for m, t, s in counted.select("method", "task_id", "speedup").iter_rows()}
+    flips: dict[tuple[str, float], list[tuple[str, str]]] = {}
+    by_task: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in out.candidates:
+        by_task.setdefault((row["method"], row["task_id"]), []).append(row)
+    keys = sorted(set(pa.select("method", "task_id").iter_rows()) | set(pb.select("method", "task_id").iter_rows()))
+    for key in keys:
+        rows = by_task.get(key, [])
+        x, y = best_a.get(key), best_b.get(key)
+        agree = x is not None and y is not None and speedup_verdict(x, y, noise.get(key[1])) != DIFFERENT
+        fast_verdicts = []
+        for p in ps:
+            fa, fb = fast["a"].get(key, 0) > p, fast["b"].get(key, 0) > p
+            if fa == fb:
+                continue
+            v = SKIPPED if not out.same_hardware else (NOISE if agree else DIFFERENT)
+            flips.setdefault((key[0], p), []).append((key[1], v))
+            fast_verdicts.append(v)
+        out.tasks.append({"method": key[0], "task_id": key[1], "samples": len(rows),
+                          "compile": worst([r["compile"] for r in rows]), "correct": worst([r["correct"] for r in rows]),
+                          "speedup": worst([r["speedup"] for r in rows]), "best_bundle": x, "best_reproduced": y,
+                          "fast_p": worst(fast_verdicts) if fast_verdicts else SAME})
+    return flips
+
+
+def _metric_rows(out: Comparison, a: pl.DataFrame, b: pl.DataFrame, tasks: pl.DataFrame, ps: list[float],
+                 noise: dict[str, float], flips: dict[tuple[str, float], list[tuple[str, str]]]) -> None:
+    sa, sb = ({r["method"]: r for r in metrics.summary(x, tasks, ps=ps, n_boot=1, noise=noise or None).iter_rows(
+        named=True)} for x in (a, b))
+    for method in sorted(set(sa) | set(sb)):
+        for metric in ("csr", "fcr", *(metrics.fast_col(p) for p in ps)):
+            va, vb = (s.get(method, {}).get(metric) for s in (sa, sb))
+            if va is not None and vb is not None and math.isclose(va, vb, abs_tol=1e-12):
+                verdict = SAME
+            elif metric in ("csr", "fcr") or va is None or vb is None:
+                verdict = DIFFERENT
+            else:
+                p = ps[[metrics.fast_col(q) for q in ps].index(metric)]
+                found = [v for _t, v in flips.get((method, p), [])]
+                verdict = SKIPPED if not out.same_hardware else (worst(found) if found else DIFFERENT)
+            out.metrics.append({"method": method, "metric": metric, "bundle": va, "reproduced": vb, "verdict": verdict})
+            if verdict == DIFFERENT:
+                shown = "n/a" if va is None or vb is None else f"{va:.3f} -> {vb:.3f}"
+                out.differences.append(f"{method}: {metric} {shown}")

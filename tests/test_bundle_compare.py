@@ -1,0 +1,133 @@
+"""The rules of a reproduction's verdict (kit.bundle.compare) on records made here: exact compile and
+correctness, speedups within their intervals or the noise band, fast_p flips only inside the noise band, other
+hardware; the bundled config read back exactly (kit.bundle.configs); a JSONL source bundled line for line."""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+
+import pytest
+
+from kit.bundle.compare import DIFFERENT, NOISE, SAME, SKIPPED, Speedup, compare, speedup_verdict
+from kit.bundle.configs import config_toml, exact_config
+from kit.config import EvalConfig, load_config
+from kit.metrics import tasks_frame
+from kit.records import Record, Status
+from kit.shards import records_frame
+from kit.tasks import Task
+
+TASKS = tasks_frame([Task(id=t, category="unary", op_type="Exp", mechanism="atomic", split="train",
+                          mnn_op_types=["UnaryOp"], inputs=[{"name": "x", "shape": [4]}],
+                          outputs=[{"name": "y", "shape": [4]}], mnn={"files": ["a.cpp"]}) for t in ("t1", "t2")])
+PS = [0.0, 1.0]
+
+
+def rec(task: str, sample: str, status: Status, speedup: float | None = None, low: float | None = None,
+        high: float | None = None) -> Record:
+    return Record(job_id=f"{task}-{sample}", method="m", task_id=task, sample_id=sample, candidate_sha256="0" * 64,
+                  config_digest="d", status=status, speedup=speedup, speedup_ci_low=low, speedup_ci_high=high)
+
+
+def frame(*records: Record):
+    return records_frame(records)
+
+
+def test_speedup_verdicts():
+    a = Speedup(1.2, 1.1, 1.3)
+    assert speedup_verdict(a, Speedup(1.25, 1.15, 1.35)) == SAME  # each inside the other's interval
+    assert speedup_verdict(a, Speedup(1.45, 1.28, 1.6)) == NOISE  # the intervals overlap
+    assert speedup_verdict(a, Speedup(1.6, 1.5, 1.7)) == DIFFERENT
+    assert speedup_verdict(a, Speedup(1.6, 1.5, 1.7), noise_log=math.log(1.5)) == NOISE  # inside the A/A band
+
+
+def test_the_same_records_match():
+    a = frame(rec("t1", "s", Status.OK, 1.2, 1.1, 1.3), rec("t2", "s", Status.COMPILE_ERROR))
+    cmp = compare(a, a, TASKS, PS)
+    assert cmp.matches and {r["verdict"] for r in cmp.metrics} == {SAME}
+
+
+def test_a_correctness_change_is_a_difference_named_by_candidate():
+    a = frame(rec("t1", "s", Status.OK, 1.2, 1.1, 1.3), rec("t2", "s", Status.RUNTIME_CRASH))
+    b = frame(rec("t1", "s", Status.VERIFY_MISMATCH), rec("t2", "s", Status.RUNTIME_CRASH))
+    cmp = compare(a, b, TASKS, PS)
+    assert not cmp.matches
+    assert "m/t1/s: correctness correct in the bundle, verify_mismatch in the reproduction" in cmp.differences
+    assert "m: fcr 0.500 -> 0.000" in cmp.differences
+    row = next(r for r in cmp.candidates if r["task_id"] == "t1")
+    assert (row["compile"], row["correct"], row["speedup"]) == (SAME, DIFFERENT, "n/a")
+
+
+def test_a_missing_record_is_a_difference():
+    a = frame(rec("t1", "s", Status.COMPILE_ERROR), rec("t1", "k", Status.COMPILE_ERROR))
+    cmp = compare(a, frame(rec("t1", "s", Status.COMPILE_ERROR)), TASKS, PS)
+    assert cmp.differences == ["m/t1/k: compile outcome compile_error in the bundle, no record in the reproduction"]
+
+
+def test_fast_p_may_flip_only_inside_the_noise_band():
+    a = frame(rec("t1", "s", Status.OK, 1.05, 0.9, 1.2), rec("t2", "s", Status.OK, 2.0, 1.9, 2.1))
+    noisy = frame(rec("t1", "s", Status.OK, 0.95, 0.85, 1.1), rec("t2", "s", Status.OK, 2.0, 1.9, 2.1))
+    cmp = compare(a, noisy, TASKS, PS)
+    assert cmp.matches
+    metric = {r["metric"]: r["verdict"] for r in cmp.metrics}
+    assert metric["fast_1.0"] == NOISE and metric["fast_0"] == SAME
+    far = frame(rec("t1", "s", Status.OK, 0.5, 0.45, 0.55), rec("t2", "s", Status.OK, 2.0, 1.9, 2.1))
+    cmp = compare(a, far, TASKS, PS)
+    assert {r["metric"]: r["verdict"] for r in cmp.metrics}["fast_1.0"] == DIFFERENT
+    assert "m/t1/s: speedup 1.05x [0.9, 1.2] in the bundle, 0.5x [0.45, 0.55] in the reproduction" in cmp.differences
+    # the same flip is allowed where the task's A/A band covers the ratio
+    assert compare(a, far, TASKS, PS, noise={"t1": math.log(2.5)}).matches
+
+
+def test_other_hardware_compares_compile_and_correctness_only():
+    a = frame(rec("t1", "s", Status.OK, 1.05, 1.0, 1.1), rec("t2", "s", Status.OK, 2.0, 1.9, 2.1))
+    b = frame(rec("t1", "s", Status.OK, 0.3, 0.29, 0.31), rec("t2", "s", Status.OK, 2.0, 1.9, 2.1))
+    cmp = compare(a, b, TASKS, PS, same_hardware=False)
+    assert cmp.matches
+    assert {r["speedup"] for r in cmp.candidates} == {SKIPPED}
+    assert {r["metric"]: r["verdict"] for r in cmp.metrics}["fast_1.0"] == SKIPPED
+    b = frame(rec("t1", "s", Status.TIMING_FAILED), rec("t2", "s", Status.COMPILE_ERROR))
+    assert compare(a, b, TASKS, PS, same_hardware=False).differences[0].startswith("m/t2/s: compile outcome built")
+
+
+def test_the_bundled_config_reads_back_exactly(tmp_path, monkeypatch):
+    cfg = load_config(None, ["--run.dir", str(tmp_path / "r"), "--tasks.dir", str(tmp_path / "t"),
+                             "--timing.rounds", "4", "--candidates.sources",
+                             '[{"method": "a", "path": "/x"}]', "--dispatch.address", "auto"])
+    data = cfg.model_dump(mode="json")
+    monkeypatch.setenv("MKB_TIMING__ROUNDS", "7")  # a reviewer's environment changes no bundled digest
+    assert exact_config(data).digest() == cfg.digest()
+    path = tmp_path / "c.toml"
+    path.write_text(config_toml(data))
+    monkeypatch.delenv("MKB_TIMING__ROUNDS")
+    again = load_config(path)
+    assert again.model_dump(mode="json") == data and isinstance(again, EvalConfig)
+    assert tomllib.loads(path.read_text())["candidates"]["sources"] == [{"method": "a", "path": "/x"}]
+    with pytest.raises(Exception, match="timing.rounds"):
+        exact_config({**data, "timing": {**data["timing"], "rounds": 1}})
+
+
+def test_a_jsonl_source_keeps_the_lines_of_recorded_tasks_byte_for_byte(tmp_path, fixture_tasks_dir):
+    from kit.bundle.pack import copy_source
+    from kit.candidates import load_candidates
+    from kit.config import CandidateSource
+    from kit.tasks import load_suite
+
+    exp = (fixture_tasks_dir.parent / "candidates/sample/fx_exp/correct/CPUUnary.cpp").read_text()
+    lines = [json.dumps({"task_id": "fx_exp", "sample_id": "a", "files": {"CPUUnary.cpp": exp}}),
+             '  {"task_id": "fx_exp", "sample_id": "b", "response": "no code here"}  ',
+             json.dumps({"task_id": "fx_sub", "sample_id": "a", "files": {"CPUBinary.cpp": "int x;"}}), ""]
+    src = tmp_path / "m.jsonl"
+    src.write_text("\n".join(lines))
+    records = frame(rec("fx_exp", "a", Status.OK), rec("fx_exp", "b", Status.REJECTED_INPUT))
+    root = tmp_path / "root"
+    entry = copy_source({"method": "m", "path": str(src)}, records, root)
+    copied = root / entry.path
+    assert copied.read_text().splitlines() == lines[:2]  # fx_sub has no record here: left out; spaces kept
+    tasks = {t.id: t for t in load_suite(fixture_tasks_dir)}
+    sha = {(c.task_id, c.sample_id): c.sha256 for c in load_candidates(CandidateSource(method="m", path=src), tasks,
+                                                                         1 << 20)}
+    again = {(c.task_id, c.sample_id): c.sha256 for c in load_candidates(CandidateSource(method="m", path=copied),
+                                                                           tasks, 1 << 20)}
+    assert again == {k: v for k, v in sha.items() if k[0] == "fx_exp"} and len(again) == 2
