@@ -132,7 +132,6 @@ def _exec(host: str, container: str, workdir: str, pidfile: str, argv: list[str]
 
 def _reap(host: str, owner: int, container: str, volumes: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a ^C of the kit's terminal is not the owner's end
-    os.setsid()
     while True:
         try:
             os.kill(owner, 0)
