@@ -104,8 +104,10 @@ def _records(run_dir: Path) -> pl.DataFrame:
 
 
 def _statuses(run_dir: Path) -> dict[str, str]:
+    # keyed by task and sample: the job ids differ (container.mode is in the config digest they cover)
     df = _records(run_dir)
-    return dict(zip(df["job_id"].to_list(), df["status"].to_list(), strict=True))
+    keys = [f"{t}/{s}" for t, s in zip(df["task_id"].to_list(), df["sample_id"].to_list(), strict=True)]
+    return dict(zip(keys, df["status"].to_list(), strict=True))
 
 
 def test_fixture_samples_give_the_host_statuses_in_the_container(tmp_path, kit_image, lock_of,

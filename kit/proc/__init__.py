@@ -35,6 +35,7 @@ from __future__ import annotations
 # (e.g. kit.proc.pipes.PIPE_GRACE_S, kit.proc.spawn._track_dir), not here.
 from kit.proc.command import Waiting, run, start
 from kit.proc.container import Target as ContainerTarget
+from kit.proc.container import command_pid
 from kit.proc.container import current as current_container
 from kit.proc.container import use as use_container
 from kit.proc.pause import PAUSE_POLL_S, Pausable, pausable
@@ -45,6 +46,7 @@ from kit.proc.sessions import kill_pipe_holders, kill_session, process_start, se
 from kit.proc.spawn import BASE_ENV_KEYS, base_env, track_children, which
 
 __all__ = [
+    "command_pid",
     "BASE_ENV_KEYS",
     "ContainerTarget",
     "PAUSE_POLL_S",

@@ -96,3 +96,10 @@ def linked_sessions(sid: int) -> list[int]:
         return [int(path.read_text())]
     except (OSError, ValueError):
         return []
+
+
+def command_pid(pid: int) -> int:
+    """The host pid of the command a process ``pid`` of ours runs: the command behind a container bridge (its
+    affinity, limits and state are that process's, not the bridge's), else ``pid`` itself."""
+    inner = linked_sessions(pid)
+    return inner[0] if inner else pid
