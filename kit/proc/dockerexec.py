@@ -145,10 +145,15 @@ def _reap(host: str, owner: int, container: str, volumes: list[str]) -> int:
     except Exception:  # noqa: BLE001 - gone already (the owner removed it)
         pass
     for v in volumes:
-        try:
-            c.api.remove_volume(v, force=True)
-        except Exception:  # noqa: BLE001 - gone already
-            pass
+        # the daemon may still be removing the container that uses the volume ("volume is in use"): retry
+        for _ in range(60):
+            try:
+                c.api.remove_volume(v, force=True)
+                break
+            except Exception as exc:  # noqa: BLE001 - gone already, or still in use
+                if "in use" not in str(exc):
+                    break
+                time.sleep(0.5)
     return 0
 
 
