@@ -31,6 +31,7 @@ from kit.settings.base import (
     MNN_VERSION,
     fields_error,
 )
+from kit.settings.container import ContainerSection
 from kit.settings.sections import (
     RAY_PREDEFINED_RESOURCES,
     BuildSection,
@@ -49,7 +50,7 @@ from kit.settings.sections import (
 from kit.target import DEFAULT_ARCH, Target, make_target
 
 #: re-exported: the sections and constants are read from ``kit.config`` throughout the kit
-__all__ = ["BuildSection", "CandidateSource", "CandidatesSection", "ConfigError", "DEFAULT_CACHE_DIR",
+__all__ = ["BuildSection", "CandidateSource", "CandidatesSection", "ConfigError", "ContainerSection", "DEFAULT_CACHE_DIR",
            "DispatchSection", "EvalConfig", "MNN_TARBALL_URL", "MNN_TREE_SHA256", "MNN_VERSION", "MnnSection",
            "RAY_PREDEFINED_RESOURCES", "ReportSection", "RunSection", "SandboxSection", "TargetSection",
            "TasksSection", "TimingSection", "VerifySection", "load_config"]
@@ -82,6 +83,7 @@ class EvalConfig(BaseSettings):
     dispatch: DispatchSection = DispatchSection()
     report: ReportSection = ReportSection()
     target: TargetSection = TargetSection()
+    container: ContainerSection = ContainerSection()
 
     @model_validator(mode="after")
     def _check(self) -> EvalConfig:
@@ -139,6 +141,9 @@ class EvalConfig(BaseSettings):
         if t.arch != DEFAULT_ARCH or t.cross:
             payload["target"] = {"arch": t.arch, "fp16": t.fp16, "build_mode": t.build_mode,
                                  "timing_device": "qemu" if t.emulated else "host"}
+        if self.container.mode != "host":
+            # another toolchain (the image's): only then, so the digests of host runs stay what they were
+            payload["container"] = {"mode": self.container.mode}
         return payload
 
     def digest(self) -> str:
@@ -156,7 +161,8 @@ class EvalConfig(BaseSettings):
 # slot set only inside load_config() keeps EvalConfig() itself free of argv parsing.
 _CLI_ARGS: dict[str, Sequence[str]] = {}
 
-_PATH_FIELDS = {("run", "dir"), ("tasks", "dir"), ("mnn", "source_dir"), ("mnn", "cache_dir")}
+_PATH_FIELDS = {("run", "dir"), ("tasks", "dir"), ("mnn", "source_dir"), ("mnn", "cache_dir"),
+                ("container", "lock_file")}
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -124,6 +124,8 @@ class Where:
     worker: str = ""
     mnn_version: str = ""
     sandboxed: bool = False
+    #: the id of the image the commands ran in (``container.mode = "docker"``; "": on the host)
+    image_id: str = ""
     started_at: str = ""
     timing_worker: str = ""
     timing_host: str = ""

@@ -28,7 +28,7 @@ FILE = "provenance.json"
 #: keys that must agree between the sessions of one run for its numbers to be comparable
 SESSION_KEYS: tuple[str, ...] = (
     "config_digest", "mnn_version", "mnn_tree_digest", "engine", "compiler", "cpu_model", "arch", "threads",
-    "precision", "python",
+    "precision", "python", "container",
 )
 
 
@@ -70,6 +70,8 @@ def collect(cfg: EvalConfig, worker: Worker | None) -> dict[str, Any]:
         "host": fingerprint(),
         "kit": kit_facts(),
         "onnxruntime": onnxruntime_version(),
+        # where the commands ran: {"mode": "host"} or the image (kit.images.container.ImageCheck.provenance)
+        "container": worker.container.image.provenance() if worker and worker.container else {"mode": "host"},
     }
 
 

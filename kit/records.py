@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 #: 2: stage times, timing rounds and conditions, invocation digests, flags, trial threads; 3: the target
 #: (``target_arch``, ``build_mode``, ``timing_device``)
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4  # 4: image_id
 
 
 class Status(enum.StrEnum):
@@ -184,6 +184,9 @@ class Record(BaseModel):
     host: str = ""
     #: the commands that compiled and ran the candidate ran in the sandbox (bubblewrap); False: rlimits only
     sandboxed: bool = False
+    #: the Docker image id (``sha256:...``) the build, verification and timing commands ran in
+    #: (``container.mode = "docker"``); "": they ran on the host
+    image_id: str = ""
     worker: str = ""  # the worker that built (and verified) the candidate
     timing_worker: str = ""  # the timing worker, when timing ran on another node (dispatch.build_resource)
     timing_host: str = ""

@@ -23,6 +23,7 @@ from kit import hostinfo, proc, sandbox
 from kit.artefacts import Bundle
 from kit.config import ConfigError, EvalConfig, MnnSection
 from kit.gate import NodeGate
+from kit.images import container as icontainer
 from kit.mnn import build as mbuild
 from kit.mnn import toolchain
 from kit.mnn.native import Native, build_pristine, ensure_native, install_shipped, workspace_lib_dir
@@ -155,11 +156,24 @@ def policies(cfg: EvalConfig) -> tuple[sandbox.Policy, sandbox.Policy]:
     ``verify.memory_limit_mb`` (set apart, as ``RunSettings.memory_limit_bytes``) and ``run_cpu_s``; both
     ``file_mb``, ``open_files`` and ``processes``."""
     s = cfg.sandbox
-    enabled = sandbox.resolve(s.mode)
+    enabled = sandbox.resolve(s.mode) if cfg.container.mode == "host" else _container_sandbox(s.mode)
     common = dict(file_bytes=s.file_mb << 20, open_files=s.open_files, processes=s.processes)
     build = sandbox.Policy(enabled, sandbox.Limits(memory_bytes=s.build_memory_mb << 20, **common), s.tmp_mb << 20)
     run = sandbox.Policy(enabled, sandbox.Limits(cpu_s=s.run_cpu_s, **common), s.tmp_mb << 20)
     return build, run
+
+
+def _container_sandbox(mode: str) -> bool:
+    """In ``container.mode = "docker"`` the container is the sandbox, bubblewrap is not used inside
+    (:mod:`kit.images.container` says why): ``sandbox.mode = "bwrap"`` is refused.
+
+    Raises:
+        kit.sandbox.SandboxError: ``mode`` is ``bwrap``."""
+    if mode == "bwrap":
+        raise sandbox.SandboxError("sandbox.mode = \"bwrap\" with container.mode = \"docker\": bubblewrap cannot "
+                                   "make namespaces under Docker's default seccomp profile; the container is the "
+                                   "sandbox (set sandbox.mode = \"auto\" or \"none\")")
+    return False
 
 
 @dataclass(frozen=True)
@@ -190,12 +204,22 @@ class Worker:
     _native_symbols: dict[Path, screen.Symbols] = field(default_factory=dict)
     seal: Seal = field(default_factory=Seal)
     host: HostBuild | None = None
+    #: the container its commands run in (``container.mode = "docker"``; None: on the host)
+    container: icontainer.WorkerContainer | None = None
 
     def release(self) -> None:
-        """Release the workspace locks (the host's half's too)."""
+        """Remove the worker's container, release the workspace locks (the host's half's too)."""
+        if self.container is not None:
+            self.container.remove()
+            self.container = None
         self.workspace.release()
         if self.host is not None:
             self.host.workspace.release()
+
+    @property
+    def image_id(self) -> str:
+        """The image id its commands run in ("" on the host)."""
+        return self.container.image.id if self.container is not None else ""
 
     @cached_property
     def scratch(self) -> Path:
@@ -381,17 +405,48 @@ def setup_worker(cfg: EvalConfig, index: int | None = None, name: str | None = N
         kit.target.TargetError: a cross target's compilers or emulator are missing.
     """
     target = cfg.target_info()
-    toolchain.check_tools(target)
     pristine = ensure_pristine(cfg.mnn)
     ws = _locked(workspace_base(cfg.mnn, pristine, target), pristine, index)
-    gate = NodeGate(cfg.mnn.cache_dir / "node.lock")
-    opts = job_settings(cfg).build
-    host = None
-    if target.cross:
-        host_ws = _locked(workspace_base(cfg.mnn, pristine), pristine, None)
-        host = HostBuild(host_ws, _prepared(cfg, host_ws, opts.host(), pristine, gate))
-    native = _prepared(cfg, ws, opts, pristine, gate)
-    return Worker(cfg, ws, native, name=name or ws.root.name, mnn_version=cfg.mnn.version, gate=gate, host=host)
+    box = None
+    try:
+        box = start_container(cfg, name or ws.root.name)
+        toolchain.check_tools(target)
+        gate = NodeGate(cfg.mnn.cache_dir / "node.lock")
+        opts = job_settings(cfg).build
+        host = None
+        if target.cross:
+            host_ws = _locked(workspace_base(cfg.mnn, pristine), pristine, None)
+            host = HostBuild(host_ws, _prepared(cfg, host_ws, opts.host(), pristine, gate))
+        native = _prepared(cfg, ws, opts, pristine, gate)
+    except BaseException:
+        if box is not None:
+            box.remove()
+        ws.release()
+        raise
+    return Worker(cfg, ws, native, name=name or ws.root.name, mnn_version=cfg.mnn.version, gate=gate, host=host,
+                  container=box)
+
+
+def start_container(cfg: EvalConfig, name: str) -> icontainer.WorkerContainer | None:
+    """``container.mode = "docker"``: the worker's container (image checked against the lock), active for this
+    process's commands from now on; None on the host.
+
+    Raises:
+        kit.images.ImageError: no daemon, no image, an image the lock does not pin (unless allowed), or the
+            container does not start."""
+    c = cfg.container
+    if c.mode == "host":
+        return None
+    check = icontainer.check_image(c.image, c.docker_host, c.lock_file, c.allow_image_mismatch)
+    ro = [cfg.tasks.dir, Path(proc.__file__).parents[1], *c.ro_paths]
+    ro += [s.path if s.path.is_dir() else s.path.parent for s in cfg.candidates.sources]
+    box = icontainer.start_worker_container(
+        image=check, cache_dir=cfg.mnn.cache_dir, ro_paths=ro, run=cfg.run.dir.name, worker=name,
+        docker_host=c.docker_host, cpus=c.cpus, memory_mb=c.memory_mb, pids=c.pids, tmp_mb=c.tmp_mb,
+        start_timeout_s=c.start_timeout_s)
+    log.info("worker %s: container %s of %s started in %.1f s", name, box.volume, check.image, box.start_s)
+    box.activate()
+    return box
 
 
 def setup_timer(cfg: EvalConfig, index: int, name: str, native_key: str, native: Bundle) -> Timer:

@@ -163,11 +163,12 @@ def _copy_tasks(tasks: list[Task], root: Path) -> dict[str, TaskEntry]:
 
 
 def environment(prov: dict[str, Any], records: pl.DataFrame) -> dict[str, Any]:
-    """What the run ran with (manifest ``environment``), from its provenance; ``image_digest`` from the
-    provenance's ``image_digest`` or the records' column of that name where the run ran in an image, else None."""
-    image = prov.get("image_digest")
-    if image is None and "image_digest" in records.columns:
-        found = [d for d in records["image_digest"].unique().to_list() if d]
+    """What the run ran with (manifest ``environment``), from its provenance; ``image_digest``: the image id
+    the run's commands ran in (provenance ``container.image_id``, else the records' ``image_id`` column;
+    several ids: their sorted list), None where they ran on the host."""
+    image = (prov.get("container") or {}).get("image_id") or None
+    if image is None and "image_id" in records.columns:
+        found = [d for d in records["image_id"].unique().to_list() if d]
         image = found[0] if len(found) == 1 else (sorted(found) or None)
     return {
         "mnn_version": prov.get("mnn_version"), "mnn_tree_digest": prov.get("mnn_tree_digest"),

@@ -89,6 +89,9 @@ def local_config(m: Manifest, root: Path, run_dir: Path, tasks_dir: Path) -> dic
         src["path"] = str(paths.get(src["method"], root / CANDIDATES / src["method"]))
     for key in ("source_dir", "cache_dir"):
         data["mnn"].pop(key, None)
+    # the container's host-side paths and daemon are this machine's (the image itself is checked by its lock)
+    for key in ("lock_file", "docker_host", "ro_paths"):
+        data.get("container", {}).pop(key, None)
     return data
 
 

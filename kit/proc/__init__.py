@@ -28,11 +28,16 @@ on 2 cores).  Where the two tools are missing, a preexec_fn sets the same.
 
 from __future__ import annotations
 
-# The modules, lowest first: result, sessions and pause import nothing of the kit; spawn imports sessions;
+# The modules, lowest first: result, container and pause import nothing of the kit; sessions imports
+# container; spawn imports sessions and container;
 # pipes imports sessions and pause; command imports all of them.  What is re-exported here is bound once:
 # to change a constant or a module's state (a test's monkeypatch), set it on the module that defines it
 # (e.g. kit.proc.pipes.PIPE_GRACE_S, kit.proc.spawn._track_dir), not here.
 from kit.proc.command import Waiting, run, start
+from kit.proc.container import Target as ContainerTarget
+from kit.proc.container import command_pid
+from kit.proc.container import current as current_container
+from kit.proc.container import use as use_container
 from kit.proc.pause import PAUSE_POLL_S, Pausable, pausable
 from kit.proc.pipes import PIPE_GRACE_S
 from kit.proc.pipes import _wait_exit as _wait_exit  # not public: the tests reach it to try both of its ways
@@ -41,7 +46,9 @@ from kit.proc.sessions import kill_pipe_holders, kill_session, process_start, se
 from kit.proc.spawn import BASE_ENV_KEYS, base_env, track_children, which
 
 __all__ = [
+    "command_pid",
     "BASE_ENV_KEYS",
+    "ContainerTarget",
     "PAUSE_POLL_S",
     "PIPE_GRACE_S",
     "Pausable",
@@ -49,6 +56,7 @@ __all__ = [
     "ProcResult",
     "Waiting",
     "base_env",
+    "current_container",
     "kill_pipe_holders",
     "kill_session",
     "pausable",
@@ -58,5 +66,6 @@ __all__ = [
     "signal_session",
     "start",
     "track_children",
+    "use_container",
     "which",
 ]

@@ -9,6 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from kit.proc import container
 from kit.proc.pause import _await_pausable, _current_hook
 from kit.proc.pipes import _kill_group, _Pipes
 from kit.proc.result import ProcResult, _result
@@ -66,6 +67,7 @@ def run(
         kill_session(proc.pid)
     finally:
         out, err = pipes.close()
+        container.unlink(proc.pid)
         if marker is not None:
             marker.unlink(missing_ok=True)
         if group is not None:
@@ -123,6 +125,7 @@ class Waiting:
         kill_session(self.proc.pid)  # the leader exited; nothing it started lingers
         self.proc.wait()
         out, err = self._pipes.close()  # stdin included
+        container.unlink(self.proc.pid)
         if self._marker is not None:
             self._marker.unlink(missing_ok=True)
         if self._group is not None:

@@ -8,6 +8,8 @@ import os
 import signal
 from collections.abc import Sequence
 
+from kit.proc import container
+
 
 def _stat(pid: int | str) -> list[str] | None:
     """The fields of /proc/<pid>/stat after the command name (state first), or None if it is gone."""
@@ -44,6 +46,8 @@ def session_members(sid: int, state: str | None = None) -> list[int]:
             continue
         if state is None or fields[0] == state:
             pids.append(int(name))
+    for inner in container.linked_sessions(sid):  # the command a container bridge runs
+        pids += session_members(inner, state)
     return pids
 
 
@@ -51,6 +55,8 @@ def signal_session(sid: int, sig: int, passes: int = 2) -> bool:
     """Send ``sig`` to every process of session ``sid`` (its leader's group, then each member found in
     /proc, ``passes`` times: a process may fork while we scan).  Returns True if any process was signalled."""
     hit = False
+    for inner in container.linked_sessions(sid):  # a container bridge's command first: it may not outlive it
+        hit = signal_session(inner, sig, passes) or hit
     try:
         os.killpg(sid, sig)
         hit = True

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from kit.proc import container
 from kit.proc.sessions import kill_session
 from kit.sandbox import Confinement, Limits, PidsGroup, prefix, process_group_for
 
@@ -78,7 +79,7 @@ def _die_with_parent(parent_pid: int) -> None:
 _PRLIMIT, _SETPRIV, _TASKSET = shutil.which("prlimit"), shutil.which("setpriv"), shutil.which("taskset")
 
 
-def _wrapper(limits: Limits, cpus: Sequence[int] = ()) -> list[str] | None:
+def _wrapper(limits: Limits, cpus: Sequence[int] = (), parent_death: bool = True) -> list[str] | None:
     """``prlimit`` (core dumps off and :class:`kit.sandbox.Limits`), ``setpriv --pdeathsig KILL`` and, with
     ``cpus``, ``taskset --cpu-list`` (util-linux), each exec'ing the next, so the command runs as the same
     direct child with the same limits, parent-death signal and CPU affinity a preexec_fn would set; None where
@@ -88,7 +89,8 @@ def _wrapper(limits: Limits, cpus: Sequence[int] = ()) -> list[str] | None:
     if cpus and _TASKSET is None:
         return None
     pin = [_TASKSET, "--cpu-list", ",".join(map(str, cpus))] if cpus else []
-    return [_PRLIMIT, *limits.prlimit_args(), "--", _SETPRIV, "--pdeathsig", "KILL", "--", *pin]
+    death = [_SETPRIV, "--pdeathsig", "KILL", "--"] if parent_death else []
+    return [_PRLIMIT, *limits.prlimit_args(), "--", *death, *pin]
 
 
 def _set_limits(limits: Limits) -> None:
@@ -138,10 +140,25 @@ def _spawn(
     popen_args: dict = {}
     limits = confine.limits
     box = prefix(confine.view, cwd) if confine.view is not None else []
-    group = process_group_for(limits)
+    target = container.current()
+    # in a container its pids cgroup bounds the processes (a cgroup of ours would be a host path)
+    group = process_group_for(limits) if target is None else None
     enter = group.enter() if group is not None else []
-    wrapper = _wrapper(limits, cpus)
-    if wrapper is not None:
+    # no parent-death signal inside a container: a command `docker exec` starts is a child of `runc init`,
+    # which exits right after starting it, so the signal fires at random (measured: setpriv --pdeathsig KILL
+    # under docker exec, 2 of 6 `sleep 0.3` commands died of SIGKILL, 0 of 3 without it).  The bridge's
+    # session link and the container's reaper end what a dead worker leaves instead.
+    wrapper = _wrapper(limits, cpus, parent_death=target is None)
+    pidfile = None
+    if target is not None:
+        # the same command line, run inside the container by the bridge (kit.proc.container)
+        _check_program(args[0], environment, cwd)
+        command, pidfile = container.bridge_argv(target, (wrapper or []) + box + args, cwd)
+        if cpus and _TASKSET is not None:
+            # the bridge on the command's cores too: the timing stage reads a run's affinity from its pid
+            command = [_TASKSET, "--cpu-list", ",".join(map(str, cpus)), *command]
+        cwd = None  # the bridge's own; the command's is the exec's working directory
+    elif wrapper is not None:
         # limits and the parent-death signal set by exec'd helpers: without a preexec_fn, Popen can vfork
         # (measured: ~1-3 ms per command instead of ~17 ms for a fork of a worker process with ray, polars
         # and onnxruntime loaded)
@@ -175,6 +192,8 @@ def _spawn(
         if group is not None:
             group.release()
         raise
+    if pidfile is not None:
+        container.link(proc.pid, pidfile)
     marker = _track_dir / str(proc.pid) if _track_dir is not None else None
     if marker is not None:
         marker.touch()

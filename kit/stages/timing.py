@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kit import hostinfo
+from kit import hostinfo, proc
 from kit.inputs import make_inputs
 from kit.mnn import runner as mrunner
 from kit.outcomes import StageFailure, TimingOutcome
@@ -220,7 +220,7 @@ def check_symmetric(plan: list[tuple[str, int]], started: list[mrunner.StartedRu
     digests: dict[str, set[str]] = {}
     for (who, _), run in zip(plan, started):
         digests.setdefault(who, set()).add(run.invocation_sha256)
-        allowed = hostinfo.allowed_cores(run.waiting.pid) if cores else None
+        allowed = hostinfo.allowed_cores(proc.command_pid(run.waiting.pid)) if cores else None
         if allowed is not None and sorted(allowed) != sorted(cores):
             raise AsymmetricTiming(f"the {who} runner (pid {run.waiting.pid}) may run on cores {list(allowed)}, "
                                    f"not only the timing cores {list(cores)}")
