@@ -237,6 +237,7 @@ def _report_tasks_dir(args: argparse.Namespace) -> Path:
 def _user_errors() -> tuple[type[BaseException], ...]:
     """Errors that mean "fix your input or setup": printed without a traceback, exit code 2."""
     from kit.candidates import CandidateSourceError
+    from kit.devices.errors import DeviceError
     from kit.metrics import MetricsError
     from kit.mnn.native import NativeBuildError
     from kit.mnn.source import SourceError
@@ -248,7 +249,7 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 
     errors: tuple[type[BaseException], ...] = (
         TaskError, CandidateSourceError, SourceError, NativeBuildError, PromptError, ProvenanceError,
-        ReportError, MetricsError, ShardError, FileNotFoundError)
+        ReportError, MetricsError, ShardError, FileNotFoundError, DeviceError)
     dispatch = sys.modules.get("kit.dispatch")  # only a run that imported it (and Ray) can raise its error
     if dispatch is not None:
         errors += (dispatch.DispatchError,)

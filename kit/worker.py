@@ -22,6 +22,7 @@ from pathlib import Path
 from kit import hostinfo, proc, sandbox
 from kit.artefacts import Bundle
 from kit.config import ConfigError, EvalConfig, MnnSection
+from kit.devices.session import DeviceSession
 from kit.gate import NodeGate
 from kit.mnn import build as mbuild
 from kit.mnn import toolchain
@@ -149,6 +150,12 @@ def pin_timing(opts: TimingOptions, cfg: EvalConfig) -> TimingOptions:
     return replace(opts, run=replace(opts.run, cpus=cores))
 
 
+def device_timing(opts: TimingOptions, device: DeviceSession) -> TimingOptions:
+    """``opts`` for runs on the adb ``device``: pinned to its timing cores, run there natively (no emulator, no
+    emulator's thread), launched by the device's session."""
+    return replace(opts, run=replace(opts.run, cpus=device.cores, emulator=(), extra_threads=0, launcher=device))
+
+
 def policies(cfg: EvalConfig) -> tuple[sandbox.Policy, sandbox.Policy]:
     """How builds, and runs of the runner and the converter, are confined (``[sandbox]``): both in bubblewrap
     where :func:`kit.sandbox.resolve` says so; a compiler's address space ``build_memory_mb``, a run's
@@ -190,12 +197,16 @@ class Worker:
     _native_symbols: dict[Path, screen.Symbols] = field(default_factory=dict)
     seal: Seal = field(default_factory=Seal)
     host: HostBuild | None = None
+    #: the adb device that times this worker's jobs (None: this node times)
+    device: DeviceSession | None = None
 
     def release(self) -> None:
-        """Release the workspace locks (the host's half's too)."""
+        """Release the workspace locks (the host's half's too) and the device's folder."""
         self.workspace.release()
         if self.host is not None:
             self.host.workspace.release()
+        if self.device is not None:
+            self.device.close()
 
     @cached_property
     def scratch(self) -> Path:
@@ -218,7 +229,9 @@ class Worker:
     @cached_property
     def timing(self) -> TimingOptions:
         """The timing options, pinned to this node's timing cores (:func:`pin_timing`; resolved when the worker
-        first times)."""
+        first times), or to the adb device's (:func:`device_timing`)."""
+        if self.device is not None:
+            return device_timing(self.settings.timing, self.device)
         return pin_timing(self.settings.timing, self.cfg)
 
     @property
@@ -379,6 +392,7 @@ def setup_worker(cfg: EvalConfig, index: int | None = None, name: str | None = N
     Raises:
         kit.mnn.source.SourceError, kit.mnn.native.NativeBuildError: the tree cannot be had or built.
         kit.target.TargetError: a cross target's compilers or emulator are missing.
+        kit.devices.errors.DeviceError: the adb device that is to time (``[device]``) is not there or does not fit.
     """
     target = cfg.target_info()
     toolchain.check_tools(target)
@@ -391,7 +405,11 @@ def setup_worker(cfg: EvalConfig, index: int | None = None, name: str | None = N
         host_ws = _locked(workspace_base(cfg.mnn, pristine), pristine, None)
         host = HostBuild(host_ws, _prepared(cfg, host_ws, opts.host(), pristine, gate))
     native = _prepared(cfg, ws, opts, pristine, gate)
-    return Worker(cfg, ws, native, name=name or ws.root.name, mnn_version=cfg.mnn.version, gate=gate, host=host)
+    device = None
+    if cfg.device.kind == "adb" and cfg.timing.enabled:
+        device = DeviceSession.open(cfg.device, cfg.timing.threads, target.arch, [native.dir], cfg.mnn.cache_dir)
+    return Worker(cfg, ws, native, name=name or ws.root.name, mnn_version=cfg.mnn.version, gate=gate, host=host,
+                  device=device)
 
 
 def setup_timer(cfg: EvalConfig, index: int, name: str, native_key: str, native: Bundle) -> Timer:
