@@ -404,10 +404,12 @@ def setup_worker(cfg: EvalConfig, index: int | None = None, name: str | None = N
     if target.cross:
         host_ws = _locked(workspace_base(cfg.mnn, pristine), pristine, None)
         host = HostBuild(host_ws, _prepared(cfg, host_ws, opts.host(), pristine, gate))
-    native = _prepared(cfg, ws, opts, pristine, gate)
     device = None
-    if cfg.device.kind == "adb" and cfg.timing.enabled:
-        device = DeviceSession.open(cfg.device, cfg.timing.threads, target.arch, [native.dir], cfg.mnn.cache_dir)
+    if cfg.device.kind == "adb" and cfg.timing.enabled:  # before the native build: a missing device stops at once
+        device = DeviceSession.open(cfg.device, cfg.timing.threads, target.arch, cfg.mnn.cache_dir)
+    native = _prepared(cfg, ws, opts, pristine, gate)
+    if device is not None:
+        device.keep = [native.dir.resolve()]
     return Worker(cfg, ws, native, name=name or ws.root.name, mnn_version=cfg.mnn.version, gate=gate, host=host,
                   device=device)
 

@@ -48,9 +48,10 @@ log = logging.getLogger("kit")
 class DeviceSession:
     """One worker's hold on the adb device of ``section`` (module docstring); open with :meth:`open`."""
 
-    def __init__(self, adb: Adb, section: DeviceSection, cores: tuple[int, ...], root: str, keep: Sequence[Path],
-                 lock_path: Path) -> None:
+    def __init__(self, adb: Adb, section: DeviceSection, cores: tuple[int, ...], root: str, lock_path: Path,
+                 keep: Sequence[Path] = ()) -> None:
         self.adb, self.section, self.cores, self.root = adb, section, cores, root
+        #: the host folders whose files are the native baseline (pushed once per session, kept there)
         self.keep = [Path(p).resolve() for p in keep]
         self.lock_path = lock_path
         self.label = f"adb:{adb.serial}"
@@ -63,9 +64,9 @@ class DeviceSession:
         self._state: DeviceState | None = None
 
     @classmethod
-    def open(cls, section: DeviceSection, threads: int, arch: str, keep: Sequence[Path], lock_dir: Path) -> DeviceSession:
-        """Check the device (ready, its ABI runs ``arch``, the timing cores), make the session's folder on it.
-        ``keep``: the host folders whose files are the native baseline (pushed once per session).
+    def open(cls, section: DeviceSection, threads: int, arch: str, lock_dir: Path) -> DeviceSession:
+        """Check the device (ready, its ABI runs ``arch``, the timing cores), make the session's folder on it
+        (the lock file of the device goes to ``lock_dir``).
 
         Raises:
             kit.devices.errors.AdbMissing, kit.devices.errors.DeviceLost: no adb, or the device is not ready.
@@ -92,7 +93,7 @@ class DeviceSession:
         lock_dir.mkdir(parents=True, exist_ok=True)
         log.info("timing on adb device %s (%s), cores %s, folder %s", section.serial,
                  raw.props.get("ro.product.model", "?"), list(cores), root)
-        return cls(adb, section, cores, root, keep, lock_dir / f"device-{_safe(section.serial)}.lock")
+        return cls(adb, section, cores, root, lock_dir / f"device-{_safe(section.serial)}.lock")
 
     # ------------------------------------------------------------------------------------------ launcher
 
