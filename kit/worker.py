@@ -153,7 +153,7 @@ def pin_timing(opts: TimingOptions, cfg: EvalConfig) -> TimingOptions:
 def device_timing(opts: TimingOptions, device: DeviceSession) -> TimingOptions:
     """``opts`` for runs on the adb ``device``: pinned to its timing cores, run there natively (no emulator, no
     emulator's thread), launched by the device's session."""
-    return replace(opts, run=replace(opts.run, cpus=device.cores, emulator=(), extra_threads=0, launcher=device))
+    return replace(opts, run=replace(opts.run, cpus=device.cores, emulator=(), extra_threads=0, remote=device))
 
 
 def policies(cfg: EvalConfig) -> tuple[sandbox.Policy, sandbox.Policy]:

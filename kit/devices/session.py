@@ -3,7 +3,7 @@
 On the device a session owns ``<device.dir>/<host>-<pid>-<token>/`` (removed by :meth:`DeviceSession.close`):
 ``b/`` the native baseline (runners and models pushed once per session, content-addressed, kept) and ``j/``
 the current job's files (its candidate's runner and model, the input sets, one folder per run; emptied after
-each job).  The session is the :class:`kit.mnn.runner.Launcher` of the timing runs (:meth:`~DeviceSession.start`,
+each job).  The session is the :class:`kit.mnn.runner.RemoteRunner` of the timing runs (:meth:`~DeviceSession.start`,
 :meth:`~DeviceSession.conditions`) and gives the timing stage its two phases:
 
 * :meth:`~DeviceSession.prepare` (the runners' start-up: files pushed, runners started up to their rendezvous)
@@ -95,16 +95,16 @@ class DeviceSession:
                  raw.props.get("ro.product.model", "?"), list(cores), root)
         return cls(adb, section, cores, root, lock_dir / f"device-{_safe(section.serial)}.lock")
 
-    # ------------------------------------------------------------------------------------------ launcher
+    # ------------------------------------------------------------------------------------------ remote runner
 
     def start(self, call: mrunner._Call) -> mrunner.StartedRun | mrunner.RunResult:
-        """:class:`kit.mnn.runner.Launcher`: start ``call`` on the device, pinned to the session's cores."""
+        """:class:`kit.mnn.runner.RemoteRunner`: start ``call`` on the device, pinned to the session's cores."""
         run_dir = f"{self.root}/j/r{self._runs}"
         self._runs += 1
         return remote.start(self.adb, call, self, run_dir, self.cores)
 
     def conditions(self, cores: tuple[int, ...]) -> dict[str, object]:
-        """:class:`kit.mnn.runner.Launcher`: the state :meth:`hold` read (governor, frequency, load, the device)."""
+        """:class:`kit.mnn.runner.RemoteRunner`: the state :meth:`hold` read (governor, frequency, load, the device)."""
         s = self._state
         if s is None:
             raise DeviceError("the device's state was not read before the timed runs (timing outside hold())")

@@ -77,10 +77,10 @@ class RunnerProtocolError(RuntimeError):
     """The runner broke its protocol (usage error, missing or malformed output files): a fault of the kit."""
 
 
-class Launcher(Protocol):
+class RemoteRunner(Protocol):
     """Runs prepared runner invocations on another machine (an Android device over adb:
     :class:`kit.devices.session.DeviceSession`) instead of this one: :func:`start_model` and :func:`run_model`
-    hand it the :class:`_Call` (argv, files and directories as prepared here) when ``RunSettings.launcher`` is
+    hand it the :class:`_Call` (argv, files and directories as prepared here) when ``RunSettings.remote`` is
     set.  Its errors are its own (:class:`kit.devices.errors.DeviceError`)."""
 
     #: names the machine in the invocation digest (the same for both sides of a timing)
@@ -196,8 +196,8 @@ class RunSettings:
     run directly); ``extra_threads``: threads the runner's thread check allows besides the engine's (the
     emulator's own, :data:`kit.mnn.toolchain.EMULATOR_THREADS`); ``runner_label``: names the runner in the
     invocation digest instead of its path, where each side has a runner of its own built the same way (a static
-    build links the side's engine into it; empty: the path); ``launcher``: the machine that runs the runner
-    (:class:`Launcher`; None: this one, through :mod:`kit.proc`).
+    build links the side's engine into it; empty: the path); ``remote``: the machine that runs the runner
+    (:class:`RemoteRunner`; None: this one, through :mod:`kit.proc`).
     """
 
     threads: int = 1
@@ -212,7 +212,7 @@ class RunSettings:
     emulator: tuple[str, ...] = ()
     extra_threads: int = 0
     runner_label: str = ""
-    launcher: Launcher | None = field(default=None, compare=False)
+    remote: RemoteRunner | None = field(default=None, compare=False)
 
 
 def run_model(
@@ -248,8 +248,8 @@ def run_model(
         RunnerProtocolError: the runner rejected its command line or wrote incomplete results.
     """
     call = _Call.prepare(runner, model, inputs, output_names, lib_dir, settings, scratch=scratch, env=env)
-    if settings.launcher is not None:
-        started = settings.launcher.start(call)
+    if settings.remote is not None:
+        started = settings.remote.start(call)
         return started.go() if isinstance(started, StartedRun) else started
     result = proc.run(call.command, cwd=call.scratch, env=call.env, timeout_s=settings.timeout_s,
                       memory_limit_bytes=settings.memory_limit_bytes, cpus=settings.cpus, confine=call.confine)
@@ -286,7 +286,7 @@ class StartedRun:
 
     def allowed_cores(self) -> tuple[int, ...] | None:
         """The cores the waiting runner may run on (None where unreadable: gone, or on another machine)."""
-        return None if self.call.settings.launcher is not None else hostinfo.allowed_cores(self.waiting.pid)
+        return None if self.call.settings.remote is not None else hostinfo.allowed_cores(self.waiting.pid)
 
 
 def start_model(
@@ -309,8 +309,8 @@ def start_model(
         what :func:`run_model` raises.
     """
     call = _Call.prepare(runner, model, inputs, output_names, lib_dir, settings, scratch=scratch, env=env)
-    if settings.launcher is not None:
-        return settings.launcher.start(call)
+    if settings.remote is not None:
+        return settings.remote.start(call)
     started = proc.start([*call.command, "--wait-go", "1"], ready_line=READY_LINE, cwd=call.scratch, env=call.env,
                          timeout_s=settings.timeout_s, memory_limit_bytes=settings.memory_limit_bytes,
                          cpus=settings.cpus, confine=call.confine)
@@ -356,7 +356,7 @@ class _Call:
             "cpus": list(self.settings.cpus),
             "policy": repr(self.settings.policy),
             **({"emulator": list(self.settings.emulator)} if self.settings.emulator else {}),
-            **({"launcher": self.settings.launcher.label} if self.settings.launcher is not None else {}),
+            **({"remote": self.settings.remote.label} if self.settings.remote is not None else {}),
         }
         return hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
 

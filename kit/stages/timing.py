@@ -16,7 +16,7 @@ and ``candidate_ms`` are the geometric means of the rounds' medians and ``speedu
 candidate_ms``), and its ``confidence`` interval ``exp(mean d_r +- t_{(1+c)/2, R-1} * sd(d_r) / sqrt(R))``
 (Student t over the R rounds; a paired t-interval on the log scale).  The runs of both sides must have the
 same invocation digest (:meth:`kit.mnn.runner._Call.invocation_sha256`), and run on exactly the timing
-cores; otherwise the timing is a harness error, not the candidate's.  With a launcher (``run.launcher``: an adb
+cores; otherwise the timing is a harness error, not the candidate's.  With a remote runner (``run.remote``: an adb
 device, :mod:`kit.devices`) the runs and the conditions (governor, frequency, load, the device's state) are the
 device's.
 
@@ -269,7 +269,7 @@ def time_candidate(
                 started.append(_started(task, runner, model, side, inputs, scratch / f"{who[0]}{r}", opts, who))
         digests = check_symmetric(plan, started, cores)
         with hold():
-            conditions = (opts.run.launcher.conditions(cores) if opts.run.launcher is not None else
+            conditions = (opts.run.remote.conditions(cores) if opts.run.remote is not None else
                           dict(governor=hostinfo.cpu_governor(cores), freq_mhz=hostinfo.cpu_freq_mhz(cores),
                                load_1m=hostinfo.load_1m()))
             for (who, r), run in zip(plan, started):
