@@ -288,6 +288,7 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     """Errors that mean "fix your input or setup": printed without a traceback, exit code 2."""
     from kit.bundle.manifest import BundleError
     from kit.candidates import CandidateSourceError
+    from kit.devices.errors import DeviceError
     from kit.metrics import MetricsError
     from kit.mnn.native import NativeBuildError
     from kit.mnn.source import SourceError
@@ -299,7 +300,7 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 
     errors: tuple[type[BaseException], ...] = (
         TaskError, CandidateSourceError, SourceError, NativeBuildError, PromptError, ProvenanceError,
-        ReportError, MetricsError, ShardError, FileNotFoundError, BundleError)
+        ReportError, MetricsError, ShardError, FileNotFoundError, BundleError, DeviceError)
     dispatch = sys.modules.get("kit.dispatch")  # only a run that imported it (and Ray) can raise its error
     if dispatch is not None:
         errors += (dispatch.DispatchError,)

@@ -32,6 +32,7 @@ from kit.settings.base import (
     fields_error,
 )
 from kit.settings.container import ContainerSection
+from kit.settings.device import DeviceSection
 from kit.settings.sections import (
     RAY_PREDEFINED_RESOURCES,
     BuildSection,
@@ -50,8 +51,9 @@ from kit.settings.sections import (
 from kit.target import DEFAULT_ARCH, Target, make_target
 
 #: re-exported: the sections and constants are read from ``kit.config`` throughout the kit
-__all__ = ["BuildSection", "CandidateSource", "CandidatesSection", "ConfigError", "ContainerSection", "DEFAULT_CACHE_DIR",
-           "DispatchSection", "EvalConfig", "MNN_TARBALL_URL", "MNN_TREE_SHA256", "MNN_VERSION", "MnnSection",
+__all__ = ["BuildSection", "CandidateSource", "CandidatesSection", "ConfigError", "ContainerSection",
+           "DEFAULT_CACHE_DIR", "DeviceSection", "DispatchSection", "EvalConfig", "MNN_TARBALL_URL", "MNN_TREE_SHA256",
+           "MNN_VERSION", "MnnSection",
            "RAY_PREDEFINED_RESOURCES", "ReportSection", "RunSection", "SandboxSection", "TargetSection",
            "TasksSection", "TimingSection", "VerifySection", "load_config"]
 
@@ -84,6 +86,7 @@ class EvalConfig(BaseSettings):
     report: ReportSection = ReportSection()
     target: TargetSection = TargetSection()
     container: ContainerSection = ContainerSection()
+    device: DeviceSection = DeviceSection()
 
     @model_validator(mode="after")
     def _check(self) -> EvalConfig:
@@ -100,7 +103,27 @@ class EvalConfig(BaseSettings):
                                 f"target.arch = {self.target.arch!r} with dispatch.build_resource: timing nodes of "
                                 "another architecture are not supported yet (cross-built jobs are verified and "
                                 "timed, emulated, on the build node)")
+        self._check_device()
         return self
+
+    def _check_device(self) -> None:
+        """An adb device times static aarch64 builds (no Android NDK: a phone runs no binary linked against
+        this host's glibc) of jobs that this node builds, on the device's own cores."""
+        if self.device.kind == "none":
+            return
+        if self.target.arch != "aarch64":
+            raise fields_error(("device.kind", "target.arch"), "device.kind = \"adb\" needs target.arch = "
+                               "\"aarch64\" (a phone runs the static aarch64 runner; an x86_64 build does not run there)")
+        if self.dispatch.timing_resource is not None:
+            raise fields_error(("device.kind", "dispatch.timing_resource"), "device.kind = \"adb\" times on the "
+                               "device attached to the node that builds: unset dispatch.timing_resource")
+        if self.timing.cores:
+            raise fields_error(("device.kind", "timing.cores"), "timing.cores names this host's cores; with an "
+                               "adb device give the device's cores as device.cores")
+        cores = self.device.cores
+        if cores and (len(cores) != self.timing.threads or len(set(cores)) != len(cores)):
+            raise fields_error(("device.cores", "timing.threads"), f"device.cores {self.device.cores} must name "
+                               f"timing.threads = {self.timing.threads} distinct cores (or be empty: the big cores)")
 
     @classmethod
     def settings_customise_sources(
@@ -124,12 +147,14 @@ class EvalConfig(BaseSettings):
     def target_info(self) -> Target:
         """The :class:`kit.target.Target` of this config on this node (its build mode and timing device follow
         from this node's architecture and ``dispatch.timing_resource``)."""
-        return make_target(self.target.arch, self.target.fp16, self.dispatch.timing_resource)
+        return make_target(self.target.arch, self.target.fp16, self.dispatch.timing_resource,
+                           device=self.device.serial if self.device.kind == "adb" else None)
 
     def digest_payload(self) -> dict[str, Any]:
         """The settings :meth:`digest` covers, as ``{section: {key: value}}`` (JSON types).  ``target`` (the
         architecture, fp16, build mode and timing device) is there unless it is the default x86_64 host built
-        natively and timed here, so the digests of configs older than the section stay what they were."""
+        natively and timed here, so the digests of configs older than the section stay what they were; so is
+        ``device`` (the adb device and how it is held) when one times."""
         payload = {
             "mnn": self.mnn.model_dump(mode="json", include={"version", "tree_sha256", "engine", "cmake_args"}),
             "build": {"timeout_s": self.build.timeout_s, "candidate_timeout_s": self.build.candidate_timeout_s},
@@ -144,6 +169,10 @@ class EvalConfig(BaseSettings):
         if self.container.mode != "host":
             # another toolchain (the image's): only then, so the digests of host runs stay what they were
             payload["container"] = {"mode": self.container.mode}
+        device = self.device.digest_payload()
+        if device is not None:
+            payload["target"]["timing_device"] = t.timing_device
+            payload["device"] = device
         return payload
 
     def digest(self) -> str:

@@ -146,7 +146,7 @@ def per_task(
     agg = records.group_by([*keys, "task_id"]).agg(
         n_samples=pl.len(),
         n_correct=is_correct.sum(),
-        n_harness_errors=scoring.is_retried().sum(),
+        n_harness_errors=scoring.is_harness_error().sum(),
         compiled=pl.col("status").is_in(_COMPILED).any(),
         correct=is_correct.any(),
         emulated=(is_correct & pl.col("timing_emulated").fill_null(False)).any(),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kit.records import Diagnostic, ErrorKind, Flag, Status, Trial
+from kit.records import DeviceState, Diagnostic, ErrorKind, Flag, Status, Trial
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,8 @@ class TimingOutcome:
     ``load_1m`` before the timed runs, the digest of each side's runner invocation (equal by construction:
     checked).  ``emulated``: measured under user-mode emulation (qemu); ``untimeable``: the native op time is
     below the configured minimum; ``flags``: e.g. an implausible speedup.  None of those is scored as a
-    speedup.  ``timing_s``: seconds of the whole stage."""
+    speedup.  ``timing_s``: seconds of the whole stage; ``device``: the adb device's state when one timed (its
+    governor, frequency and load are then those of ``governor``, ``freq_mhz`` and ``load_1m`` too)."""
 
     candidate_samples_ms: tuple[float, ...]
     candidate_ms: float
@@ -91,6 +92,7 @@ class TimingOutcome:
     untimeable: bool = False
     flags: tuple[Flag, ...] = ()
     timing_s: float | None = None
+    device: DeviceState | None = None
 
 
 @dataclass

@@ -29,6 +29,8 @@ from pathlib import Path
 
 from kit import artefacts
 from kit.artefacts import BuildHalf, Built
+from kit.devices.errors import DeviceError
+from kit.devices.session import DeviceSession
 from kit.gate import NodeGate
 from kit.inputs import make_inputs
 from kit.jobs import Job, job_record, now_utc, rejected_record
@@ -112,6 +114,8 @@ def _guarded(job: Job, where: Where, outcome: Outcome, body: Body, scratch_root:
     except StageFailure as f:
         outcome.add(f.partial)
         failure = f
+    except DeviceError as exc:  # only timing uses a device: built and verified, its timing failed
+        failure = StageFailure(Status.TIMING_FAILED, exc.kind, f"timing device: {exc}")
     except Exception as exc:  # noqa: BLE001 - the one place that turns exceptions into statuses
         failure = StageFailure(Status.HARNESS_ERROR, ErrorKind.INTERNAL,
                                f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-3000:]}")
@@ -168,7 +172,7 @@ def _stages(job: Job, worker: Worker, scratch: Path, out: Outcome) -> None:
         worker.check_native(native_model)
         native = (native_model, worker.native_side) if native_model is not None else None
         out.add(_time(worker.timing, task, worker.native.runner, (model, side), native,
-                      worker.native_error(task), worker.gate, scratch / "timing"))
+                      worker.native_error(task), worker.gate, scratch / "timing", device=worker.device))
         worker.stage = "verify"
         _reverify(worker.settings.verify, job, (model, side), worker.native.runner, worker.gate, scratch, out)
     finally:
@@ -239,12 +243,16 @@ def _time(
     scratch: Path,
     refs: sverify.References | None = None,
     onnx: Path | None = None,
+    device: DeviceSession | None = None,
 ) -> TimingOutcome:
     """Stage 3: time ``candidate`` against ``native``: the runners start up under the node's gate held shared,
-    their runs hold it exclusively.  Without a native side the outcome says why (``no_native_reason``).
-    ``refs``, ``onnx``: references by seed and the task's ONNX model where the task's files are not here."""
-    tr = stiming.time_candidate(task, runner, candidate, native, scratch, opts,
-                                hold=lambda: _held(gate, exclusive=True), prepare=lambda: _held(gate, exclusive=False),
+    their runs hold it exclusively; on an adb ``device`` both phases hold the device instead (this node's builds
+    go on; :class:`kit.devices.session.DeviceSession`).  Without a native side the outcome says why
+    (``no_native_reason``).  ``refs``, ``onnx``: references by seed and the task's ONNX model where the task's
+    files are not here."""
+    hold, prepare = ((device.hold, device.prepare) if device is not None else
+                     (lambda: _held(gate, exclusive=True), lambda: _held(gate, exclusive=False)))
+    tr = stiming.time_candidate(task, runner, candidate, native, scratch, opts, hold=hold, prepare=prepare,
                                 refs=refs, onnx=onnx)
     return tr if native is not None else replace(tr, no_native_reason=native_error)
 

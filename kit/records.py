@@ -12,8 +12,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 #: 2: stage times, timing rounds and conditions, invocation digests, flags, trial threads; 3: the target
-#: (``target_arch``, ``build_mode``, ``timing_device``)
-SCHEMA_VERSION = 4  # 4: image_id
+#: (``target_arch``, ``build_mode``, ``timing_device``); 4: ``image_id`` (the container image commands ran in);
+#: 5: the timing device's state (``device``)
+SCHEMA_VERSION = 5
 
 
 class Status(enum.StrEnum):
@@ -71,6 +72,11 @@ class ErrorKind(enum.StrEnum):
     # a target op type the native model executes never ran in the candidate's (its converter or geometry routed
     # around its own kernel: the outputs were right, but not its work)
     NOT_EXECUTED = "not_executed"
+    # the adb device that times the jobs disappeared, went offline or unauthorized, or stopped answering
+    # (timing_failed; a resumed run times the job again: kit.scoring)
+    DEVICE_LOST = "device_lost"
+    # the device stayed above device.max_load_pct or device.max_temp_c (timing_failed, retried as above)
+    DEVICE_BUSY = "device_busy"
 
 
 class Diagnostic(BaseModel):
@@ -103,6 +109,46 @@ class Flag(BaseModel):
     model_config = ConfigDict(frozen=True)
     code: str
     reason: str = ""
+
+
+class DeviceState(BaseModel):
+    """The timing device of a job timed on an Android phone over adb (:mod:`kit.devices`), read just before
+    its timed runs.  Empty strings and None: not readable on that device.
+
+    ``model``, ``soc`` (``ro.soc.model``, else ``ro.board.platform``), ``android_release``, ``android_sdk``,
+    ``kernel`` (``uname -r``), ``abi`` (``ro.product.cpu.abi``); ``cores``: the cores the runners were pinned to
+    (``taskset``), ``cores_max_mhz`` their ``cpuinfo_max_freq``; ``governor`` and ``freq_mhz`` (mean
+    ``scaling_cur_freq``) of those cores; ``temp_c``: the hottest CPU thermal zone (``temp_zone``; every zone
+    where none is named for the CPU), °C; ``battery_pct``, ``charging``, ``battery_temp_c`` from ``dumpsys
+    battery``; ``load_pct``: CPU busy percent over all cores from two ``/proc/stat`` reads ``load_sample_s``
+    apart, ``load_1m`` the 1-minute load average; ``cooldown_wait_s`` and ``load_wait_s``: seconds waited before
+    the runs for the cool-down (``device.cooldown_s``, ``device.max_temp_c``) and for the load to fall below
+    ``device.max_load_pct``; ``emulated``: the device says it is an emulator (``ro.kernel.qemu`` or
+    ``ro.boot.qemu``): its timings are not scored."""
+
+    model_config = ConfigDict(frozen=True)
+    serial: str
+    model: str = ""
+    soc: str = ""
+    android_release: str = ""
+    android_sdk: int | None = None
+    kernel: str = ""
+    abi: str = ""
+    cores: list[int] = Field(default_factory=list)
+    cores_max_mhz: list[float] = Field(default_factory=list)
+    governor: str = ""
+    freq_mhz: float | None = None
+    temp_c: float | None = None
+    temp_zone: str = ""
+    battery_pct: int | None = None
+    charging: bool | None = None
+    battery_temp_c: float | None = None
+    load_pct: float | None = None
+    load_sample_s: float | None = None
+    load_1m: float | None = None
+    cooldown_wait_s: float = 0.0
+    load_wait_s: float = 0.0
+    emulated: bool = False
 
 
 #: flag codes
@@ -169,7 +215,9 @@ class Record(BaseModel):
     timing_cores: list[int] = Field(default_factory=list)  # CPU cores both sides' runners were pinned to
     cpu_governor: str = ""  # cpufreq governor of those cores ("" where unreadable)
     cpu_freq_mhz: float | None = None  # their current frequency just before the timing phase
-    host_load_1m: float | None = None  # the host's 1-minute load average just before the timing phase
+    host_load_1m: float | None = None  # the timing machine's 1-minute load average just before the timing phase
+    #: the adb device that timed the job and its state (None: timed on this host or a Ray node)
+    device: DeviceState | None = None
     #: sha256 of each side's runner invocation without its model and libraries (equal: symmetric runs)
     native_invocation_sha256: str = ""
     candidate_invocation_sha256: str = ""

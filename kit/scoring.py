@@ -3,7 +3,10 @@
 
 - **Retried statuses** (:data:`RETRIED`: ``harness_error``, a fault of the kit or the machine): a resumed run
   runs such a job again, and of several records of one job any other status wins over a retried one
-  (:func:`dedupe_order`).  ``worker_lost`` is not retried: the candidate may be what kills its worker.
+  (:func:`dedupe_order`).  ``worker_lost`` is not retried: the candidate may be what kills its worker.  A
+  ``timing_failed`` of error kind ``device_lost`` or ``device_busy`` (:data:`RETRIED_TIMING_KINDS`: the adb
+  device went away or stayed too loaded or too hot, :mod:`kit.devices`) is retried too: built and verified, it
+  waits for the device, and it is no harness error (it counts as correct meanwhile).
 - **Scorable speedup** (:func:`scorable_speedup`): only a record of status ``ok`` has one, and only when its
   ``speedup`` is a positive finite ratio that was not measured under emulation (``timing_emulated``), not on
   a task whose native op time is too short to time (``timing_untimeable``), not flagged
@@ -23,10 +26,12 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from kit.records import CORRECT, IMPLAUSIBLE_SPEEDUP, Status
+from kit.records import CORRECT, IMPLAUSIBLE_SPEEDUP, ErrorKind, Status
 
 #: statuses a resumed run retries (the kit's fault, not the candidate's)
 RETRIED: frozenset[Status] = frozenset({Status.HARNESS_ERROR})
+#: error kinds of ``timing_failed`` a resumed run retries (the timing device's state, not the candidate's)
+RETRIED_TIMING_KINDS: frozenset[ErrorKind] = frozenset({ErrorKind.DEVICE_LOST, ErrorKind.DEVICE_BUSY})
 #: record columns the rules read that older frames may lack (absent reads as null: not set)
 OPTIONAL_COLUMNS: dict[str, pl.DataType] = {
     "timing_untimeable": pl.Boolean(),
@@ -44,7 +49,14 @@ def with_optional_columns(records: pl.DataFrame) -> pl.DataFrame:
 
 
 def is_retried() -> pl.Expr:
-    """Bool: the record's status is one a resumed run retries (:data:`RETRIED`)."""
+    """Bool: the record is one a resumed run retries (:data:`RETRIED`, :data:`RETRIED_TIMING_KINDS`)."""
+    device = (pl.col("status") == Status.TIMING_FAILED.value) & pl.col("error_kind").is_in(
+        [k.value for k in RETRIED_TIMING_KINDS])
+    return pl.col("status").is_in(_RETRIED) | device
+
+
+def is_harness_error() -> pl.Expr:
+    """Bool: the record's status is one of :data:`RETRIED` (the kit's fault: a failed sample in the metrics)."""
     return pl.col("status").is_in(_RETRIED)
 
 

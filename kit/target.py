@@ -9,7 +9,8 @@ user-mode emulation (Debian's ``qemu-aarch64-static``, called explicitly: no bin
 verification counts, its timings are recorded and never scored (:mod:`kit.scoring`).
 
 The **timing device** says where timing runs: ``host`` (this node, natively), ``qemu`` (this node, emulated),
-``ray:<label>`` (Ray nodes carrying a custom resource).  This module imports nothing of the kit but
+``ray:<label>`` (Ray nodes carrying a custom resource), ``adb:<serial>`` (an Android device over adb,
+:mod:`kit.devices`; verification still runs here, under qemu for a cross build).  This module imports nothing of the kit but
 :mod:`kit.hostinfo`.
 """
 
@@ -36,12 +37,13 @@ class TargetError(Exception):
 class Target:
     """``arch``: the architecture jobs are built for; ``host_arch``: this node's; ``fp16``: ARMv8.2 half-precision
     arithmetic compiled in (aarch64 only; MNN's ``MNN_ARM82``); ``timing_resource``: the Ray resource of the
-    timing nodes (None: this node times)."""
+    timing nodes (None: this node times); ``device``: the serial of the adb device that times (None: none)."""
 
     arch: str = DEFAULT_ARCH
     host_arch: str = DEFAULT_ARCH
     fp16: bool = False
     timing_resource: str | None = None
+    device: str | None = None
 
     @property
     def cross(self) -> bool:
@@ -55,12 +57,15 @@ class Target:
 
     @property
     def emulated(self) -> bool:
-        """This node runs the target's binaries under user-mode emulation (a cross build timed here)."""
+        """This node runs the target's binaries under user-mode emulation (a cross build verified here, and
+        timed here unless a device times it)."""
         return self.cross and self.timing_resource is None
 
     @property
     def timing_device(self) -> str:
-        """``host``, ``qemu`` or ``ray:<label>`` (module docstring)."""
+        """``host``, ``qemu``, ``ray:<label>`` or ``adb:<serial>`` (module docstring)."""
+        if self.device is not None:
+            return f"adb:{self.device}"
         if self.timing_resource is not None:
             return f"ray:{self.timing_resource}"
         return "qemu" if self.emulated else "host"
@@ -87,6 +92,8 @@ class Target:
 
 
 def make_target(arch: str = DEFAULT_ARCH, fp16: bool = False, timing_resource: str | None = None,
-                host_arch: str | None = None) -> Target:
-    """The :class:`Target` for ``arch`` on this node (``host_arch``: :func:`kit.hostinfo.host_arch` unless given)."""
-    return Target(arch=arch, host_arch=host_arch or hostinfo.host_arch(), fp16=fp16, timing_resource=timing_resource)
+                host_arch: str | None = None, device: str | None = None) -> Target:
+    """The :class:`Target` for ``arch`` on this node (``host_arch``: :func:`kit.hostinfo.host_arch` unless given;
+    ``device``: the serial of the adb device that times)."""
+    return Target(arch=arch, host_arch=host_arch or hostinfo.host_arch(), fp16=fp16, timing_resource=timing_resource,
+                  device=device)

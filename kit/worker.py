@@ -22,6 +22,7 @@ from pathlib import Path
 from kit import hostinfo, proc, sandbox
 from kit.artefacts import Bundle
 from kit.config import ConfigError, EvalConfig, MnnSection
+from kit.devices.session import DeviceSession
 from kit.gate import NodeGate
 from kit.images import container as icontainer
 from kit.mnn import build as mbuild
@@ -150,6 +151,12 @@ def pin_timing(opts: TimingOptions, cfg: EvalConfig) -> TimingOptions:
     return replace(opts, run=replace(opts.run, cpus=cores))
 
 
+def device_timing(opts: TimingOptions, device: DeviceSession) -> TimingOptions:
+    """``opts`` for runs on the adb ``device``: pinned to its timing cores, run there natively (no emulator, no
+    emulator's thread), launched by the device's session."""
+    return replace(opts, run=replace(opts.run, cpus=device.cores, emulator=(), extra_threads=0, remote=device))
+
+
 def policies(cfg: EvalConfig) -> tuple[sandbox.Policy, sandbox.Policy]:
     """How builds, and runs of the runner and the converter, are confined (``[sandbox]``): both in bubblewrap
     where :func:`kit.sandbox.resolve` says so; a compiler's address space ``build_memory_mb``, a run's
@@ -206,15 +213,20 @@ class Worker:
     host: HostBuild | None = None
     #: the container its commands run in (``container.mode = "docker"``; None: on the host)
     container: icontainer.WorkerContainer | None = None
+    #: the adb device that times this worker's jobs (None: this node times)
+    device: DeviceSession | None = None
 
     def release(self) -> None:
-        """Remove the worker's container, release the workspace locks (the host's half's too)."""
+        """Remove the worker's container, release the workspace locks (the host's half's too) and the device's
+        folder."""
         if self.container is not None:
             self.container.remove()
             self.container = None
         self.workspace.release()
         if self.host is not None:
             self.host.workspace.release()
+        if self.device is not None:
+            self.device.close()
 
     @property
     def image_id(self) -> str:
@@ -242,7 +254,9 @@ class Worker:
     @cached_property
     def timing(self) -> TimingOptions:
         """The timing options, pinned to this node's timing cores (:func:`pin_timing`; resolved when the worker
-        first times)."""
+        first times), or to the adb device's (:func:`device_timing`)."""
+        if self.device is not None:
+            return device_timing(self.settings.timing, self.device)
         return pin_timing(self.settings.timing, self.cfg)
 
     @property
@@ -403,11 +417,12 @@ def setup_worker(cfg: EvalConfig, index: int | None = None, name: str | None = N
     Raises:
         kit.mnn.source.SourceError, kit.mnn.native.NativeBuildError: the tree cannot be had or built.
         kit.target.TargetError: a cross target's compilers or emulator are missing.
+        kit.devices.errors.DeviceError: the adb device that is to time (``[device]``) is not there or does not fit.
     """
     target = cfg.target_info()
     pristine = ensure_pristine(cfg.mnn)
     ws = _locked(workspace_base(cfg.mnn, pristine, target), pristine, index)
-    box = None
+    box = device = None
     try:
         box = start_container(cfg, name or ws.root.name)
         toolchain.check_tools(target)
@@ -417,14 +432,20 @@ def setup_worker(cfg: EvalConfig, index: int | None = None, name: str | None = N
         if target.cross:
             host_ws = _locked(workspace_base(cfg.mnn, pristine), pristine, None)
             host = HostBuild(host_ws, _prepared(cfg, host_ws, opts.host(), pristine, gate))
+        if cfg.device.kind == "adb" and cfg.timing.enabled:  # before the native build: a missing device stops at once
+            device = DeviceSession.open(cfg.device, cfg.timing.threads, target.arch, cfg.mnn.cache_dir)
         native = _prepared(cfg, ws, opts, pristine, gate)
+        if device is not None:
+            device.keep = [native.dir.resolve()]
     except BaseException:
+        if device is not None:
+            device.close()
         if box is not None:
             box.remove()
         ws.release()
         raise
     return Worker(cfg, ws, native, name=name or ws.root.name, mnn_version=cfg.mnn.version, gate=gate, host=host,
-                  container=box)
+                  container=box, device=device)
 
 
 def start_container(cfg: EvalConfig, name: str) -> icontainer.WorkerContainer | None:

@@ -147,7 +147,10 @@ def test_asymmetric_runs_are_refused():
     from types import SimpleNamespace
 
     def run(sha: str):
-        return SimpleNamespace(invocation_sha256=sha, waiting=SimpleNamespace(pid=os.getpid()))
+        from kit.hostinfo import allowed_cores
+
+        return SimpleNamespace(invocation_sha256=sha, waiting=SimpleNamespace(pid=os.getpid()),
+                               allowed_cores=lambda: allowed_cores(os.getpid()))
 
     plan = [("native", 0), ("candidate", 0), ("candidate", 1), ("native", 1)]
     assert st.check_symmetric(plan, [run("a")] * 4, ()) == {"native": "a", "candidate": "a"}

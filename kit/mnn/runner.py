@@ -49,10 +49,11 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
-from kit import proc, sandbox, tensorio
+from kit import hostinfo, proc, sandbox, tensorio
 from kit.mnn.runner_build import (
     CXX_FLAGS,
     RUNNER_FILES,
@@ -83,6 +84,26 @@ Inputs = Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]]
 
 class RunnerProtocolError(RuntimeError):
     """The runner broke its protocol (usage error, missing or malformed output files): a fault of the kit."""
+
+
+class RemoteRunner(Protocol):
+    """Runs prepared runner invocations on another machine (an Android device over adb:
+    :class:`kit.devices.session.DeviceSession`) instead of this one: :func:`start_model` and :func:`run_model`
+    hand it the :class:`_Call` (argv, files and directories as prepared here) when ``RunSettings.remote`` is
+    set.  Its errors are its own (:class:`kit.devices.errors.DeviceError`)."""
+
+    #: names the machine in the invocation digest (the same for both sides of a timing)
+    label: str
+
+    def start(self, call: _Call) -> StartedRun | RunResult:
+        """As :func:`start_model` for the prepared ``call``, on that machine."""
+        ...
+
+    def conditions(self, cores: tuple[int, ...]) -> dict[str, object]:
+        """The conditions of a timing phase on that machine, read inside it: the
+        :class:`kit.outcomes.TimingOutcome` fields ``governor``, ``freq_mhz``, ``load_1m``, ``device`` and
+        ``emulated``."""
+        ...
 
 
 # ---------------------------------------------------------------------------------------------- run
@@ -208,7 +229,8 @@ class RunSettings:
     run directly); ``extra_threads``: threads the runner's thread check allows besides the engine's (the
     emulator's own, :data:`kit.mnn.toolchain.EMULATOR_THREADS`); ``runner_label``: names the runner in the
     invocation digest instead of its path, where each side has a runner of its own built the same way (a static
-    build links the side's engine into it; empty: the path).
+    build links the side's engine into it; empty: the path); ``remote``: the machine that runs the runner
+    (:class:`RemoteRunner`; None: this one, through :mod:`kit.proc`).
     """
 
     threads: int = 1
@@ -224,6 +246,7 @@ class RunSettings:
     extra_threads: int = 0
     runner_label: str = ""
     checked: int = 0
+    remote: RemoteRunner | None = field(default=None, compare=False)
 
 
 def run_model(
@@ -259,6 +282,9 @@ def run_model(
         RunnerProtocolError: the runner rejected its command line or wrote incomplete results.
     """
     call = _Call.prepare(runner, model, inputs, output_names, lib_dir, settings, scratch=scratch, env=env)
+    if settings.remote is not None:
+        started = settings.remote.start(call)
+        return started.go() if isinstance(started, StartedRun) else started
     result = proc.run(call.command, cwd=call.scratch, env=call.env, timeout_s=settings.timeout_s,
                       memory_limit_bytes=settings.memory_limit_bytes, cpus=settings.cpus, confine=call.confine)
     return call.finish(result)
@@ -292,6 +318,11 @@ class StartedRun:
         """Kill the waiting runner (idempotent)."""
         self.waiting.cancel()
 
+    def allowed_cores(self) -> tuple[int, ...] | None:
+        """The cores the waiting runner may run on (None where unreadable: gone, or on another machine)."""
+        # behind a container bridge: the command's own pid (kit.proc.command_pid)
+        return None if self.call.settings.remote is not None else hostinfo.allowed_cores(proc.command_pid(self.waiting.pid))
+
 
 def start_model(
     runner: Path,
@@ -313,6 +344,8 @@ def start_model(
         what :func:`run_model` raises.
     """
     call = _Call.prepare(runner, model, inputs, output_names, lib_dir, settings, scratch=scratch, env=env)
+    if settings.remote is not None:
+        return settings.remote.start(call)
     started = proc.start([*call.command, "--wait-go", "1"], ready_line=READY_LINE, cwd=call.scratch, env=call.env,
                          timeout_s=settings.timeout_s, memory_limit_bytes=settings.memory_limit_bytes,
                          cpus=settings.cpus, confine=call.confine)
@@ -358,6 +391,7 @@ class _Call:
             "cpus": list(self.settings.cpus),
             "policy": repr(self.settings.policy),
             **({"emulator": list(self.settings.emulator)} if self.settings.emulator else {}),
+            **({"remote": self.settings.remote.label} if self.settings.remote is not None else {}),
         }
         return hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
 

@@ -16,7 +16,9 @@ and ``candidate_ms`` are the geometric means of the rounds' medians and ``speedu
 candidate_ms``), and its ``confidence`` interval ``exp(mean d_r +- t_{(1+c)/2, R-1} * sd(d_r) / sqrt(R))``
 (Student t over the R rounds; a paired t-interval on the log scale).  The runs of both sides must have the
 same invocation digest (:meth:`kit.mnn.runner._Call.invocation_sha256`), and run on exactly the timing
-cores; otherwise the timing is a harness error, not the candidate's.
+cores; otherwise the timing is a harness error, not the candidate's.  With a remote runner (``run.remote``: an adb
+device, :mod:`kit.devices`) the runs and the conditions (governor, frequency, load, the device's state) are the
+device's.
 
 Against a candidate that games the timing (the runner loads the candidate's library, so code of the candidate
 runs inside the measuring process): every run's first timed forwards run on :data:`TIMED_SETS` input sets (seeds
@@ -40,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kit import hostinfo, proc
+from kit import hostinfo
 from kit.inputs import make_inputs
 from kit.mnn import runner as mrunner
 from kit.outcomes import StageFailure, TimingOutcome
@@ -220,7 +222,7 @@ def check_symmetric(plan: list[tuple[str, int]], started: list[mrunner.StartedRu
     digests: dict[str, set[str]] = {}
     for (who, _), run in zip(plan, started):
         digests.setdefault(who, set()).add(run.invocation_sha256)
-        allowed = hostinfo.allowed_cores(proc.command_pid(run.waiting.pid)) if cores else None
+        allowed = run.allowed_cores() if cores else None
         if allowed is not None and sorted(allowed) != sorted(cores):
             raise AsymmetricTiming(f"the {who} runner (pid {run.waiting.pid}) may run on cores {list(allowed)}, "
                                    f"not only the timing cores {list(cores)}")
@@ -274,8 +276,9 @@ def time_candidate(
                 started.append(_started(task, runner, model, side, inputs, scratch / f"{who[0]}{r}", opts, who))
         digests = check_symmetric(plan, started, cores)
         with hold():
-            conditions = dict(governor=hostinfo.cpu_governor(cores), freq_mhz=hostinfo.cpu_freq_mhz(cores),
-                              load_1m=hostinfo.load_1m())
+            conditions = (opts.run.remote.conditions(cores) if opts.run.remote is not None else
+                          dict(governor=hostinfo.cpu_governor(cores), freq_mhz=hostinfo.cpu_freq_mhz(cores),
+                               load_1m=hostinfo.load_1m()))
             for (who, r), run in zip(plan, started):
                 runs[who].append(_go(run, opts, who, r))
     finally:
