@@ -13,7 +13,9 @@ REQUIREMENTS_PATH = IMAGES_DIR / "requirements.lock"
 DOCKERFILE = "kit-src/images/Dockerfile"
 ARCHES = ("amd64", "arm64")
 #: what apt installs in the image (pinned per arch by the lock's ``apt.<arch>`` table)
-APT_PACKAGES = ("python3", "python3-venv", "g++", "cmake", "ninja-build", "ccache", "ca-certificates")
+#: rsync and openssh-client: Ray's cluster launcher syncs files into a node's container with them (cluster/)
+APT_PACKAGES = ("python3", "python3-venv", "g++", "cmake", "ninja-build", "ccache", "ca-certificates", "rsync",
+                "openssh-client")
 
 
 class ImageError(Exception):
