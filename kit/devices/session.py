@@ -181,10 +181,13 @@ class DeviceSession:
         t0 = time.monotonic()
         lock.seek(0)
         last = lock.read().strip()
+        slept_s = 0.0
         if s.cooldown_s and last.replace(".", "", 1).isdigit():
-            time.sleep(max(0.0, float(last) + s.cooldown_s - time.time()))
+            slept_s = max(0.0, float(last) + s.cooldown_s - time.time())
+            time.sleep(slept_s)
         raw = read_state(self.adb)
         temp, zone = dstate.hottest(raw.zones)
+        t_hot = time.monotonic()  # the wait reported: the sleep and the temperature loop, not the first read
         while s.max_temp_c is not None and temp is not None and temp > s.max_temp_c:
             if time.monotonic() - t0 >= s.cooldown_timeout_s:
                 raise DeviceBusy(f"adb device {self.adb.serial!r}: {zone} at {temp:.1f} °C after {time.monotonic() - t0:.0f} s "
@@ -193,7 +196,7 @@ class DeviceSession:
             time.sleep(s.poll_s)
             raw = read_state(self.adb)
             temp, zone = dstate.hottest(raw.zones)
-        cooled_s, t1 = time.monotonic() - t0, time.monotonic()
+        cooled_s, t1 = slept_s + time.monotonic() - t_hot, time.monotonic()
         while True:
             time.sleep(s.load_sample_s)
             load = dstate.busy_pct(raw.stat, dstate.parse_stat(self.adb.shell(dstate.STAT_SCRIPT).stdout.strip()))

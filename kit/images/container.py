@@ -37,6 +37,7 @@ from typing import Any
 from kit.hostinfo import normalize_arch
 from kit.images.common import LOCK_PATH, ImageError
 from kit.images.lock import load_lock
+from kit.images.seed import seed_cache
 from kit.proc import container as pcontainer
 
 log = logging.getLogger("kit")
@@ -190,6 +191,7 @@ def start_worker_container(
     t0 = time.monotonic()
     ct = None
     try:
+        seed_cache(c, image.id, cache_dir)  # the image's baseline and ccache, where the paths allow
         c.volumes.create(vol, driver="local", labels=labels,
                          driver_opts={"type": "none", "o": "bind", "device": str(cache_dir)})
         volumes = {vol: {"bind": str(cache_dir), "mode": "rw"}, **_mounts(cache_dir, ro_paths)}
