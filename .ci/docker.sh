@@ -28,12 +28,14 @@ ci_kit_image() {
   key="$(cat images/Dockerfile images/requirements.lock pyproject.toml $(git ls-files kit) | sha256sum | cut -c1-16)"
   export MKB_TEST_IMAGE="mkb-kit:ci-$key"
   if docker image inspect "$MKB_TEST_IMAGE" >/dev/null 2>&1; then return 0; fi
-  docker image inspect mkb-base:bookworm-amd64 >/dev/null 2>&1 || images/make-base.sh amd64 >/dev/null
+  # (called in an `if`, where set -e does not apply: each step returns on failure)
+  docker image inspect mkb-base:bookworm-amd64 >/dev/null 2>&1 || images/make-base.sh amd64 >/dev/null || return 1
   local lock
   lock="$(mktemp)"; cp images/lock.toml "$lock"   # the repository's lock stays as it is
-  python -m kit.images --lock "$lock" base --arch amd64 >/dev/null
+  python -m kit.images --lock "$lock" base --arch amd64 >/dev/null || return 1
   cp images/requirements.lock "$(dirname "$lock")/requirements.lock"
   python -m kit.images --lock "$lock" build --arch amd64 --skip-mnn-build --tag "$MKB_TEST_IMAGE" --quiet \
-    ${CI_CA_CERT:+--ca-cert "$CI_CA_CERT"}
+    ${CI_CA_CERT:+--ca-cert "$CI_CA_CERT"} || { rm -f "$lock"; return 1; }
   rm -f "$lock"
+  docker image inspect "$MKB_TEST_IMAGE" >/dev/null
 }
