@@ -40,7 +40,8 @@ def calibrate(cfg: EvalConfig) -> int:
     try:
         root = ensure_pristine(cfg.mnn).root  # the native method's files are the tree's own
         jobs = [job_from(kcand.native_candidate(t, root), t, cfg.digest(), cfg.target_info()) for t in tasks]
-        execute(jobs, done_job_ids(run_dir), run_dir, SerialExecutor(cfg), label="calibrate")
+        # the worker runs with the calibration's run directory: its baseline-table entries name it as their source
+        execute(jobs, done_job_ids(run_dir), run_dir, SerialExecutor(cal), label="calibrate")
     finally:
         release_run_dir(run_dir)
     selected = {t.id for t in tasks}  # this selection's tasks only, not every task calibrated there before

@@ -10,6 +10,7 @@
     mkb bundle RUN_DIR [--out FILE]                             one archive of a run, for a reviewer
     mkb validate BUNDLE                                         check a bundle: hashes, records, metrics
     mkb reproduce BUNDLE [--run-dir DIR] [overrides]            run a bundle again here, compare, verdict
+    mkb baselines list [--fingerprint F] / show KEY             native op times per hardware fingerprint
 
 Options after the command's own ones are configuration overrides in dotted form, parsed by
 pydantic-settings (``--verify.trials 3``).  Exit codes: 0 success, 1 failures found (audit, check of a bad
@@ -82,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the task suite the runs were scored on (default: the first run's tasks.dir from its "
                         "provenance.json when that folder exists, else ./tasks)")
     _add_bundle(sub)
+    from kit.baselines.cli import add_parser as add_baselines
+
+    add_baselines(sub)
     return ap
 
 
@@ -204,6 +208,10 @@ def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
             return 0
         if args.cmd in ("bundle", "validate", "reproduce"):
             return _bundle(args, rest)
+        if args.cmd == "baselines":
+            from kit.baselines.cli import run as baselines
+
+            return baselines(args)
         if args.cmd == "merge":
             from kit.shards import merge
 
@@ -286,6 +294,8 @@ def _report_tasks_dir(args: argparse.Namespace) -> Path:
 
 def _user_errors() -> tuple[type[BaseException], ...]:
     """Errors that mean "fix your input or setup": printed without a traceback, exit code 2."""
+    from kit.baselines.cli import BaselinesUsageError
+    from kit.baselines.table import TableError
     from kit.bundle.manifest import BundleError
     from kit.candidates import CandidateSourceError
     from kit.devices.errors import DeviceError
@@ -300,7 +310,8 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 
     errors: tuple[type[BaseException], ...] = (
         TaskError, CandidateSourceError, SourceError, NativeBuildError, PromptError, ProvenanceError,
-        ReportError, MetricsError, ShardError, FileNotFoundError, BundleError, DeviceError)
+        ReportError, MetricsError, ShardError, FileNotFoundError, BundleError, DeviceError, BaselinesUsageError,
+        TableError)
     dispatch = sys.modules.get("kit.dispatch")  # only a run that imported it (and Ray) can raise its error
     if dispatch is not None:
         errors += (dispatch.DispatchError,)

@@ -31,6 +31,7 @@ from kit.settings.base import (
     MNN_VERSION,
     fields_error,
 )
+from kit.settings.baselines import BaselinesSection
 from kit.settings.container import ContainerSection
 from kit.settings.device import DeviceSection
 from kit.settings.sections import (
@@ -51,7 +52,7 @@ from kit.settings.sections import (
 from kit.target import DEFAULT_ARCH, Target, make_target
 
 #: re-exported: the sections and constants are read from ``kit.config`` throughout the kit
-__all__ = ["BuildSection", "CandidateSource", "CandidatesSection", "ConfigError", "ContainerSection",
+__all__ = ["BaselinesSection", "BuildSection", "CandidateSource", "CandidatesSection", "ConfigError", "ContainerSection",
            "DEFAULT_CACHE_DIR", "DeviceSection", "DispatchSection", "EvalConfig", "MNN_TARBALL_URL", "MNN_TREE_SHA256",
            "MNN_VERSION", "MnnSection",
            "RAY_PREDEFINED_RESOURCES", "ReportSection", "RunSection", "SandboxSection", "TargetSection",
@@ -87,6 +88,7 @@ class EvalConfig(BaseSettings):
     target: TargetSection = TargetSection()
     container: ContainerSection = ContainerSection()
     device: DeviceSection = DeviceSection()
+    baselines: BaselinesSection = BaselinesSection()
 
     @model_validator(mode="after")
     def _check(self) -> EvalConfig:
@@ -169,6 +171,8 @@ class EvalConfig(BaseSettings):
         if self.container.mode != "host":
             # another toolchain (the image's): only then, so the digests of host runs stay what they were
             payload["container"] = {"mode": self.container.mode}
+        if (baselines := self.baselines.digest_payload()) is not None:
+            payload["baselines"] = baselines
         device = self.device.digest_payload()
         if device is not None:
             payload["target"]["timing_device"] = t.timing_device
@@ -191,7 +195,7 @@ class EvalConfig(BaseSettings):
 _CLI_ARGS: dict[str, Sequence[str]] = {}
 
 _PATH_FIELDS = {("run", "dir"), ("tasks", "dir"), ("mnn", "source_dir"), ("mnn", "cache_dir"),
-                ("container", "lock_file")}
+                ("container", "lock_file"), ("baselines", "dir")}
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

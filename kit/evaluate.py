@@ -22,6 +22,7 @@ import polars as pl
 
 from kit import candidates as kcand
 from kit import provenance as prov
+from kit.baselines.notes import native_timing_note
 from kit.config import ConfigError, EvalConfig
 from kit.headline import headline
 from kit.jobs import Job, RunStats, job_from, pending, plan_jobs, rejected_record
@@ -128,6 +129,8 @@ def write_orphans(orphans: list[Record], run_dir: Path, done: set[str]) -> None:
 def print_summary(frame: pl.DataFrame, tasks: list[Task], cfg: EvalConfig) -> None:
     """Print CSR, FCR and fast_p per method; then (``report.enabled``) merge the shards and write the report."""
     print(headline(frame, tasks, cfg.report.fast_p))
+    if (note := native_timing_note(frame)) is not None:
+        print(note)
     prov.note_selection(cfg.run.dir, cfg)  # the report's denominator includes this session's tasks
     if cfg.report.enabled and frame.height:
         from kit.report import build_report

@@ -97,7 +97,8 @@ def _results(outcome: Outcome) -> dict[str, Any]:
                     cpu_governor=t.governor, cpu_freq_mhz=t.freq_mhz, host_load_1m=t.load_1m,
                     native_invocation_sha256=t.native_invocation_sha256,
                     candidate_invocation_sha256=t.candidate_invocation_sha256, flags=list(t.flags),
-                    timing_s=t.timing_s, device=t.device)
+                    timing_s=t.timing_s, device=t.device, native_timing=t.native_timing,
+                    baseline_key=t.baseline_key)
         if t.no_native_reason is not None:
             out |= dict(error_kind=ErrorKind.NO_NATIVE,
                         error_message=f"native MNN cannot convert this task: {t.no_native_reason[:500]}")

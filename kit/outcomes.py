@@ -53,6 +53,18 @@ class VerifyOutcome:
 
 
 @dataclass(frozen=True)
+class NativeProfile:
+    """The native side of one interleaved timing, as a baseline table keeps it (:mod:`kit.baselines`): the
+    median of each native run (ms), of the task's target op types (``op_round_ms``) and of the whole forward
+    (``model_round_ms``), in round order, and ``op_types``: op type → ops the native model executed per
+    forward."""
+
+    op_round_ms: tuple[float, ...]
+    model_round_ms: tuple[float, ...]
+    op_types: dict[str, int]
+
+
+@dataclass(frozen=True)
 class TimingOutcome:
     """Native vs candidate timing (:mod:`kit.stages.timing` states the method).
 
@@ -66,7 +78,10 @@ class TimingOutcome:
     checked).  ``emulated``: measured under user-mode emulation (qemu); ``untimeable``: the native op time is
     below the configured minimum; ``flags``: e.g. an implausible speedup.  None of those is scored as a
     speedup.  ``timing_s``: seconds of the whole stage; ``device``: the adb device's state when one timed (its
-    governor, frequency and load are then those of ``governor``, ``freq_mhz`` and ``load_1m`` too)."""
+    governor, frequency and load are then those of ``governor``, ``freq_mhz`` and ``load_1m`` too).
+    ``native_timing``: where ``native_ms`` comes from, ``interleaved`` (this stage's native runs) or ``table``
+    (the baseline table ``baseline_key``; "" without a native side); ``native_profile``: the native runs for
+    the baseline table (not recorded: the table keeps it)."""
 
     candidate_samples_ms: tuple[float, ...]
     candidate_ms: float
@@ -93,6 +108,9 @@ class TimingOutcome:
     flags: tuple[Flag, ...] = ()
     timing_s: float | None = None
     device: DeviceState | None = None
+    native_timing: str = ""
+    baseline_key: str = ""
+    native_profile: NativeProfile | None = None
 
 
 @dataclass

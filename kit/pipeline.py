@@ -24,11 +24,14 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 
 from kit import artefacts
 from kit.artefacts import BuildHalf, Built
+from kit.baselines.book import Book
+from kit.baselines.lookup import NoBaseline
 from kit.devices.errors import DeviceError
 from kit.devices.session import DeviceSession
 from kit.gate import NodeGate
@@ -41,6 +44,7 @@ from kit.stages import build as sbuild
 from kit.stages import screen
 from kit.stages import timing as stiming
 from kit.stages import verify as sverify
+from kit.stages.tabletiming import time_against_table
 from kit.tasks import Task
 from kit.worker import JobSettings, Timer, Worker
 
@@ -172,7 +176,8 @@ def _stages(job: Job, worker: Worker, scratch: Path, out: Outcome) -> None:
         worker.check_native(native_model)
         native = (native_model, worker.native_side) if native_model is not None else None
         out.add(_time(worker.timing, task, worker.native.runner, (model, side), native,
-                      worker.native_error(task), worker.gate, scratch / "timing", device=worker.device))
+                      worker.native_error(task), worker.gate, scratch / "timing", device=worker.device,
+                      ledger=(worker.baselines, job)))
         worker.stage = "verify"
         _reverify(worker.settings.verify, job, (model, side), worker.native.runner, worker.gate, scratch, out)
     finally:
@@ -225,7 +230,7 @@ def _time_shipped(job: Job, built: Built, timer: Timer, scratch: Path, out: Outc
     try:
         timer.check_native(None)
         out.add(_time(timer.timing, job.task, timer.runner, candidate, native, built.native_error,
-                      timer.gate, scratch / "timing", built.references, onnx))
+                      timer.gate, scratch / "timing", built.references, onnx, ledger=(timer.baselines, job)))
         timer.stage = "verify"
         _reverify(timer.settings.verify, job, candidate, timer.runner, timer.gate, scratch, out, built.references)
     finally:
@@ -244,17 +249,44 @@ def _time(
     refs: sverify.References | None = None,
     onnx: Path | None = None,
     device: DeviceSession | None = None,
+    ledger: tuple[Book, Job] | None = None,
 ) -> TimingOutcome:
     """Stage 3: time ``candidate`` against ``native``: the runners start up under the node's gate held shared,
     their runs hold it exclusively; on an adb ``device`` both phases hold the device instead (this node's builds
     go on; :class:`kit.devices.session.DeviceSession`).  Without a native side the outcome says why
     (``no_native_reason``).  ``refs``, ``onnx``: references by seed and the task's ONNX model where the task's
-    files are not here."""
+    files are not here.  ``ledger``: the worker's baseline tables and the job: in table mode the native side
+    comes from the table (:func:`_against_table`); else an interleaved timing's native measurement goes into it."""
     hold, prepare = ((device.hold, device.prepare) if device is not None else
                      (lambda: _held(gate, exclusive=True), lambda: _held(gate, exclusive=False)))
+    if ledger is not None and ledger[0].table_mode and native is not None:
+        return _against_table(ledger[0], task, runner, candidate, scratch, opts, hold, prepare, refs, onnx, device)
     tr = stiming.time_candidate(task, runner, candidate, native, scratch, opts, hold=hold, prepare=prepare,
                                 refs=refs, onnx=onnx)
-    return tr if native is not None else replace(tr, no_native_reason=native_error)
+    if native is None:
+        return replace(tr, no_native_reason=native_error)
+    return ledger[0].note(task, ledger[1].job_id, ledger[1].method, tr) if ledger is not None else tr
+
+
+def _against_table(book: Book, task: Task, runner: Path, candidate: tuple[Path, sverify.Side], scratch: Path,
+                   opts: stiming.TimingOptions, hold: Callable[[], AbstractContextManager[object]],
+                   prepare: Callable[[], AbstractContextManager[object]], refs: sverify.References | None,
+                   onnx: Path | None, device: DeviceSession | None) -> TimingOutcome:
+    """Time ``candidate`` alone against the native time of ``book``'s table (``baselines.native_timing = "table"``).
+
+    Raises:
+        StageFailure: TIMING_FAILED (``no_baseline``) when no entry matches (the reason named), or on an adb
+            device (its fingerprint is read only when its timing phase starts); as the timing otherwise."""
+    if device is not None:
+        raise StageFailure(Status.TIMING_FAILED, ErrorKind.NO_BASELINE, "baselines.native_timing = \"table\" does "
+                           "not time on an adb device yet (its fingerprint is read only in its timing phase): time "
+                           "interleaved")
+    try:
+        entry = book.native_for(task)
+    except NoBaseline as exc:
+        raise StageFailure(Status.TIMING_FAILED, ErrorKind.NO_BASELINE, str(exc)) from None
+    return time_against_table(task, runner, candidate, entry, book.host_key.key, scratch, opts, hold=hold,
+                              prepare=prepare, refs=refs, onnx=onnx)
 
 
 def _reverify(opts: sverify.VerifyOptions, job: Job, candidate: tuple[Path, sverify.Side], runner: Path,

@@ -72,6 +72,8 @@ def collect(cfg: EvalConfig, worker: Worker | None) -> dict[str, Any]:
         "onnxruntime": onnxruntime_version(),
         # where the commands ran: {"mode": "host"} or the image (kit.images.container.ImageCheck.provenance)
         "container": worker.container.image.provenance() if worker and worker.container else {"mode": "host"},
+        # the baseline table of this node (kit.baselines): which one its timings wrote or read
+        "baselines": worker.baselines.describe() if worker else None,
     }
 
 
@@ -99,7 +101,8 @@ def load(run_dir: Path) -> dict[str, Any] | None:
 
 
 def _session(prov: dict[str, Any]) -> dict[str, Any]:
-    keys = (*SESSION_KEYS, "started_at", "build_cpu_model", "build_arch", "dispatch", "tasks", *FACT_KEYS)
+    keys = (*SESSION_KEYS, "started_at", "build_cpu_model", "build_arch", "dispatch", "tasks", "baselines",
+            *FACT_KEYS)
     return {k: copy.deepcopy(prov[k]) for k in keys if k in prov}
 
 

@@ -13,8 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 #: 2: stage times, timing rounds and conditions, invocation digests, flags, trial threads; 3: the target
 #: (``target_arch``, ``build_mode``, ``timing_device``); 4: ``image_id`` (the container image commands ran in);
-#: 5: the timing device's state (``device``)
-SCHEMA_VERSION = 5
+#: 5: the timing device's state (``device``); 6: where the native time comes from (``native_timing``,
+#: ``baseline_key``)
+SCHEMA_VERSION = 6
 
 
 class Status(enum.StrEnum):
@@ -77,6 +78,9 @@ class ErrorKind(enum.StrEnum):
     DEVICE_LOST = "device_lost"
     # the device stayed above device.max_load_pct or device.max_temp_c (timing_failed, retried as above)
     DEVICE_BUSY = "device_busy"
+    # baselines.native_timing = "table" and the baseline table has no entry that matches this node's hardware,
+    # MNN version, build flags and runner settings, and the task's files (timing_failed, retried: kit.scoring)
+    NO_BASELINE = "no_baseline"
 
 
 class Diagnostic(BaseModel):
@@ -221,6 +225,11 @@ class Record(BaseModel):
     #: sha256 of each side's runner invocation without its model and libraries (equal: symmetric runs)
     native_invocation_sha256: str = ""
     candidate_invocation_sha256: str = ""
+    #: where ``native_ms`` comes from: ``interleaved`` (native runs in this job's timing phase) or ``table``
+    #: (the baseline table ``baseline_key``, kit.baselines: only the candidate was timed); "" without a native time
+    native_timing: str = ""
+    #: the baseline table of the hardware, MNN version and build flags that timed the job (used or written)
+    baseline_key: str = ""
     flags: list[Flag] = Field(default_factory=list)
 
     #: the architecture the job was built for (``x86_64``, ``aarch64``; :mod:`kit.target`), how (``native`` or

@@ -6,7 +6,8 @@
   (:func:`dedupe_order`).  ``worker_lost`` is not retried: the candidate may be what kills its worker.  A
   ``timing_failed`` of error kind ``device_lost`` or ``device_busy`` (:data:`RETRIED_TIMING_KINDS`: the adb
   device went away or stayed too loaded or too hot, :mod:`kit.devices`) is retried too: built and verified, it
-  waits for the device, and it is no harness error (it counts as correct meanwhile).
+  waits for the device, and it is no harness error (it counts as correct meanwhile); so is ``no_baseline`` (no
+  baseline table entry matched, :mod:`kit.baselines`: retried once one was measured).
 - **Scorable speedup** (:func:`scorable_speedup`): only a record of status ``ok`` has one, and only when its
   ``speedup`` is a positive finite ratio that was not measured under emulation (``timing_emulated``), not on
   a task whose native op time is too short to time (``timing_untimeable``), not flagged
@@ -31,7 +32,8 @@ from kit.records import CORRECT, IMPLAUSIBLE_SPEEDUP, ErrorKind, Status
 #: statuses a resumed run retries (the kit's fault, not the candidate's)
 RETRIED: frozenset[Status] = frozenset({Status.HARNESS_ERROR})
 #: error kinds of ``timing_failed`` a resumed run retries (the timing device's state, not the candidate's)
-RETRIED_TIMING_KINDS: frozenset[ErrorKind] = frozenset({ErrorKind.DEVICE_LOST, ErrorKind.DEVICE_BUSY})
+RETRIED_TIMING_KINDS: frozenset[ErrorKind] = frozenset({ErrorKind.DEVICE_LOST, ErrorKind.DEVICE_BUSY,
+                                                         ErrorKind.NO_BASELINE})
 #: record columns the rules read that older frames may lack (absent reads as null: not set)
 OPTIONAL_COLUMNS: dict[str, pl.DataType] = {
     "timing_untimeable": pl.Boolean(),

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from kit import hostinfo, proc, sandbox
 from kit.artefacts import Bundle
+from kit.baselines.book import Book
+from kit.baselines.key import RunnerSettings
 from kit.config import ConfigError, EvalConfig, MnnSection
 from kit.devices.session import DeviceSession
 from kit.gate import NodeGate
@@ -136,6 +138,16 @@ def job_settings(cfg: EvalConfig) -> JobSettings:
         sandboxed=run_policy.enabled,
         target=target,
     )
+
+
+def baseline_book(cfg: EvalConfig, native_key: str) -> Book:
+    """The baseline tables as a worker timing against native build ``native_key`` uses them (``[baselines]``:
+    ``dir``, default ``<mnn.cache_dir>/baselines``; the runner settings that key a table from ``[timing]``)."""
+    b, t = cfg.baselines, cfg.timing
+    return Book(root=b.dir or cfg.mnn.cache_dir / "baselines", native_timing=b.native_timing, record=b.record,
+                mnn_version=cfg.mnn.version, native_key=native_key,
+                settings=RunnerSettings(t.threads, t.precision, t.warmup, t.iterations),
+                source=str(Path(cfg.run.dir).resolve()))
 
 
 def pin_timing(opts: TimingOptions, cfg: EvalConfig) -> TimingOptions:
@@ -263,6 +275,11 @@ class Worker:
     def native_key(self) -> str:
         return self.native.key
 
+    @cached_property
+    def baselines(self) -> Book:
+        """The baseline tables of the native build this worker times against (:func:`baseline_book`)."""
+        return baseline_book(self.cfg, self.native.key)
+
     @property
     def native_side(self) -> Side:
         """The native baseline as a side: natively its converter and libraries; for a cross target the host's
@@ -362,6 +379,11 @@ class Timer:
     def timing(self) -> TimingOptions:
         """As :attr:`Worker.timing`."""
         return pin_timing(self.settings.timing, self.cfg)
+
+    @cached_property
+    def baselines(self) -> Book:
+        """As :attr:`Worker.baselines`: the tables of this timing node, for the shipped native build."""
+        return baseline_book(self.cfg, self.native_key)
 
     def check_native(self, model: Path | None) -> None:
         """As :meth:`Worker.check_native`, for the shipped baseline (``model``: the job's shipped native model

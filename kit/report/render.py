@@ -32,6 +32,7 @@ from typing import Any
 import polars as pl
 
 from kit import metrics, noisefloor
+from kit.report.baselines import baselines_note, baselines_table, drift_table
 from kit.report.inputs import ReportError, Run, read_runs
 from kit.report.plots import plot_categories, plot_failures, plot_funnel, plot_speedups
 from kit.report.tables import (
@@ -258,6 +259,8 @@ def _sections(
         scores.errors,
         note="First error diagnostic of each compile_error sample, normalized (names and numbers masked).",
     )
+    add("Baseline tables", baselines_table(runs), note=baselines_note(runs))
+    add("Native times drifting from the baseline table", drift_table(runs))
     add("Provenance", provenance_table(runs))
     return sections.items
 

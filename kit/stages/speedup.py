@@ -4,7 +4,8 @@ Pure functions of the per-iteration samples (ms) and their rounds: per round eac
 paired Student t-interval on the log scale over the rounds:
 ``d_r = ln(native_r / candidate_r)``, ``speedup = exp(mean d)``,
 ``exp(mean d +- t_{(1+c)/2, R-1} * sd(d) / sqrt(R))`` (e.g. Rice, *Mathematical Statistics and Data
-Analysis*, §11.3: the paired t test and its interval).
+Analysis*, §11.3: the paired t test and its interval).  Against a baseline table's native rounds (measured in
+another timing, so not paired): :func:`unpaired_estimate`, Welch's interval on the logs.
 """
 
 from __future__ import annotations
@@ -72,6 +73,39 @@ def estimate(candidate_rounds: np.ndarray, native_rounds: np.ndarray | None, con
         raise ValueError(f"native round medians {n.tolist()} do not pair with the candidate's {c.tolist()}")
     d = np.log(n) - np.log(c)
     ci = paired_interval(d, confidence)
+    native_ms, candidate_ms = geomean(n), geomean(c)
+    return Estimate(candidate_ms=candidate_ms, native_ms=native_ms, speedup=native_ms / candidate_ms,
+                    ci_low=math.exp(ci[0]) if ci else None, ci_high=math.exp(ci[1]) if ci else None)
+
+
+def welch_interval(a: np.ndarray, b: np.ndarray, confidence: float) -> tuple[float, float] | None:
+    """The ``confidence`` interval of mean(a) - mean(b) for two independent samples with unequal variances
+    (Welch 1947: Student t with the Welch–Satterthwaite degrees of freedom); None when either has fewer than
+    2 values."""
+    na, nb = a.size, b.size
+    if na < 2 or nb < 2:
+        return None
+    va, vb = float(np.var(a, ddof=1)) / na, float(np.var(b, ddof=1)) / nb
+    diff = float(np.mean(a) - np.mean(b))
+    if va + vb == 0:
+        return diff, diff
+    df = (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
+    half = float(stats.t.ppf((1 + confidence) / 2, df)) * math.sqrt(va + vb)
+    return diff - half, diff + half
+
+
+def unpaired_estimate(candidate_rounds: np.ndarray, native_rounds: np.ndarray, confidence: float = 0.95) -> Estimate:
+    """The speedup of native round medians measured in another timing (a baseline table's) over this timing's
+    candidate round medians: ``speedup = geomean(native) / geomean(candidate)``, its interval Welch's on the
+    logs (:func:`welch_interval`: the rounds are not paired, so a drift of the host between the two timings does
+    not cancel and is not in the interval either).
+
+    Raises:
+        ValueError: a median is not positive, or a side has none."""
+    c, n = np.asarray(candidate_rounds, dtype=np.float64), np.asarray(native_rounds, dtype=np.float64)
+    if c.size == 0 or n.size == 0 or not np.all(c > 0) or not np.all(n > 0):
+        raise ValueError(f"round medians must be positive: native {n.tolist()}, candidate {c.tolist()}")
+    ci = welch_interval(np.log(n), np.log(c), confidence)
     native_ms, candidate_ms = geomean(n), geomean(c)
     return Estimate(candidate_ms=candidate_ms, native_ms=native_ms, speedup=native_ms / candidate_ms,
                     ci_low=math.exp(ci[0]) if ci else None, ci_high=math.exp(ci[1]) if ci else None)

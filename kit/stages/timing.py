@@ -45,7 +45,7 @@ import numpy as np
 from kit import hostinfo
 from kit.inputs import make_inputs
 from kit.mnn import runner as mrunner
-from kit.outcomes import StageFailure, TimingOutcome
+from kit.outcomes import NativeProfile, StageFailure, TimingOutcome
 from kit.records import IMPLAUSIBLE_SPEEDUP, ErrorKind, Flag, Status
 from kit.stages import speedup as sspeedup
 from kit.stages.timedcheck import check_timed_outputs
@@ -263,6 +263,33 @@ def time_candidate(
         AsymmetricTiming: the sides were not invoked alike (a harness fault).
     """
     t0 = time.monotonic()
+    rounds = run_rounds(task, runner, candidate, native, scratch, opts, hold, prepare, refs, onnx)
+    return finish(_outcome(task, rounds.candidate, rounds.native, opts), rounds, t0)
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """The runs of one timing stage, in round order per side (``native`` empty without a native side), each
+    side's invocation digest, the cores both sides were pinned to and the conditions read when the node was
+    held (governor, frequency, load, device)."""
+
+    candidate: list[mrunner.RunResult]
+    native: list[mrunner.RunResult]
+    digests: dict[str, str]
+    cores: tuple[int, ...]
+    conditions: dict[str, object]
+
+
+def run_rounds(task: Task, runner: Path, candidate: tuple[Path, Side], native: tuple[Path, Side] | None,
+               scratch: Path, opts: TimingOptions,
+               hold: Callable[[], AbstractContextManager[object]] = nullcontext,
+               prepare: Callable[[], AbstractContextManager[object]] = nullcontext,
+               refs: References | None = None, onnx: Path | None = None) -> Rounds:
+    """The runs of :func:`time_candidate` (started inside ``prepare()``, run inside ``hold()``) and the check of
+    the candidate's timed outputs; no statistic.
+
+    Raises:
+        as :func:`time_candidate`."""
     seeds = timed_seeds(opts)
     inputs = [make_inputs(task, seed) for seed in seeds]
     plan = _plan(opts.rounds, native is not None)
@@ -285,9 +312,15 @@ def time_candidate(
         for run in started:
             run.cancel()
     check_timed_outputs(task, runs["candidate"], seeds, inputs, opts.run.threads, refs, onnx)
-    out = _outcome(task, runs["candidate"], runs["native"], opts)
-    return replace(out, cores=cores, native_invocation_sha256=digests.get("native", ""),
-                   candidate_invocation_sha256=digests["candidate"], timing_s=time.monotonic() - t0, **conditions)
+    return Rounds(runs["candidate"], runs["native"], digests, cores, conditions)
+
+
+def finish(out: TimingOutcome, rounds: Rounds, t0: float) -> TimingOutcome:
+    """``out`` with the cores, invocation digests and conditions of ``rounds`` and the stage's seconds since
+    ``t0`` (``time.monotonic()``)."""
+    return replace(out, cores=rounds.cores, native_invocation_sha256=rounds.digests.get("native", ""),
+                   candidate_invocation_sha256=rounds.digests["candidate"], timing_s=time.monotonic() - t0,
+                   **rounds.conditions)
 
 
 def timed_seeds(opts: TimingOptions) -> list[int]:
@@ -295,7 +328,7 @@ def timed_seeds(opts: TimingOptions) -> list[int]:
     return [opts.seed + TIMED_SEED_OFFSET + j for j in range(min(TIMED_SETS, opts.iterations))]
 
 
-def _samples(runs: list[mrunner.RunResult], basis: str) -> tuple[np.ndarray, np.ndarray]:
+def samples(runs: list[mrunner.RunResult], basis: str) -> tuple[np.ndarray, np.ndarray]:
     """All samples (ms) of ``runs`` on ``basis`` and the round (run index) of each."""
     vals = [run.op_ms if basis == "op" else run.total_ms for run in runs]
     rounds = [r for r, v in enumerate(vals) for _ in v]
@@ -337,7 +370,7 @@ def _outcome(task: Task, cand_runs: list[mrunner.RunResult], nat_runs: list[mrun
         StageFailure: TIMING_FAILED when the candidate's op time is zero or invalid."""
     check_executed(task, cand_runs[0].op_types, nat_runs[0].op_types if nat_runs else None)
     basis = "model" if nat_runs and cand_runs[0].op_types != nat_runs[0].op_types else "op"
-    cs, cr = _samples(cand_runs, basis)
+    cs, cr = samples(cand_runs, basis)
     cmed = sspeedup.round_medians(cs, cr) if cs.size else np.empty(0)
     if cs.size == 0 or not np.all(np.isfinite(cs)) or not np.all(cmed > 0):
         raise StageFailure(
@@ -346,7 +379,7 @@ def _outcome(task: Task, cand_runs: list[mrunner.RunResult], nat_runs: list[mrun
             f"candidate op time is zero or invalid (target op types {task.mnn_op_types} not executed?): "
             f"op types seen {cand_runs[0].op_types}",
         )
-    ns, nr = _samples(nat_runs, basis)
+    ns, nr = samples(nat_runs, basis)
     nmed = sspeedup.round_medians(ns, nr) if ns.size else None
     usable = nmed is not None and bool(np.all(nmed > 0)) and bool(np.all(np.isfinite(ns)))
     est = sspeedup.estimate(cmed, nmed if usable else None, opts.confidence)
@@ -365,4 +398,13 @@ def _outcome(task: Task, cand_runs: list[mrunner.RunResult], nat_runs: list[mrun
                       f"timing.implausible_speedup = {opts.implausible_speedup:g}x"),)
     return replace(out, native_samples_ms=tuple(ns.tolist()), native_samples_round=tuple(nr.tolist()),
                    native_ms=est.native_ms, speedup=est.speedup, speedup_ci_low=est.ci_low,
-                   speedup_ci_high=est.ci_high, untimeable=est.native_ms < opts.min_native_ms, flags=flags)
+                   speedup_ci_high=est.ci_high, untimeable=est.native_ms < opts.min_native_ms, flags=flags,
+                   native_timing="interleaved", native_profile=native_profile(nat_runs))
+
+
+def native_profile(runs: list[mrunner.RunResult]) -> NativeProfile:
+    """The native side of a timing for the baseline table: each run's median on both bases (ms) and the op
+    types the native model executed."""
+    return NativeProfile(op_round_ms=tuple(float(np.median(r.op_ms)) for r in runs),
+                         model_round_ms=tuple(float(np.median(r.total_ms)) for r in runs),
+                         op_types=dict(runs[0].op_types))

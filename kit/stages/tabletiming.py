@@ -1,0 +1,69 @@
+"""Timing against a baseline table (``baselines.native_timing = "table"``, :mod:`kit.baselines`): only the
+candidate's runs, divided into the native time the table measured on this hardware with this build.
+
+The candidate is run exactly as in an interleaved timing (:func:`kit.stages.timing.run_rounds` without a native
+side: the same rounds, inputs, checks of its outputs and clock).  The rule of :mod:`kit.stages.timing` on the
+basis holds against the table's native op types: when the candidate's model executes other op types than the
+table's native model did, both sides fall back to the whole forward (``timing_basis = "model"``, the table's
+``native_model_round_ms``).  ``speedup = geomean(table round medians) / geomean(candidate round medians)``, its
+interval Welch's over the two sets of rounds (:func:`kit.stages.speedup.unpaired_estimate`): the two timings
+are not paired, so a drift of the machine between them is neither cancelled nor in the interval.  The record
+says ``native_timing = "table"`` and ``baseline_key``; its ``native_samples_ms`` stay empty (no native run).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+
+import numpy as np
+
+from kit import hostinfo
+from kit.baselines.table import Entry
+from kit.outcomes import StageFailure, TimingOutcome
+from kit.records import IMPLAUSIBLE_SPEEDUP, ErrorKind, Flag, Status
+from kit.stages import speedup as sspeedup
+from kit.stages import timing as stiming
+from kit.stages.verify import References, Side
+from kit.tasks import Task
+
+
+def time_against_table(task: Task, runner: Path, candidate: tuple[Path, Side], entry: Entry, key: str,
+                       scratch: Path, opts: stiming.TimingOptions,
+                       hold: Callable[[], AbstractContextManager[object]] = nullcontext,
+                       prepare: Callable[[], AbstractContextManager[object]] = nullcontext,
+                       refs: References | None = None, onnx: Path | None = None) -> TimingOutcome:
+    """Time ``candidate`` alone and take the native side from ``entry`` of baseline table ``key`` (module
+    docstring).
+
+    Raises:
+        StageFailure: as :func:`kit.stages.timing.time_candidate`; VERIFY_MISMATCH (``not_executed``) when a target
+            op type the table's native model executed did not run in the candidate's.
+        kit.stages.timing.AsymmetricTiming: as there.
+    """
+    t0 = time.monotonic()
+    rounds = stiming.run_rounds(task, runner, candidate, None, scratch, opts, hold, prepare, refs, onnx)
+    cand_types = rounds.candidate[0].op_types
+    stiming.check_executed(task, cand_types, entry.native_op_types)
+    basis = "model" if cand_types != entry.native_op_types else "op"
+    cs, cr = stiming.samples(rounds.candidate, basis)
+    cmed = sspeedup.round_medians(cs, cr) if cs.size else np.empty(0)
+    if cs.size == 0 or not np.all(np.isfinite(cs)) or not np.all(cmed > 0):
+        raise StageFailure(Status.TIMING_FAILED, ErrorKind.INTERNAL,
+                           f"candidate op time is zero or invalid: op types seen {cand_types}")
+    native = np.asarray(entry.native_round_ms if basis == "op" else entry.native_model_round_ms, dtype=np.float64)
+    est = sspeedup.unpaired_estimate(cmed, native, opts.confidence)
+    flags = ()
+    if est.speedup is not None and est.speedup > opts.implausible_speedup:
+        flags = (Flag(code=IMPLAUSIBLE_SPEEDUP, reason=f"speedup {est.speedup:.3g}x is above "
+                      f"timing.implausible_speedup = {opts.implausible_speedup:g}x"),)
+    out = TimingOutcome(
+        candidate_samples_ms=tuple(cs.tolist()), candidate_samples_round=tuple(cr.tolist()),
+        candidate_ms=est.candidate_ms, native_ms=est.native_ms, speedup=est.speedup, speedup_ci_low=est.ci_low,
+        speedup_ci_high=est.ci_high, basis=basis, rounds=len(rounds.candidate), threads=opts.run.threads,
+        precision=opts.run.precision, emulated=bool(opts.run.emulator) or hostinfo.is_emulated(),
+        untimeable=bool(est.native_ms is not None and est.native_ms < opts.min_native_ms), flags=flags,
+        native_timing="table", baseline_key=key)
+    return stiming.finish(out, rounds, t0)
