@@ -79,8 +79,10 @@ def test_nothing_is_left_behind(corpus_run):
 def test_best_of_k_scores_the_task_by_the_honest_kernel(corpus_run):
     """Every hostile case that was not refused is a correct kernel doing extra things; none scores a speedup that
     is not a real kernel's: the task's best-of-k speedup is that of an ``ok`` record, the honest one among them,
-    below the implausible factor."""
+    below the implausible factor.  The open cases (``Case.open``: holes no check closes yet, whose speedup is
+    made up) are left out."""
     cfg, records, _, _, _ = corpus_run
+    records = records.filter(~pl.col("sample_id").is_in([c.name for c in CASES if c.open]))
     tasks = load_suite(cfg.tasks.dir, "all", [TASK])
     s = metrics.summary(records, tasks).row(0, named=True)
     ok = records.filter((pl.col("status") == "ok") & pl.col("speedup").is_not_null())

@@ -348,6 +348,31 @@ def test_started_runner_waits_at_its_rendezvous_until_go(engine: Engine, tasks: 
     assert isinstance(failed, mrunner.RunResult) and not failed.ok and failed.proc.returncode == 3
 
 
+def test_the_runner_lists_proc_when_told_it_runs_in_a_pid_namespace(engine: Engine, tasks: dict[str, Task]) -> None:
+    """``--pid-ns 1``, which the kit passes to a sandboxed runner (bubblewrap's own /proc shows one NSpid level,
+    so the runner cannot tell): /proc is listed and the runner's parent must be the namespace's init.  Told so
+    outside one (its parent is this test, /proc the host's), the runner stops at once with exit 7; sandboxed
+    by the kit, it gets the flag and an honest run passes (only the init and the runner in its /proc)."""
+    from kit import sandbox
+    from kit.mnn import runner as mrunner
+
+    task = tasks["fx_exp"]
+    _, model = convert(engine, task)
+    told, _, _ = run_model(engine, task, model, 0, "_pidns", "--pid-ns", "1")
+    assert told.returncode == mrunner.EXIT_PROCESS_LEFT, told.output
+    assert "not the sandbox's init" in told.stderr
+    plain, _, _ = run_model(engine, task, model, 0, "_nopidns")
+    assert plain.ok, plain.output
+    if sandbox.bwrap_works():
+        pytest.skip(f"the sandboxed half needs bubblewrap: {sandbox.bwrap_works()}")
+    settings = mrunner.RunSettings(warmup=1, iterations=4, op_types=tuple(task.mnn_op_types), timeout_s=60,
+                                   policy=sandbox.Policy(enabled=True))
+    res = mrunner.run_model(engine.runner, model, make_inputs(task, 0), ["y"], engine.build, settings=settings,
+                            scratch=engine.work / "pidns_boxed")  # engine.build: its libMNN.so, shown in the sandbox
+    assert res.ok, res.error
+    assert "--pid-ns" in res.proc.argv and len(res.op_ms) == 4
+
+
 def test_runner_reports_errors_with_exit_3_and_usage_with_exit_2(
     engine: Engine, tasks: dict[str, Task]
 ) -> None:

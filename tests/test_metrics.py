@@ -302,6 +302,33 @@ def test_timing_failed_is_correct_but_never_fast_whatever_its_fields():
     assert pt.filter(pl.col("task_id") == "t1")["speedup"].to_list() == [None]
 
 
+def test_a_crash_of_the_candidates_timing_runs_is_not_correct_one_of_the_native_side_is():
+    """The timing stage's verdict on a failed run (kit.stages.timing._check) and what it counts for: a kernel that
+    traps once verified scored timing_failed (correct, FCR); the candidate's crash is runtime_crash now (CSR
+    only), its hang runtime_timeout, while the native side's crash stays timing_failed (the machine's)."""
+    from kit.mnn.runner import RunResult
+    from kit.outcomes import StageFailure
+    from kit.proc import ProcResult
+    from kit.stages import timing as stiming
+
+    def verdict(who, **how):
+        res = ProcResult(("mkb_runner",), how.pop("returncode", -4), "", "trap", 0.2, **how)
+        with pytest.raises(StageFailure) as info:
+            stiming._check(RunResult(False, {}, [], [], {}, "", res), who, 0)
+        return info.value
+
+    crash, native = verdict("candidate", signal=4), verdict("native", signal=4)
+    assert (crash.status, crash.kind, crash.signal) == (S.RUNTIME_CRASH, ErrorKind.SIGNAL, 4)
+    assert (native.status, native.kind) == (S.TIMING_FAILED, ErrorKind.SIGNAL)
+    assert verdict("candidate", returncode=-9, timed_out=True).status == S.RUNTIME_TIMEOUT
+    assert verdict("candidate", returncode=3).status == S.RUNTIME_CRASH
+    recs = records_frame([rec("A", "t1", 0, crash.status, kind=crash.kind),
+                          rec("A", "t2", 0, native.status, kind=native.kind)])
+    a = metrics.summary(recs, TASKS, n_boot=10).row(0, named=True)
+    assert a["csr"] == pytest.approx(2 / 6)
+    assert a["fcr"] == pytest.approx(1 / 6)  # t2 only: the candidate's own crash is not correct
+
+
 def test_a_method_whose_records_all_fall_outside_the_tasks_still_appears_with_zeros():
     recs = pl.concat([RECORDS, records_frame([rec("C", "t_train", 0, S.OK, speedup=5.0, ci_low=4.0)])])
     df = metrics.summary(recs, TASKS, n_boot=10)

@@ -469,8 +469,13 @@ def test_timed_forwards_run_on_fresh_inputs_and_the_checked_ones_are_right(runne
         for c in res.checked:
             ins, outs = c.read()
             got = ins[name].ravel()
-            # every value is one of the sets' (as often as it is there at most), and the input is neither set
-            assert np.isin(got, pool).all() and len(np.unique(got)) == got.size
+            # every value is one of the sets' (as often as it is there at most: the sets' float32 draws repeat
+            # 2732 of their 524 288 values, so a sample of them may hold a value twice; the former test, all
+            # values distinct, failed with 668 repeats), and the input is neither set
+            values, counts = np.unique(got, return_counts=True)
+            pool_values, pool_counts = np.unique(pool, return_counts=True)
+            at = np.minimum(np.searchsorted(pool_values, values), len(pool_values) - 1)
+            assert (pool_values[at] == values).all() and (counts <= pool_counts[at]).all()
             assert not any(np.array_equal(ins[name], s[name]) for s in sets)
             ref = _reference(onnx_path, ins, ["y"])["y"]
             assert compare(outs["y"], ref).ok

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -100,3 +102,83 @@ def test_missing_manifest_and_data_errors_name_the_file(tmp_path):
 
 def test_error_is_a_value_error():
     assert issubclass(tensorio.TensorIOError, ValueError)
+
+
+# -- a runner's output directory is written by candidate code: what it may have planted there ----------------
+
+
+def _one(tmp_path):
+    write_tensors(tmp_path, {"y": np.arange(4, dtype=np.int32)})
+    return tmp_path
+
+
+def test_a_tensor_linked_to_dev_zero_is_refused_unread(tmp_path):
+    """The reviewer's plant: y.bin -> /dev/zero made Path.read_bytes() read until memory ran out."""
+    d = _one(tmp_path)
+    (d / "y.bin").unlink()
+    (d / "y.bin").symlink_to("/dev/zero")
+    with pytest.raises(tensorio.PlantedFileError, match=r"y\.bin: a symbolic link, not a regular file"):
+        read_tensors(d)
+
+
+def test_a_linked_manifest_is_refused_so_no_host_file_reaches_a_message(tmp_path):
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("mkb-host-secret line\n")
+    d = _one(tmp_path / "out")
+    (d / "manifest.txt").unlink()
+    (d / "manifest.txt").symlink_to(secret)
+    with pytest.raises(tensorio.PlantedFileError) as info:
+        read_tensors(d)
+    assert "mkb-host-secret" not in str(info.value)
+    with pytest.raises(tensorio.PlantedFileError):
+        read_manifest(d)
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path):
+    d = _one(tmp_path)
+    (d / "y.bin").unlink()
+    os.mkfifo(d / "y.bin")  # no writer: an open without O_NONBLOCK would wait for ever
+    with pytest.raises(tensorio.PlantedFileError, match="a FIFO, not a regular file"):
+        read_tensors(d)
+
+
+def test_a_linked_directory_below_the_root_is_refused(tmp_path):
+    """out/checked/0/out -> elsewhere: with ``root`` every directory from the root down must be real."""
+    elsewhere = _one(tmp_path / "elsewhere")
+    root = tmp_path / "out"
+    (root / "checked" / "0").mkdir(parents=True)
+    (root / "checked" / "0" / "out").symlink_to(elsewhere)
+    with pytest.raises(tensorio.PlantedFileError, match="not a directory"):
+        read_tensors(root / "checked" / "0" / "out", root=root)
+    (root / "checked" / "0" / "out").unlink()
+    (root / "checked" / "0").rmdir()
+    (root / "checked" / "0").symlink_to(elsewhere.parent)  # a link higher up
+    with pytest.raises(tensorio.PlantedFileError):
+        read_tensors(root / "checked" / "0" / "elsewhere", root=root)
+    assert list(read_tensors(elsewhere)) == ["y"]  # the same directory, read as itself: fine
+
+
+def test_sizes_are_bounded_by_the_manifest_and_the_caps(tmp_path):
+    d = _one(tmp_path)
+    with open(d / "y.bin", "ab") as f:  # longer than its shape: refused after reading one byte more
+        f.truncate(1 << 30)  # sparse: 1 GiB on paper
+    with pytest.raises(TensorIOError, match=r"y\.bin: more bytes, manifest shape \[4\] int32 needs 16"):
+        read_tensors(d)
+    (d / "manifest.txt").write_text("y int32 3 65536 65536 65536\n")  # 2**50 bytes claimed
+    with pytest.raises(tensorio.PlantedFileError, match="more than any tensor holds"):
+        read_tensors(d)
+    (d / "manifest.txt").write_bytes(b"#" * (tensorio.MAX_MANIFEST_BYTES + 1))
+    with pytest.raises(tensorio.PlantedFileError, match="more than the"):
+        read_tensors(d)
+    with pytest.raises(tensorio.PlantedFileError, match="more than the"):
+        read_manifest(d)
+
+
+def test_read_regular_bounds_and_refuses_links(tmp_path):
+    (tmp_path / "t.json").write_text("{}")
+    assert tensorio.read_regular(tmp_path / "t.json", 10) == b"{}"
+    with pytest.raises(tensorio.PlantedFileError, match="more than the 1 bytes"):
+        tensorio.read_regular(tmp_path / "t.json", 1)
+    (tmp_path / "z.json").symlink_to("/dev/zero")
+    with pytest.raises(tensorio.PlantedFileError, match="symbolic link"):
+        tensorio.read_regular(tmp_path / "z.json", 1 << 20)

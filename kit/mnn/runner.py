@@ -4,7 +4,7 @@ re-exported here) on converted models (:mod:`kit.mnn.convert`).
 The runner protocol (also implemented by the fixture engine)::
 
     mkb_runner <model_file> <in_dir> <out_dir> --outputs y[,z] [--threads N] [--precision high|normal|low]
-               [--warmup W] [--iterations N] [--op-types A,B|*] [--wait-go 0|1] [--checked K]
+               [--warmup W] [--iterations N] [--op-types A,B|*] [--wait-go 0|1] [--checked K] [--pid-ns 0|1]
 
 Inputs and outputs are tensor directories (:mod:`kit.tensorio`).  ``in_dir`` is one input set (a tensor
 directory; outputs go to ``out_dir``) or several, ``in_dir/0/``, ``in_dir/1/``, ... (outputs of set k go to
@@ -28,7 +28,8 @@ Around every forward the runner fills the previous forward's output memory with 
 StaticModule reuses it for the next forward), then checks that every input tensor still holds its bytes and
 that the process has no more threads than the engine's own (MNN: the main thread and ``threads - 1`` pool
 workers), and that no process exists besides the runner (its children and their children, whose subreaper it
-is, and inside the sandbox's PID namespace any process but the sandbox's init).  The runner leaves by the
+is, and, with ``--pid-ns 1``, which the kit passes whenever the runner runs in the sandbox's PID namespace, any
+process but the sandbox's init, whose child the runner must be).  The runner leaves by the
 exit_group system call right after writing its results (and on every
 error), so no destructor or atexit handler of the candidate's library runs after them.  Exit status 0 is
 success, 2 a usage error (a kit bug), 3 a load/shape/run error, :data:`EXIT_INPUT_MODIFIED` (4) a forward that
@@ -46,6 +47,7 @@ import hashlib
 import json
 import re
 import shutil
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,7 +85,24 @@ Inputs = Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]]
 
 
 class RunnerProtocolError(RuntimeError):
-    """The runner broke its protocol (usage error, missing or malformed output files): a fault of the kit."""
+    """The runner broke its protocol (usage error, missing or malformed output files): a fault of the kit, or of
+    the candidate's code that runs in it (the stages say whose)."""
+
+
+class PlantedOutputError(RunnerProtocolError):
+    """The runner's output directory holds a symbolic link, a special file (a FIFO) or a file larger than it may
+    be where the kit reads (:class:`kit.tensorio.PlantedFileError`): the runner writes none of those, the
+    candidate's code running in it did."""
+
+
+#: the largest timing.json read: ~12 bytes per time, two times per timed forward (10**6 forwards at most)
+MAX_TIMING_BYTES = 32 << 20
+
+
+def _read_error(e: tensorio.TensorIOError, what: str) -> RunnerProtocolError:
+    """The protocol error of an output the kit could not read (``what`` names it)."""
+    cls = PlantedOutputError if isinstance(e, tensorio.PlantedFileError) else RunnerProtocolError
+    return cls(f"{what}: {e}")
 
 
 class RemoteRunner(Protocol):
@@ -116,16 +135,20 @@ class CheckedForward:
 
     forward: int
     dir: Path
+    #: the runner's output directory, below which no directory may be a link (None: ``dir``'s own only)
+    root: Path | None = None
 
     def read(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """The forward's inputs and outputs (name → float32/int32 array, wire dtypes).
 
         Raises:
-            RunnerProtocolError: a tensor directory is missing or malformed."""
+            RunnerProtocolError: a tensor directory is missing or malformed; PlantedOutputError: a link, a
+                special file or an oversized file in the way."""
         try:
-            return tensorio.read_tensors(self.dir / "in"), tensorio.read_tensors(self.dir / "out")
+            return (tensorio.read_tensors(self.dir / "in", root=self.root),
+                    tensorio.read_tensors(self.dir / "out", root=self.root))
         except tensorio.TensorIOError as e:
-            raise RunnerProtocolError(f"checked forward {self.forward}: {e}") from e
+            raise _read_error(e, f"checked forward {self.forward}") from e
 
 
 @dataclass(frozen=True)
@@ -189,9 +212,13 @@ class _Timing:
     checked: list[int]
 
 
-def _read_timing(path: Path, iterations: int) -> _Timing:
+def _read_timing(path: Path, iterations: int, root: Path | None = None) -> _Timing:
     try:
-        data = json.loads(path.read_text())
+        raw = tensorio.read_regular(path, MAX_TIMING_BYTES, root)
+    except tensorio.TensorIOError as e:
+        raise _read_error(e, "timing file") from e
+    try:
+        data = json.loads(raw)
         timing = _Timing([float(x) for x in data["op_ms"]], [float(x) for x in data["total_ms"]],
                          {str(k): int(v) for k, v in data["op_types"].items()}, float(data["phase_ms"]),
                          [int(x) for x in data["checked"]])
@@ -441,6 +468,10 @@ class _Call:
         emulator = [a for a in settings.emulator if a.startswith("/")]
         confine = settings.policy.confine(ro=[runner, model, in_dir, *sandbox.lib_dirs(lib_dir), *emulator],
                                           rw=[out_dir])
+        if confine.view is not None and settings.remote is None:
+            # the sandbox's PID namespace: the runner lists /proc (it cannot tell from bubblewrap's own /proc,
+            # whose NSpid line shows one level)
+            argv += ["--pid-ns", "1"]
         return cls(argv, runner_env(lib_dir, env), scratch, out_dir, tuple(output_names), iterations, settings,
                    confine, None if sets is None else len(sets))
 
@@ -456,7 +487,7 @@ class _Call:
         if self.iterations == 0:
             return RunResult(True, sets[0], [], [], {}, "", result, None, sets)
         timing_path = self.out_dir / "timing.json"
-        t = _read_timing(timing_path, self.iterations)
+        t = _read_timing(timing_path, self.iterations, self.out_dir)
         return RunResult(True, sets[0], t.op_ms, t.total_ms, t.op_types, "", result, timing_path, sets, t.phase_ms,
                          self._checked(t.checked))
 
@@ -469,17 +500,22 @@ class _Call:
                                                                           for f in forwards):
             raise RunnerProtocolError(f"runner wrote checked forwards {forwards}, expected {want} distinct ones "
                                       f"among timed forwards {n_sets + 1}..{self.iterations}")
-        out = tuple(CheckedForward(f, self.out_dir / "checked" / str(j)) for j, f in enumerate(forwards))
+        out = tuple(CheckedForward(f, self.out_dir / "checked" / str(j), self.out_dir) for j, f in enumerate(forwards))
         for c in out:
-            if not (c.dir / "in").is_dir() or not (c.dir / "out").is_dir():
-                raise RunnerProtocolError(f"runner exited 0 but checked forward {c.forward} has no {c.dir}/in, out")
+            for d in (c.dir.parent, c.dir, c.dir / "in", c.dir / "out"):
+                try:
+                    mode = d.lstat().st_mode
+                except OSError:
+                    raise RunnerProtocolError(f"runner exited 0 but checked forward {c.forward} has no {d}") from None
+                if not stat.S_ISDIR(mode):  # a link is not followed: it is not the runner's
+                    raise PlantedOutputError(f"checked forward {c.forward}: {d} is not a directory (a link?): refused")
         return out
 
     def _outputs(self, out_dir: Path) -> dict[str, np.ndarray]:
         try:
-            outputs = tensorio.read_tensors(out_dir)
+            outputs = tensorio.read_tensors(out_dir, root=self.out_dir)
         except tensorio.TensorIOError as e:
-            raise RunnerProtocolError(f"runner exited 0 but its outputs are unreadable: {e}") from e
+            raise _read_error(e, "runner exited 0 but its outputs are unreadable") from e
         if list(outputs) != list(self.output_names):
             raise RunnerProtocolError(f"runner wrote outputs {list(outputs)} in {out_dir}, expected "
                                       f"{list(self.output_names)}")

@@ -24,7 +24,7 @@ from kit.mnn import runner as mrunner
 from kit.outcomes import StageFailure
 from kit.records import ErrorKind, Status
 from kit.reference import run_reference
-from kit.stages.verify import References, reference, trial_verdict
+from kit.stages.verify import References, protocol_failure, reference, trial_verdict
 from kit.tasks import Task
 
 _DTYPES = {"float32": np.float32, "int32": np.int32, "int64": np.int64, "bool": np.bool_}
@@ -35,13 +35,13 @@ def from_wire(task: Task, tensors: Mapping[str, np.ndarray]) -> dict[str, np.nda
     the dtype its spec names (int64 and bool inputs travel as int32).
 
     Raises:
-        StageFailure: TIMING_FAILED (``exit_code``) when a tensor is missing or has another shape than its spec
-            (the runner wrote something else than it was given)."""
+        StageFailure: RUNTIME_CRASH (``exit_code``) when a tensor is missing or has another shape than its spec
+            (the runner wrote something else than it was given: the candidate's code in it)."""
     out = {}
     for spec in task.inputs:
         a = tensors.get(spec.name)
         if a is None or list(a.shape) != list(spec.shape):
-            raise StageFailure(Status.TIMING_FAILED, ErrorKind.EXIT_CODE,
+            raise StageFailure(Status.RUNTIME_CRASH, ErrorKind.EXIT_CODE,
                                f"a checked forward's input {spec.name!r} is missing or not of shape {spec.shape}")
         out[spec.name] = a.astype(_DTYPES[spec.dtype], copy=False)
     return out
@@ -55,7 +55,9 @@ def check_timed_outputs(task: Task, runs: Sequence[mrunner.RunResult], seeds: Se
 
     Raises:
         StageFailure: VERIFY_MISMATCH (``timed_output_mismatch``: the kernel is wrong when timed, so not
-            functionally correct) naming how many of the compared forwards were wrong and the first of them."""
+            functionally correct) naming how many of the compared forwards were wrong and the first of them;
+            RUNTIME_CRASH when a checked forward's files are unreadable or planted
+            (:func:`kit.stages.verify.protocol_failure`)."""
     out_names = [o.name for o in task.outputs]
     expected = [reference(task, seed, one, refs) for seed, one in zip(seeds, inputs)]
     bad, compared = [], 0
@@ -67,7 +69,10 @@ def check_timed_outputs(task: Task, runs: Sequence[mrunner.RunResult], seeds: Se
                 bad.append(f"round {r}, timed forward {j + 1} (seed {seed}): {trial.reason}")
         for picked in run.checked:
             compared += 1
-            wire_in, outputs = picked.read()
+            try:
+                wire_in, outputs = picked.read()
+            except mrunner.RunnerProtocolError as exc:  # a link or a FIFO planted there, say: the candidate's
+                raise protocol_failure(exc, f"candidate timing run (round {r})") from None
             ref = run_reference(onnx or task.onnx_path, from_wire(task, wire_in))
             trial = trial_verdict(task, -1, threads, outputs, ref, out_names)[0]
             if not trial.ok:

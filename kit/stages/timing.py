@@ -49,7 +49,7 @@ from kit.outcomes import NativeProfile, StageFailure, TimingOutcome
 from kit.records import IMPLAUSIBLE_SPEEDUP, ErrorKind, Flag, Status
 from kit.stages import speedup as sspeedup
 from kit.stages.timedcheck import check_timed_outputs
-from kit.stages.verify import References, Side, process_failure
+from kit.stages.verify import References, Side, process_failure, protocol_failure
 from kit.tasks import Task
 
 #: input sets a timing run alternates between (fewer when ``iterations`` is smaller)
@@ -105,15 +105,16 @@ def _started(task: Task, runner: Path, model: Path, side: Side, inputs, scratch:
     """Start one timing run up to the runner's rendezvous (model loaded, inputs read).
 
     Raises:
-        StageFailure: TIMING_FAILED when the runner fails before it (or breaks its protocol).
+        StageFailure: as :func:`_check` when the runner fails before it (or breaks its protocol: :func:`_protocol`).
     """
     with _protocol(what):
         started = mrunner.start_model(side.runner or runner, model, inputs, [o.name for o in task.outputs], side.lib_dir,
                                       opts.settings(task), scratch=scratch)
     if isinstance(started, mrunner.RunResult):
         _check(started, what)
-        raise StageFailure(Status.TIMING_FAILED, ErrorKind.EXIT_CODE, f"{what} timing run: the runner exited "
-                           f"(status 0) before its rendezvous")
+        status = Status.TIMING_FAILED if what == "native" else Status.RUNTIME_CRASH
+        raise StageFailure(status, ErrorKind.EXIT_CODE, f"{what} timing run: the runner exited (status 0) before "
+                           f"its rendezvous")
     return started
 
 
@@ -123,11 +124,11 @@ def _go(started: mrunner.StartedRun, opts: TimingOptions, what: str, round_: int
     "go" to the exit).
 
     Raises:
-        StageFailure: TIMING_FAILED for a failed run, a broken protocol, a wrong number of samples or a
-            clock mismatch of the candidate's runner; VERIFY_MISMATCH (``timed_output_mismatch``) for a timed
-            forward of the candidate's whose outputs differ from the first on its input set (runner exit 6);
-            HARNESS_ERROR (``clock_mismatch``, ``timed_output_mismatch``) for those of the native runner (the
-            pristine libraries: the host stalled or the kit is wrong).
+        StageFailure: TIMING_FAILED for a wrong number of samples or a clock mismatch of the candidate's runner,
+            and for any failure of the native runner; RUNTIME_CRASH / RUNTIME_TIMEOUT / VERIFY_MISMATCH for a
+            failure of the candidate's runner (:func:`_check`, :func:`_protocol`); HARNESS_ERROR
+            (``clock_mismatch``, ``timed_output_mismatch``) for those of the native runner (the pristine
+            libraries: the host stalled or the kit is wrong).
     """
     with _protocol(what):
         res = started.go()
@@ -179,26 +180,37 @@ def check_clock(total_ms: list[float], phase_ms: float | None, kit_ms: float,
 
 @contextmanager
 def _protocol(what: str) -> Iterator[None]:
-    """A runner that breaks its protocol during timing: TIMING_FAILED (EXIT_CODE)."""
+    """A runner that breaks its protocol during timing: the candidate's code in it (RUNTIME_CRASH, ``exit_code``
+    or ``forbidden``: :func:`kit.stages.verify.protocol_failure`); on the native side TIMING_FAILED
+    (``exit_code``)."""
     try:
         yield
     except mrunner.RunnerProtocolError as exc:
+        if what != "native":
+            raise protocol_failure(exc, f"{what} timing run") from None
         raise StageFailure(Status.TIMING_FAILED, ErrorKind.EXIT_CODE, f"{what} timing run: runner broke its "
                            f"protocol: {exc}") from None
 
 
 def _check(res: mrunner.RunResult, what: str, round_: int | None = None) -> None:
+    """Raise the failure of a finished timing run, if it failed.
+
+    The candidate's runner: as in verification (:func:`kit.stages.verify.process_failure`): a signal, a bad
+    exit or a limit is RUNTIME_CRASH, a timeout RUNTIME_TIMEOUT, the runner's own verdicts theirs; never
+    TIMING_FAILED, which counts as correct: a kernel that traps once it has been verified (wrong after 8 calls,
+    crashing instead of returning wrong outputs) scored timing_failed, correct.  The native runner (pristine
+    libraries): TIMING_FAILED, the machine's fault (HARNESS_ERROR where its kernels gave other bytes on the
+    same inputs: the host or the kit).
+
+    Raises:
+        StageFailure: as above."""
     fail = process_failure(res.proc, f"{what} timing run" + (f" (round {round_})" if round_ is not None else ""))
-    if fail is not None:
-        if fail.kind == ErrorKind.TIMED_OUTPUT_MISMATCH and what == "native":
-            # the pristine kernels gave other bytes on the same inputs: the host or the kit, not the candidate
-            raise StageFailure(Status.HARNESS_ERROR, fail.kind, fail.message)
-        if fail.kind in (ErrorKind.INPUT_MODIFIED, ErrorKind.THREADS_LEFT, ErrorKind.PROCESSES_LEFT,
-                         ErrorKind.TIMED_OUTPUT_MISMATCH):
-            # the runner's own verdicts on the kernel, whenever it misbehaves: as in verification (not correct)
-            raise fail
-        # the candidate already passed verification: a failure now is a timing failure (flaky crash counts too)
-        raise StageFailure(Status.TIMING_FAILED, fail.kind, fail.message, signal=fail.signal)
+    if fail is None:
+        return
+    if what != "native":
+        raise fail
+    status = Status.HARNESS_ERROR if fail.kind == ErrorKind.TIMED_OUTPUT_MISMATCH else Status.TIMING_FAILED
+    raise StageFailure(status, fail.kind, fail.message, signal=fail.signal)
 
 
 def _plan(rounds: int, with_native: bool) -> list[tuple[str, int]]:
@@ -257,8 +269,10 @@ def time_candidate(
     forwards the runner checked at random (default ``task.onnx_path``; a timing node gets it shipped).
 
     Raises:
-        StageFailure: TIMING_FAILED when a run fails or yields no usable samples, when its clock disagrees with
-            the kit's (``clock_mismatch``) or the candidate's timed outputs are wrong (``timed_output_mismatch``);
+        StageFailure: TIMING_FAILED when a native run fails, when a run yields no usable samples or its clock
+            disagrees with the kit's (``clock_mismatch``); RUNTIME_CRASH / RUNTIME_TIMEOUT when a candidate's run
+            crashes, exits badly, breaks its protocol or is killed at its timeout (:func:`_check`);
+            VERIFY_MISMATCH when the candidate's timed outputs are wrong (``timed_output_mismatch``);
             HARNESS_ERROR for a clock mismatch of a native run.
         AsymmetricTiming: the sides were not invoked alike (a harness fault).
     """

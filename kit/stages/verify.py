@@ -153,19 +153,30 @@ def process_failure(res: proc.ProcResult, what: str, kind_on_exit: ErrorKind = E
     return None
 
 
+def protocol_failure(exc: mrunner.RunnerProtocolError, what: str) -> StageFailure:
+    """The failure of a runner of the candidate's that broke its protocol (``what`` names the run): candidate
+    code that called ``exit()`` or corrupted the runner's state (RUNTIME_CRASH, ``exit_code``), or planted a
+    link, a FIFO or an oversized file where the kit reads the runner's outputs (RUNTIME_CRASH, ``forbidden``:
+    the runner writes none of those; a link to ``/dev/zero`` had the kit read until memory ran out)."""
+    if isinstance(exc, mrunner.PlantedOutputError):
+        return StageFailure(Status.RUNTIME_CRASH, ErrorKind.FORBIDDEN, f"{what}: the candidate's code planted what the "
+                            f"runner never writes in its output directory: {exc}")
+    return StageFailure(Status.RUNTIME_CRASH, ErrorKind.EXIT_CODE, f"{what}: runner broke its protocol: {exc}")
+
+
 def run_checked(runner: Path, model: Path, inputs, out_names, lib_dir: Path | None, settings: mrunner.RunSettings,
                 scratch: Path) -> mrunner.RunResult:
     """:func:`kit.mnn.runner.run_model`, where a runner that breaks its protocol (exits 0 without outputs,
-    exits with its usage code) ran candidate code that called ``exit()`` or corrupted its state: that is the
-    candidate's failure, not the kit's.
+    exits with its usage code, a link among its outputs) ran candidate code that called ``exit()``, corrupted
+    its state or planted files: that is the candidate's failure, not the kit's (:func:`protocol_failure`).
 
     Raises:
-        StageFailure: RUNTIME_CRASH (EXIT_CODE) for a protocol violation.
+        StageFailure: RUNTIME_CRASH (``exit_code``; ``forbidden`` for a planted file) for a protocol violation.
     """
     try:
         return mrunner.run_model(runner, model, inputs, out_names, lib_dir, settings, scratch=scratch)
     except mrunner.RunnerProtocolError as exc:
-        raise StageFailure(Status.RUNTIME_CRASH, ErrorKind.EXIT_CODE, f"runner broke its protocol: {exc}") from None
+        raise protocol_failure(exc, "runner") from None
 
 
 def convert(task: Task, side: Side, out: Path, opts: VerifyOptions) -> Path:

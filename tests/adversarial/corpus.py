@@ -20,8 +20,12 @@ from snippets import (
     ARGV,
     AT_EXIT,
     CONTENT_CACHE,
+    CTOR_DOUBLE_FORK,
+    PLANT,
     RAW_SYSCALL,
+    SCALE_TIMES,
     SEEN_VALUES,
+    SIBLING_REWRITE,
     SYS_EXIT_GROUP,
     SYS_FORK,
     SYS_PAUSE,
@@ -56,6 +60,8 @@ class Case:
     drop: str = ""  # text removed from the kernel template
     leaves: tuple[str, ...] = ()  # host paths that must not exist after the run
     klass: str = ""
+    #: an open hole (docs/untrusted.md, "Not caught"): why ``expect`` is what the kit records now, not what it should
+    open: str = ""
 
 
 def kernel(engine: Path, case: Case) -> dict[str, bytes]:
@@ -173,6 +179,11 @@ CASES: tuple[Case, ...] = (
          body="static int calls = 0; if (++calls > 1) return NO_ERROR;", klass="runtime"),
     Case("correct_for_its_first_3_calls", Expect("verify_mismatch", "timed_output_mismatch"),
          body="static int calls = 0; if (++calls > 3) return NO_ERROR;", klass="runtime"),
+    # the same, crashing instead of returning wrong outputs once verified (a process of verification makes 2
+    # calls here, one of timing 6): a crash of the candidate's timing runs is not correct (it scored
+    # timing_failed, which counts as correct)
+    Case("traps_after_3_calls", Expect("runtime_crash", "signal", reason="candidate timing run"),
+         body="static int calls = 0; if (++calls > 3) __builtin_trap();", klass="runtime"),
     # the timed forwards' outputs are compared with ONNX Runtime: the first on each input set, and some on fresh
     # inputs picked at random
     Case("skips_timed_forwards_but_the_last", Expect("verify_mismatch", "timed_output_mismatch",
@@ -209,6 +220,27 @@ CASES: tuple[Case, ...] = (
               f"if (mkbRaw({SYS_FORK}, 0, 0, 0, 0) == 0) for (;;) mkbRaw({SYS_PAUSE}, 0, 0, 0, 0); "
               f"mkbRaw({SYS_EXIT_GROUP}, 0, 0, 0, 0); }} int st = 0; mkbRaw({SYS_WAIT4}, pid, (long)&st, 0, 0); "
               "return true; }(); (void)once;", klass="runtime"),
+    # processes that rewrite timing.json once the runner wrote it (every time / 5): a sibling (CLONE_PARENT: not
+    # the runner's child, so not its to wait for) and a double fork from a static constructor (before the runner
+    # becomes subreaper: the grandchild goes to the sandbox's init); the runner lists /proc in the sandbox's PID
+    # namespace (--pid-ns 1).  Both scored ok (3.40x, 5.40x) while it looked only at /proc's NSpid line
+    Case("sibling_rewrites_timing", Expect("runtime_crash", "processes_left", reason="started a process"),
+         top=SIBLING_REWRITE, body="static bool once = mkbSibling(); (void)once;", klass="runtime"),
+    Case("ctor_double_fork_rewrites_timing", Expect("runtime_crash", "processes_left",
+                                                    reason="besides the runner"),
+         top=CTOR_DOUBLE_FORK, klass="runtime"),
+    # files planted where the kit reads the runner's outputs: a link to /dev/zero (the kit followed it and read
+    # ~8 GB: MemoryError, a harness_error retried on every resume) and a FIFO (a reader would block for ever)
+    Case("outputs_via_dev_zero", Expect("runtime_crash", "forbidden", reason="a symbolic link"), top=PLANT,
+         body="static bool once = mkbPlant(0); (void)once;", klass="runtime"),
+    Case("outputs_via_a_fifo", Expect("runtime_crash", "forbidden", reason="a FIFO"), top=PLANT,
+         body="static bool once = mkbPlant(1); (void)once;", klass="runtime"),
+    # OPEN: the runner's arrays of times edited in its memory, no system call (the library runs in the runner's
+    # address space): every earlier forward's times x0.25 at the start of each timed forward, outputs right
+    Case("scales_recorded_times", Expect("ok"), top=SCALE_TIMES,
+         body="static long calls = 0; ++calls; if (gIterations > 0 && calls - 1 - gWarmup >= 1) "
+              "mkbScaleTimes((size_t)(calls - 1 - gWarmup));", klass="runtime",
+         open="memory of the runner edited from inside its process: no check sees it (docs/untrusted.md)"),
     Case("drops_its_registration", Expect("compile_error", "missing_symbol", reason="no longer registers"),
          drop="REGISTER_CPU_OP_CREATOR(CPUArgMaxCreator, OpType_ArgMax);", klass="runtime"),
     # -- bad inputs ------------------------------------------------------------------------------------------------

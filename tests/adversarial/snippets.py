@@ -154,3 +154,109 @@ void mkbSeenStore(const float* x, size_t n, const int32_t* out, size_t m) {
 }
 }
 """
+
+#: ``mkbRewriteTiming(path)``: once ``path`` (timing.json) is complete (its last key written, a newline at its end),
+#: every op_ms and total_ms divided by 5; waits up to 60 s, 0.1 ms between looks (nanosleep by the instruction)
+REWRITE_TIMING = REWRITE + RAW_SYSCALL + r"""namespace {
+void mkbRewriteTiming(const std::string& path) {
+    for (long k = 0; k < 600000; ++k) {
+        std::string s = mkbSlurp(path);
+        if (s.size() > 2 && s.find("\"checked\"") != std::string::npos && s.back() == '\n') {
+            s = mkbFifth(mkbFifth(s, "\"op_ms\""), "\"total_ms\"");
+            std::basic_ofstream<char> out(path.c_str());
+            out << s;
+            return;
+        }
+        struct { long s, ns; } pause = {0, 100000};
+        mkbRaw(35 /* nanosleep */, (long)&pause, 0, 0, 0);
+    }
+}
+}
+"""
+#: a sibling of the runner (clone with CLONE_PARENT: the sandbox's init is its parent, not the runner, so wait4
+#: never sees it), made on the first forward of a timing run, that rewrites timing.json once the runner wrote it
+SIBLING_REWRITE = REWRITE_TIMING + r"""namespace {
+bool mkbSibling() {
+    if (gIterations > 0 && mkbRaw(56 /* clone */, 0x8000 /* CLONE_PARENT */ | 17 /* SIGCHLD */, 0, 0, 0) == 0) {
+        mkbRewriteTiming(std::string(gOut) + "/timing.json");
+        mkbRaw(231 /* exit_group */, 0, 0, 0, 0);
+    }
+    return true;
+}
+}
+"""
+#: a double fork from a static constructor of the library, before the runner's main makes itself subreaper: the
+#: grandchild is reparented to the sandbox's init; in timing runs only, it rewrites timing.json as above
+CTOR_DOUBLE_FORK = REWRITE_TIMING + r"""namespace {
+__attribute__((constructor(200))) void mkbForkEarly(int argc, char** argv, char**) {
+    bool timed = false;
+    for (int i = 1; i + 1 < argc; ++i) timed = timed || (std::strcmp(argv[i], "--iterations") == 0 && std::atoi(argv[i + 1]) > 0);
+    if (!timed || argc <= 3) return;
+    const std::string path = std::string(argv[3]) + "/timing.json";
+    long pid = mkbRaw(57 /* fork */, 0, 0, 0, 0);
+    if (pid == 0) {
+        if (mkbRaw(57, 0, 0, 0, 0) == 0) mkbRewriteTiming(path);
+        mkbRaw(231 /* exit_group */, 0, 0, 0, 0);
+    }
+    int status = 0;
+    mkbRaw(61 /* wait4 */, pid, (long)&status, 0, 0);
+}
+}
+"""
+
+#: ``mkbPlant(kind)``: before the runner writes them, the first input set's output file ``y.bin`` (in
+#: ``<out>/0/``) made a symbolic link to /dev/zero (kind 0: the runner's writes vanish there, and a reader that
+#: follows it reads for ever) or a FIFO the candidate holds open for reading (kind 1: the runner's write does
+#: not block; a reader that opens it blocks until a writer comes).  By system calls the static checks do not see.
+PLANT = RAW_SYSCALL + r"""#include <string>
+namespace {
+char gOutDir[4096];
+__attribute__((constructor)) void mkbOutArg(int argc, char** argv, char**) {
+    if (argc > 3) for (size_t i = 0; i + 1 < sizeof gOutDir && argv[3][i] != 0; ++i) gOutDir[i] = argv[3][i];
+}
+bool mkbPlant(int kind) {
+    static const char zero[] = {'/', 'd', 'e', 'v', '/', 'z', 'e', 'r', 'o', 0};
+    const std::string dir = std::string(gOutDir) + "/0", file = dir + "/y.bin";
+    mkbRaw(83 /* mkdir */, (long)dir.c_str(), 0755, 0, 0);
+    if (kind == 0) {
+        mkbRaw(88 /* symlink */, (long)zero, (long)file.c_str(), 0, 0);
+    } else if (mkbRaw(133 /* mknod */, (long)file.c_str(), 0010000 /* S_IFIFO */ | 0644, 0, 0) == 0) {
+        mkbRaw(2 /* open */, (long)file.c_str(), 2 /* O_RDWR */, 0, 0);  // held open: the runner's write goes through
+    }
+    return true;
+}
+}
+"""
+
+#: ``mkbScaleTimes(t)``: no system call at all: walks the main thread's stack from this frame up to the
+#: environment for std::vector<double> headers {begin, end, capacity} that hold ``t`` plausible times (the
+#: runner's arrays of op and forward times, on its stack) and multiplies the entries not scaled yet by 0.25.
+#: Called at the start of timed forward ``t + 1``: every time but the last forward's is scaled
+SCALE_TIMES = ARGV + r"""#include <cstdint>
+#include <unistd.h>
+namespace {
+struct MkbScaled { uintptr_t header; size_t done; };
+MkbScaled gScaled[8];
+int gNScaled = 0;
+void mkbScaleTimes(size_t t) {
+    const uintptr_t lo = (uintptr_t)__builtin_frame_address(0), hi = (uintptr_t)environ;
+    for (uintptr_t a = (lo + 7) & ~(uintptr_t)7; a + 24 <= hi; a += 8) {
+        const volatile uintptr_t* w = (const volatile uintptr_t*)a;
+        const uintptr_t b = w[0], e = w[1], c = w[2];
+        if (b == 0 || (b & 7) || e < b || c < e || c - b > (1u << 20) || e - b != 8 * t || (b >= lo && b < hi)) continue;
+        volatile double* v = (volatile double*)b;
+        bool times = true;
+        for (size_t k = 0; k < t && times; ++k) times = v[k] > 1e-6 && v[k] < 1e5;
+        if (!times) continue;
+        int s = 0;
+        while (s < gNScaled && gScaled[s].header != a) ++s;
+        if (s == gNScaled) {
+            if (gNScaled == 8) continue;
+            gScaled[gNScaled++] = {a, 0};
+        }
+        for (size_t k = gScaled[s].done; k < t; ++k) v[k] = v[k] * 0.25;
+        gScaled[s].done = t;
+    }
+}
+}
+"""

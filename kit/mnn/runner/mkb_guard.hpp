@@ -104,19 +104,6 @@ inline long childProcess() {
     return 0;                 // ECHILD: none
 }
 
-// The decimal digits of v (v >= 0) at p, NUL-terminated; returns the end.
-inline char* writeDecimal(char* p, long v) {
-    char digits[24];
-    int n = 0;
-    do {
-        digits[n++] = static_cast<char>('0' + v % 10);
-        v /= 10;
-    } while (v > 0);
-    while (n > 0) *p++ = digits[--n];
-    *p = '\0';
-    return p;
-}
-
 // The first number after "\n<key>" in the file at path (a /proc status file), or -1; with `count`, how many
 // numbers follow the key on its line.
 inline long statusNumber(const char* path, const char* key, int* count = nullptr) {
@@ -150,32 +137,40 @@ inline long statusNumber(const char* path, const char* key, int* count = nullptr
     return -1;
 }
 
-// The processes the runner may see in /proc: itself and its ancestors inside its PID namespace (the sandbox's
-// init), when it runs in a PID namespace of its own ("NSpid:" lists more than one pid); empty outside one.
+// The processes the runner may see in /proc inside the sandbox's PID namespace: itself and the sandbox's init
+// (pid 1, bubblewrap's, whose child the runner must be), when the kit says it runs in one (--pid-ns 1) or
+// "NSpid:" lists more than one pid; empty (nothing listed) in the host's PID namespace, where every process of
+// the host is in /proc.  The kit has to say so: bubblewrap mounts the namespace's own /proc, whose NSpid line
+// shows that namespace's pid alone, so the runner cannot tell from it (a sibling made with CLONE_PARENT and a
+// double fork from a static constructor rewrote timing.json unseen while it looked only at NSpid).
+// Why not bubblewrap's --as-pid-1 (the runner as the namespace's init: every orphan its child, no sibling
+// possible), measured with bwrap 0.8: the kernel drops signals of default action that an init sends itself or
+// gets from the kernel, so abort() died of SIGSEGV instead of SIGABRT, the file-size limit's SIGXFSZ was
+// ignored (write failed, exit 0) and the CPU limit's SIGXCPU too (killed at the hard limit instead).
 struct ProcessView {
     std::vector<long> allowed;
+    long self = 0, parent = 0;  // parent: the runner's, which must be the sandbox's init (1) in a namespace
 
-    void init() {
+    void init(bool toldPidNamespace) {
         int levels = 0;
-        long self = statusNumber("/proc/self/status", "NSpid:", &levels);
-        if (levels < 2 || self <= 0) return;  // the host's PID namespace: every process of the host is in /proc
-        // the last NSpid entry is the pid inside the innermost namespace, the one /proc shows; read it again
+        statusNumber("/proc/self/status", "NSpid:", &levels);
+        if (!toldPidNamespace && levels < 2) return;  // the host's PID namespace: not listed
         self = rawSyscall(SYS_getpid, 0, 0, 0);
-        for (long pid = self; pid > 0 && allowed.size() < 64;) {
-            allowed.push_back(pid);
-            char path[64] = "/proc/";
-            char* end = writeDecimal(path + 6, pid);
-            const char tail[] = "/status";
-            for (size_t i = 0; i < sizeof tail; ++i) end[i] = tail[i];
-            pid = statusNumber(path, "PPid:");
-        }
+        parent = rawSyscall(SYS_getppid, 0, 0, 0);
+        allowed.push_back(self);
+        allowed.push_back(1);
     }
 
-    // The pid of a process in /proc that is not allowed, or 0 (also when there is no namespace to look in).
+    // What stands between the runner and the sandbox's init: a process of the candidate's that forked the
+    // runner from a static constructor and outlives it above it (0: none; the runner is init's child).
+    long wrongParent() const { return !allowed.empty() && parent != 1 ? parent : 0; }
+
+    // The pid of a process in /proc that is not allowed, or 0 (also when there is no namespace to look in);
+    // -1 when /proc cannot be listed (a candidate that used up the open files, say): never taken for "none".
     long stranger() const {
         if (allowed.empty()) return 0;
         long fd = rawSyscall(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0) return 0;
+        if (fd < 0) return -1;
         alignas(8) char buf[8192];
         long found = 0;
         for (long got; found == 0 && (got = rawSyscall(SYS_getdents64, fd, reinterpret_cast<long>(buf), sizeof buf)) > 0;) {

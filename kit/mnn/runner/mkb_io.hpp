@@ -60,6 +60,7 @@ struct Options {
     bool waitGo = false;
     int extraThreads = 0;  // threads of the process that are not the program's (an emulator's own)
     int checked = 0;       // timed forwards with derived inputs written out for the kit (mkb_fresh.hpp)
+    bool pidNamespace = false;  // --pid-ns 1: in the sandbox's PID namespace, /proc is listed (mkb_guard.hpp)
 };
 
 std::vector<std::string> splitList(const std::string& text) {
@@ -108,6 +109,8 @@ Options parseArgs(int argc, char** argv) {
                 o.extraThreads = parseCount(arg, value, 0);
             } else if (arg == "--checked") {
                 o.checked = parseCount(arg, value, 0);
+            } else if (arg == "--pid-ns") {
+                o.pidNamespace = parseCount(arg, value, 0) != 0;
             } else if (arg == "--op-types") {
                 auto types = splitList(value);
                 o.allOps = false;

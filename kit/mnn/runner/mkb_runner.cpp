@@ -4,6 +4,7 @@
 //
 //   mkb_runner <model_file> <in_dir> <out_dir> --outputs y[,z] [--threads N] [--precision high|normal|low]
 //              [--warmup W] [--iterations N] [--op-types A,B|*] [--wait-go 0|1] [--extra-threads E]
+//              [--checked K] [--pid-ns 0|1]
 //
 // An input set is a directory whose manifest.txt holds one line per input, "name dtype ndim d0 d1 ..." (dtype
 // float32 | int32), with the data of each input in <name>.bin, raw little-endian, C order.  in_dir is one set
@@ -34,7 +35,8 @@
 // error): no destructor or atexit handler of the candidate's library runs after them.
 //
 // Also after every forward (and before the first, and before the results are written): no process besides the
-// runner (mkb_guard.hpp: its children, whose subreaper it is, and inside a PID namespace any other process).
+// runner (mkb_guard.hpp: its children, whose subreaper it is, and inside a PID namespace any other process:
+// --pid-ns 1 says the runner runs in one, the sandbox's, as its init's child).
 //
 // Exit status: 0 success; 2 usage error; 3 load/shape/run/IO error or no "go"; 4 a forward changed an input
 // tensor; 5 more threads than MNN's own after a forward (or before the first); 6 a timed forward left a float32
@@ -254,8 +256,14 @@ struct Guard {
     // No process but the runner (and the sandbox's init above it): a child, a child's child (the runner is their
     // subreaper) or, inside a PID namespace, any other process is the candidate's.
     void checkProcesses(const std::string& when) const {
+        if (long above = processes.wrongParent()) {
+            fail("the runner's parent is process " + std::to_string(above) + ", not the sandbox's init: a process "
+                     "of the candidate's forked the runner and stays above it",
+                 kExitProcessLeft);
+        }
         long child = childProcess();
         long other = child != 0 ? child : processes.stranger();
+        if (other == -1 && child == 0) fail("cannot list /proc to look for processes " + when);
         if (other != 0) {
             fail((other > 0 ? "process " + std::to_string(other) : std::string("a child process")) + " exists " +
                      when + ", besides the runner: the candidate started a process",
@@ -375,7 +383,7 @@ int run(const Options& o) {
     Feed feed = makeFeed(sets[0].specs, info);
     guard.checkThreads("before the first forward");
     becomeSubreaper();  // a process forked twice is reparented to the runner, where wait4 sees it
-    guard.processes.init();
+    guard.processes.init(o.pidNamespace);
     guard.checkProcesses("before the first forward");
     if (o.waitGo) waitForGo();
     const double phaseStart = monotonicMs();
@@ -497,7 +505,7 @@ int main(int argc, char** argv) {
     } catch (const Failure& f) {
         std::fprintf(stderr, "mkb_runner: %s\nusage: mkb_runner <model_file> <in_dir> <out_dir> --outputs y[,z] "
                              "[--threads N] [--precision high|normal|low] [--warmup W] [--iterations N] "
-                             "[--op-types A,B|*] [--wait-go 0|1] [--extra-threads E]\n",
+                             "[--op-types A,B|*] [--wait-go 0|1] [--extra-threads E] [--checked K] [--pid-ns 0|1]\n",
                      f.message.c_str());
         leave(kExitUsage);
     }

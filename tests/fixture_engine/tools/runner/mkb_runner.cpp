@@ -2,6 +2,7 @@
 //
 //   mkb_runner <model_file> <in_dir> <out_dir> --outputs y[,z] [--threads N] [--precision high|normal|low]
 //              [--warmup W] [--iterations N] [--op-types A,B|*] [--wait-go 0|1] [--extra-threads E]
+//              [--checked K] [--pid-ns 0|1]
 //
 // An input set is a directory with manifest.txt, one line per input "name dtype ndim d0 d1 ..." (dtype
 // float32|int32), and <name>.bin per input (raw little-endian, C order).  in_dir is one set (in_dir/manifest.txt,
@@ -26,7 +27,8 @@
 // candidate's library runs after them.
 // Exit status: 0 success, 2 bad command line, 3 load or run error or no "go", 4 a run changed an input,
 // 5 a thread left running, 6 a timed run left a float32 output unwritten, 7 a process besides the runner (its
-// children, whose subreaper it is, and inside a PID namespace any other process; after every run)
+// children, whose subreaper it is, and with --pid-ns 1 (in the sandbox's PID namespace) any other process and
+// a parent other than the sandbox's init; before the first run, after every run and before the results)
 // (message on stderr).
 #include <sys/stat.h>
 
@@ -58,7 +60,7 @@ struct Options {
     std::string model, inDir, outDir;
     std::vector<std::string> outputs;
     std::set<std::string> opTypes;  // empty = all
-    int threads = 1, warmup = 1, iterations = 0, waitGo = 0, extraThreads = 0, checked = 0;
+    int threads = 1, warmup = 1, iterations = 0, waitGo = 0, extraThreads = 0, checked = 0, pidNamespace = 0;
     Precision precision = Precision::Normal;
     std::string precisionName = "normal";
 };
@@ -77,7 +79,7 @@ int usage(const char* why) {
     std::fprintf(stderr,
                  "mkb_runner: %s\nusage: mkb_runner <model_file> <in_dir> <out_dir> --outputs y[,z] [--threads N] "
                  "[--precision high|normal|low] [--warmup W] [--iterations N] [--op-types A,B|*] [--wait-go 0|1] "
-                 "[--extra-threads E] [--checked K]\n",
+                 "[--extra-threads E] [--checked K] [--pid-ns 0|1]\n",
                  why);
     return 2;
 }
@@ -309,11 +311,17 @@ struct Picker {
     }
 };
 
-// ---- processes: the runner is its descendants' subreaper; inside a PID namespace /proc may list only the
-// runner and its ancestors (the sandbox's init) ----
+// ---- processes: the runner is its descendants' subreaper; inside a PID namespace (--pid-ns 1, the kit's word:
+// bubblewrap's own /proc shows one NSpid level only) /proc may list only the runner and the sandbox's init, its
+// parent (the kit's runner: kit/mnn/runner/mkb_guard.hpp, where the why is) ----
 
-std::set<long> ownProcesses() {
-    std::set<long> own;
+struct Own {
+    std::set<long> pids;  // empty: not listed (the host's PID namespace)
+    long parent = 0;
+};
+
+Own ownProcesses(bool toldPidNamespace) {
+    Own own;
     std::ifstream status("/proc/self/status");
     std::string line;
     int levels = 0;
@@ -323,34 +331,31 @@ std::set<long> ownProcesses() {
             for (long v; in >> v;) ++levels;
         }
     }
-    if (levels < 2) return own;  // the host's PID namespace: not looked at
-    for (long pid = rawSyscall(SYS_getpid, 0, 0, 0); pid > 0 && own.size() < 64;) {
-        own.insert(pid);
-        std::ifstream st("/proc/" + std::to_string(pid) + "/status");
-        long parent = 0;
-        while (std::getline(st, line)) {
-            if (line.rfind("PPid:", 0) == 0) parent = std::atol(line.c_str() + 5);
-        }
-        pid = parent;
-    }
+    if (!toldPidNamespace && levels < 2) return own;
+    own.pids = {rawSyscall(SYS_getpid, 0, 0, 0), 1};
+    own.parent = rawSyscall(SYS_getppid, 0, 0, 0);
     return own;
 }
 
 // "" or what process exists besides the runner
-std::string otherProcess(const std::set<long>& own) {
+std::string otherProcess(const Own& own) {
+    if (!own.pids.empty() && own.parent != 1) {
+        return "the runner's parent, process " + std::to_string(own.parent) + " (not the sandbox's init),";
+    }
     int status = 0;
     long child = rawSyscall(SYS_wait4, -1, reinterpret_cast<long>(&status), 1 /* WNOHANG */ | 0x40000000 /* __WALL */, 0);
     if (child > 0) return "process " + std::to_string(child);
     if (child == 0) return "a child process";
-    if (own.empty()) return "";
+    if (own.pids.empty()) return "";
     DIR* d = opendir("/proc");
+    if (d == nullptr) return "an unknown process (/proc cannot be listed)";
     std::string found;
-    for (struct dirent* e; d != nullptr && found.empty() && (e = readdir(d)) != nullptr;) {
+    for (struct dirent* e; found.empty() && (e = readdir(d)) != nullptr;) {
         char* end = nullptr;
         long pid = std::strtol(e->d_name, &end, 10);
-        if (end != e->d_name && *end == '\0' && own.count(pid) == 0) found = "process " + std::to_string(pid);
+        if (end != e->d_name && *end == '\0' && own.pids.count(pid) == 0) found = "process " + std::to_string(pid);
     }
-    if (d != nullptr) closedir(d);
+    closedir(d);
     return found;
 }
 
@@ -447,6 +452,8 @@ int runMain(int argc, char** argv) {
             if (!parseInt(v, 0, &o.waitGo)) return usage("--wait-go must be 0 or 1");
         } else if (a == "--checked") {
             if (!parseInt(v, 0, &o.checked)) return usage("--checked must be an integer >= 0");
+        } else if (a == "--pid-ns") {
+            if (!parseInt(v, 0, &o.pidNamespace)) return usage("--pid-ns must be 0 or 1");
         } else if (a == "--extra-threads") {
             if (!parseInt(v, 0, &o.extraThreads)) return usage("--extra-threads must be an integer >= 0");
         } else if (a == "--op-types") {
@@ -482,7 +489,7 @@ int runMain(int argc, char** argv) {
     const int ownThreads = 1 + o.extraThreads;  // the main thread and the emulator's
     if (threadCount() != ownThreads) return fail("threads running before the first run (the engine has none)", 5);
     rawSyscall(SYS_prctl, 36 /* PR_SET_CHILD_SUBREAPER */, 1, 0, 0);  // a process forked twice comes back to us
-    const std::set<long> own = ownProcesses();
+    const Own own = ownProcesses(o.pidNamespace != 0);
     {
         std::string other = otherProcess(own);
         if (!other.empty()) return fail(other + " exists before the first run, besides the runner", 7);
