@@ -212,6 +212,11 @@ def test_check_clock_rules():
     assert stiming.check_clock([1.0], 10.0, 10.0 + stiming.CLOCK_SLACK_MS) is None  # within the slack
     assert "apart" in stiming.check_clock([1.0], 10.0, 500.0)  # 490 ms the runner's clock did not see
     assert "phase_ms" in stiming.check_clock([1.0], None, 20.0)
+    # with written_ms (the end of the runner's writes) the gap is measured from there
+    assert stiming.check_clock([1.0], 10.0, 500.0, written_ms=480.0) is None  # 470 ms of writes, seen by both
+    assert "end of its writes" in stiming.check_clock([1.0], 10.0, 500.0, written_ms=20.0)
+    assert "not between" in stiming.check_clock([1.0], 10.0, 500.0, written_ms=5.0)  # ended before its phase
+    assert "not between" in stiming.check_clock([1.0], 10.0, 500.0, written_ms=600.0)  # longer than the run
     # the ops timed in a forward are part of it: never longer than it
     assert stiming.check_clock([1.0, 2.0], 10.0, 20.0, [0.9, 2.0]) is None
     assert "longer than the forward" in stiming.check_clock([1.0, 2.0], 10.0, 20.0, [0.9, 2.5])

@@ -160,7 +160,8 @@ class RunResult(proc.FromProcess):
     each set's first timed forward, which every later timed forward on the set matched byte for byte.
     ``op_ms`` / ``total_ms``: per timed run, milliseconds (empty in verify mode).
     ``op_types``: op type → number of ops of that type executed per run (timing mode only).
-    ``phase_ms``: the runner's own wall time from "go" to the end of its timed runs (timing mode only).
+    ``phase_ms``: the runner's own wall time from "go" to the end of its timed runs (timing mode only);
+    ``written_ms``: the same clock at the end of writing its results (timing.json is written last).
     ``checked``: the timed forwards on fresh inputs it wrote out (timing mode with ``RunSettings.checked``).
     ``error``: the runner's stdout+stderr when it failed (MNN's messages go to stdout, the runner's to stderr).
     ``proc``: the raw process result (exit code, signal, logs).
@@ -177,6 +178,7 @@ class RunResult(proc.FromProcess):
     output_sets: tuple[dict[str, np.ndarray], ...] = ()
     phase_ms: float | None = None
     checked: tuple[CheckedForward, ...] = ()
+    written_ms: float | None = None
 
 
 def runner_env(lib_dir: Path | None, base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -210,6 +212,7 @@ class _Timing:
     op_types: dict[str, int]
     phase_ms: float
     checked: list[int]
+    written_ms: float
 
 
 def _read_timing(path: Path, iterations: int, root: Path | None = None) -> _Timing:
@@ -221,7 +224,7 @@ def _read_timing(path: Path, iterations: int, root: Path | None = None) -> _Timi
         data = json.loads(raw)
         timing = _Timing([float(x) for x in data["op_ms"]], [float(x) for x in data["total_ms"]],
                          {str(k): int(v) for k, v in data["op_types"].items()}, float(data["phase_ms"]),
-                         [int(x) for x in data["checked"]])
+                         [int(x) for x in data["checked"]], float(data["written_ms"]))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise RunnerProtocolError(f"{path}: missing or malformed timing file ({e})") from e
     if len(timing.op_ms) != iterations or len(timing.total_ms) != iterations:
@@ -489,7 +492,7 @@ class _Call:
         timing_path = self.out_dir / "timing.json"
         t = _read_timing(timing_path, self.iterations, self.out_dir)
         return RunResult(True, sets[0], t.op_ms, t.total_ms, t.op_types, "", result, timing_path, sets, t.phase_ms,
-                         self._checked(t.checked))
+                         self._checked(t.checked), t.written_ms)
 
     def _checked(self, forwards: list[int]) -> tuple[CheckedForward, ...]:
         """The checked forwards the runner wrote out: as many as asked for (``settings.checked``, at most the

@@ -311,7 +311,8 @@ std::vector<Taken> takeInputs(const std::vector<TensorSpec>& specs, const std::v
 }
 
 std::string timingJson(const std::vector<double>& opMs, const std::vector<double>& totalMs,
-                       const std::map<std::string, int>& counts, double phaseMs, const std::vector<int>& checked) {
+                       const std::map<std::string, int>& counts, double phaseMs, const std::vector<int>& checked,
+                       double writtenMs) {
     std::string json = "{\"op_ms\": " + jsonNumbers(opMs) + ", \"total_ms\": " + jsonNumbers(totalMs) +
                        ", \"op_types\": {";
     bool first = true;
@@ -323,7 +324,9 @@ std::string timingJson(const std::vector<double>& opMs, const std::vector<double
     std::snprintf(phase, sizeof phase, "%.9g", phaseMs);
     std::string picks;
     for (size_t i = 0; i < checked.size(); ++i) picks += (i ? ", " : "") + std::to_string(checked[i]);
-    return json + "}, \"phase_ms\": " + phase + ", \"checked\": [" + picks + "]}\n";
+    char written[40];
+    std::snprintf(written, sizeof written, "%.9g", writtenMs);
+    return json + "}, \"phase_ms\": " + phase + ", \"written_ms\": " + written + ", \"checked\": [" + picks + "]}\n";
 }
 
 }  // namespace mkb
