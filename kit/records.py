@@ -77,6 +77,10 @@ class ErrorKind(enum.StrEnum):
     DEVICE_LOST = "device_lost"
     # the device stayed above device.max_load_pct or device.max_temp_c (timing_failed, retried as above)
     DEVICE_BUSY = "device_busy"
+    # what a build node shipped cannot be used on its timing node: machine code of another ELF machine than the
+    # node runs, another native build, a non-ELF file where machine code belongs, an unsafe path (harness_error:
+    # the cluster's fault, never the candidate's; a resumed run times it again)
+    ARTEFACT = "artefact"
 
 
 class Diagnostic(BaseModel):
