@@ -6,8 +6,11 @@ model — and a timing worker unpacks them into its scratch directory.  Timing w
 baseline (its libraries and the runner) the same way once, at start, from a build worker, so timing nodes
 need neither a compiler nor the MNN source, and both sides are the same build of the same tree.
 
-The architecture of shipped machine code is read from the ELF header (``e_machine``), never assumed:
-a bundle runs only on a node whose ``platform.machine()`` matches it.  Only the libraries the runner
+The architecture of shipped machine code is read from the ELF header (``e_machine``: ``EM_X86_64`` = 62,
+``EM_AARCH64`` = 183), never assumed: a timing node checks every executable and library it receives, file by
+file, against the architecture it runs (:meth:`Bundle.check_machine`: its own, or the target it emulates), before
+writing any of them.  A cross target's runtime is one static runner per side (``bin/mkb_runner``, no shared
+library: :func:`elf_static` tells it from a runner that loads ``lib/``).  Only the libraries the runner
 loads are shipped (the ``DT_NEEDED`` closure of the runner within the library directory: for MNN
 ``libMNN.so`` and ``libMNN_Express.so``, ~4.4 MB on x86_64, not the converter's 9.6 MB of dependencies).
 ELF files are read with pyelftools.
@@ -58,6 +61,29 @@ def elf_arch(data: bytes, name: str = "file") -> str:
     if isinstance(machine, int):  # a value pyelftools has no name for
         return f"elf-machine-{machine:#x}"
     return ELF_MACHINES.get(machine, machine)
+
+
+def elf_machine(data: bytes, name: str = "file") -> str:
+    """The ``e_machine`` of an ELF image as the System V ABI names it (``EM_AARCH64``), or its number
+    (``0x1234``) when pyelftools has no name for it.
+
+    Raises:
+        ArtefactError: ``data`` is not an ELF image."""
+    machine = _elf(data, name).header["e_machine"]
+    return f"{machine:#x}" if isinstance(machine, int) else machine
+
+
+def elf_static(data: bytes, name: str = "file") -> bool:
+    """Whether an ELF executable is linked statically (no ``PT_INTERP`` segment: no dynamic loader, no library
+    loaded): a cross target's runner, which carries its side's engine.
+
+    Raises:
+        ArtefactError: ``data`` is not an ELF image."""
+    return not any(seg["p_type"] == "PT_INTERP" for seg in _elf(data, name).iter_segments())
+
+
+#: ``platform.machine()`` names → ELF ``e_machine`` names (the inverse of :data:`ELF_MACHINES`)
+ARCH_MACHINES = {arch: em for em, arch in ELF_MACHINES.items()}
 
 
 def elf_needed(path: Path) -> list[str]:
@@ -124,10 +150,32 @@ class Bundle:
             os.chmod(target, 0o755 if data[:4] == b"\x7fELF" else 0o644)
         return dest
 
+    def check_machine(self, arch: str, what: str, how: str = "natively") -> None:
+        """Refuse the bundle unless every executable and library in it is machine code for ``arch`` (the
+        architecture this node runs ``how``: ``natively``, or ``under qemu-aarch64-static``).  Each file's own
+        ELF header is read (``arch``, which the sender set, is not trusted); a file is machine code when it is
+        ELF, lies under ``bin/`` or is named as a shared library (``*.so``, ``*.so.N``): a non-ELF one of the
+        last two is refused (nothing but ELF may be run or loaded).
+
+        Raises:
+            ArtefactError: names ``what``, the file, its ELF machine and the one expected."""
+        want = ARCH_MACHINES.get(arch, arch)
+        for rel, data in sorted(self.files.items()):
+            is_elf = data[:4] == b"\x7fELF"
+            if not is_elf and not (rel.startswith("bin/") or ".so" in Path(rel).suffixes):
+                continue  # a model, a text file: no machine code
+            if not is_elf:
+                raise ArtefactError(f"{what}: {rel} is not an ELF file; this node ({platform.node()}) runs only "
+                                    f"{arch} ELF executables and libraries ({want})")
+            got = elf_machine(data, rel)
+            if got != want:
+                got_arch = ELF_MACHINES.get(got, got)
+                raise ArtefactError(f"{what}: {rel} was built for {got_arch} (ELF machine {got}), this node "
+                                    f"({platform.node()}) runs {arch} {how} (ELF machine {want})")
+
     def check_runs_here(self, what: str) -> None:
-        """Raise :class:`ArtefactError` unless the bundle's machine code is for this node's architecture."""
-        if self.arch and self.arch != host_arch():
-            raise ArtefactError(f"{what} was built for {self.arch}, this node ({platform.node()}) is {host_arch()}")
+        """:meth:`check_machine` against this node's own architecture, natively."""
+        self.check_machine(host_arch(), what)
 
 
 def pack(sources: dict[str, Path]) -> Bundle:
@@ -163,7 +211,9 @@ class BuildHalf:
 class Built:
     """What a build worker hands to a timing worker for one job.
 
-    ``half``: what the build half measured; ``libs``: the candidate's shared libraries (``lib/*.so*``);
+    ``half``: what the build half measured; ``libs``: the candidate's machine code: its shared libraries
+    (``lib/*.so*``), or for a static build its own runner (``bin/mkb_runner``; none for a converter task, whose
+    runtime is the native one);
     ``model``: the task converted by the candidate's converter (.mnn bytes); ``native_model``: the task
     converted by the native converter, or None when native cannot convert it (``native_error`` says why);
     ``native_key``: the native build the candidate must be timed against; ``built_by``: the build worker's name;

@@ -100,11 +100,6 @@ class EvalConfig(BaseSettings):
         if "native" in methods:
             raise fields_error(("candidates.sources",),
                                 "candidates.sources: 'native' is reserved; set candidates.native = true instead")
-        if self.target.arch != "x86_64" and self.dispatch.build_resource is not None:
-            raise fields_error(("target.arch", "dispatch.build_resource"),
-                                f"target.arch = {self.target.arch!r} with dispatch.build_resource: timing nodes of "
-                                "another architecture are not supported yet (cross-built jobs are verified and "
-                                "timed, emulated, on the build node)")
         self._check_device()
         return self
 
@@ -156,7 +151,8 @@ class EvalConfig(BaseSettings):
         """The settings :meth:`digest` covers, as ``{section: {key: value}}`` (JSON types).  ``target`` (the
         architecture, fp16, build mode and timing device) is there unless it is the default x86_64 host built
         natively and timed here, so the digests of configs older than the section stay what they were; so is
-        ``device`` (the adb device and how it is held) when one times."""
+        ``device`` (the adb device and how it is held) when one times.  The build mode is this node's view (the
+        driver's): with Ray build nodes of another architecture the records say what each build node did."""
         payload = {
             "mnn": self.mnn.model_dump(mode="json", include={"version", "tree_sha256", "engine", "cmake_args"}),
             "build": {"timeout_s": self.build.timeout_s, "candidate_timeout_s": self.build.candidate_timeout_s},
@@ -167,15 +163,14 @@ class EvalConfig(BaseSettings):
         t = self.target_info()
         if t.arch != DEFAULT_ARCH or t.cross:
             payload["target"] = {"arch": t.arch, "fp16": t.fp16, "build_mode": t.build_mode,
-                                 "timing_device": "qemu" if t.emulated else "host"}
+                                 "timing_device": t.timing_device}
         if self.container.mode != "host":
             # another toolchain (the image's): only then, so the digests of host runs stay what they were
             payload["container"] = {"mode": self.container.mode}
         if (baselines := self.baselines.digest_payload()) is not None:
             payload["baselines"] = baselines
         device = self.device.digest_payload()
-        if device is not None:
-            payload["target"]["timing_device"] = t.timing_device
+        if device is not None:  # (an adb device needs target.arch = "aarch64": the target is in the payload)
             payload["device"] = device
         return payload
 

@@ -10,7 +10,7 @@ keeps what earlier stages measured.
 When timing runs on other nodes than builds (``dispatch.build_resource``), a job is split in two halves:
 :func:`build_job` on the build node (register → build → convert + verify, then the artefacts packed into a
 :class:`~kit.artefacts.Built`, with the ONNX Runtime references of the timing node's checks) and
-:func:`time_job` on a timing node (a :class:`~kit.worker.Timer`: time, then verify again).  Both halves go
+:func:`time_job` on a timing node (a :class:`~kit.timer.Timer`: time, then verify again).  Both halves go
 through the same exception→status mapping.
 """
 
@@ -28,7 +28,7 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 
-from kit import artefacts
+from kit import artefacts, hostinfo
 from kit.artefacts import BuildHalf, Built
 from kit.baselines.book import Book
 from kit.baselines.lookup import NoBaseline
@@ -46,7 +46,8 @@ from kit.stages import timing as stiming
 from kit.stages import verify as sverify
 from kit.stages.tabletiming import time_against_table
 from kit.tasks import Task
-from kit.worker import JobSettings, Timer, Worker
+from kit.timer import Timer
+from kit.worker import JobSettings, Worker
 
 __all__ = ["build_job", "rejected_record", "run_job", "time_job"]
 
@@ -57,9 +58,18 @@ def _where(worker: Worker) -> Where:
                  sandboxed=worker.settings.sandboxed, image_id=worker.image_id)
 
 
+def _built_on(job: Job, arch: str) -> Job:
+    """``job`` with its build mode as the node that built it has it (``arch``: that node's architecture, in
+    :func:`kit.hostinfo.host_arch` names): the driver made the job with its own host's (an aarch64 build node of
+    an x86_64 driver builds natively, :mod:`kit.target`)."""
+    arch = hostinfo.MACHINE_ALIASES.get(arch.lower(), arch.lower())
+    return job if not arch or arch == job.target.host_arch else replace(job, target=replace(job.target, host_arch=arch))
+
+
 def run_job(job: Job, worker: Worker) -> Record:
     """Evaluate one job in ``worker``'s workspace and return its record (never raises for a candidate's
     failure; a fault of the kit itself becomes a ``harness_error`` record with the traceback)."""
+    job = _built_on(job, hostinfo.host_arch())
     rec = _guarded(job, _where(worker), Outcome(), _checked(worker, lambda scratch, out: _stages(job, worker, scratch, out)),
                    worker.scratch)
     assert isinstance(rec, Record)
@@ -71,6 +81,7 @@ def build_job(job: Job, worker: Worker) -> Record | Built:
     register, build, convert and verify here (this node runs the build's architecture), then pack what
     timing needs (:class:`~kit.artefacts.Built`).  Returns the final :class:`Record` instead when the job
     ends here (a failure, or ``timing.enabled = false``).  Never raises for a candidate's failure."""
+    job = _built_on(job, hostinfo.host_arch())
     return _guarded(job, _where(worker), Outcome(),
                     _checked(worker, lambda scratch, out: _build_for_shipping(job, worker, scratch, out)), worker.scratch)
 
@@ -78,9 +89,11 @@ def build_job(job: Job, worker: Worker) -> Record | Built:
 def time_job(job: Job, built: Built, timer: Timer) -> Record:
     """The timing node's half: unpack ``built`` into a scratch directory, time it against the shipped
     native baseline, and return the job's record (``worker`` = the build worker, ``timing_worker`` = this
-    one; ``wall_s`` = both halves).  A bundle of another architecture or native build is a
-    ``harness_error`` (a cluster fault, not the candidate's)."""
+    one; ``wall_s`` = both halves).  Artefacts this node cannot use — machine code of another ELF machine
+    than the one it runs (its own, or the target it emulates), another native build — are a ``harness_error`` of
+    error kind ``artefact`` naming the file (a cluster fault, not the candidate's: a resumed run times it again)."""
     half = built.half
+    job = _built_on(job, half.where.arch)
     where = replace(half.where, timing_worker=timer.name, timing_host=socket.gethostname(),
                     sandboxed=half.where.sandboxed and timer.settings.sandboxed)
     outcome = replace(half.outcome)  # a copy: the timing result goes into this job's own outcome
@@ -120,6 +133,8 @@ def _guarded(job: Job, where: Where, outcome: Outcome, body: Body, scratch_root:
         failure = f
     except DeviceError as exc:  # only timing uses a device: built and verified, its timing failed
         failure = StageFailure(Status.TIMING_FAILED, exc.kind, f"timing device: {exc}")
+    except artefacts.ArtefactError as exc:  # shipped files a timing node cannot use: the cluster's fault
+        failure = StageFailure(Status.HARNESS_ERROR, ErrorKind.ARTEFACT, f"shipped artefacts refused: {exc}")
     except Exception as exc:  # noqa: BLE001 - the one place that turns exceptions into statuses
         failure = StageFailure(Status.HARNESS_ERROR, ErrorKind.INTERNAL,
                                f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-3000:]}")
@@ -191,7 +206,7 @@ def _build_for_shipping(job: Job, worker: Worker, scratch: Path, out: Outcome) -
     native_model = _native_for(worker, job.task)
     return Built(
         half=BuildHalf(Where(), Outcome(), 0.0),  # filled in by _guarded
-        libs=artefacts.pack(artefacts.runtime_libs(worker.native.runner, side.lib_dir)),
+        libs=_machine_code(worker, side),
         model=model.read_bytes(),
         native_model=native_model.read_bytes() if native_model is not None else None,
         native_key=worker.native_key,
@@ -200,6 +215,15 @@ def _build_for_shipping(job: Job, worker: Worker, scratch: Path, out: Outcome) -
         references=_references(job, worker.settings),
         onnx=job.task.onnx_path.read_bytes(),
     )
+
+
+def _machine_code(worker: Worker, side: sverify.Side) -> artefacts.Bundle:
+    """What a timing node needs of the candidate's build: the shared libraries the runner loads, or a static
+    build's own runner (``bin/mkb_runner``; nothing for a converter task, which runs the native runner)."""
+    if side.runner is None:
+        assert side.lib_dir is not None
+        return artefacts.pack(artefacts.runtime_libs(worker.native.runner, side.lib_dir))
+    return artefacts.pack({} if side.runner == worker.native.runner else {"bin/mkb_runner": side.runner})
 
 
 def _references(job: Job, settings: JobSettings) -> dict[int, dict]:
@@ -215,18 +239,21 @@ def _time_shipped(job: Job, built: Built, timer: Timer, scratch: Path, out: Outc
         raise artefacts.ArtefactError(
             f"{built.built_by} built against native {built.native_key}, timing worker {timer.name} has {timer.native_key}"
         )
-    built.libs.check_runs_here(f"the candidate libraries from {built.built_by}")
-    lib_dir = built.libs.write(scratch / "ship") / "lib"
+    # every file checked before any is written: nothing of another machine is run, not even by the emulator
+    built.libs.check_machine(timer.target.arch, f"the candidate's machine code from {built.built_by}", timer.how)
+    shipped = built.libs.write(scratch / "ship")
     model = scratch / "candidate.mnn"
     model.write_bytes(built.model)
     native = None
     if built.native_model is not None:
         (scratch / "native.mnn").write_bytes(built.native_model)
-        native = (scratch / "native.mnn", sverify.Side(None, timer.lib_dir))
+        native = (scratch / "native.mnn", sverify.Side(None, _dir_or_none(timer.lib_dir)))
     onnx = scratch / "task.onnx"
     onnx.write_bytes(built.onnx)
     timer.stage = "time"
-    candidate = (model, sverify.Side(None, lib_dir))
+    own_runner = shipped / "bin" / "mkb_runner"  # a static build's: its engine linked in
+    candidate = (model, sverify.Side(None, _dir_or_none(shipped / "lib"),
+                                     runner=own_runner if own_runner.is_file() else None))
     try:
         timer.check_native(None)
         out.add(_time(timer.timing, job.task, timer.runner, candidate, native, built.native_error,
@@ -235,6 +262,11 @@ def _time_shipped(job: Job, built: Built, timer: Timer, scratch: Path, out: Outc
         _reverify(timer.settings.verify, job, candidate, timer.runner, timer.gate, scratch, out, built.references)
     finally:
         timer.stage = ""
+
+
+def _dir_or_none(path: Path) -> Path | None:
+    """``path`` if it is a directory (a static build ships no ``lib/``), else None."""
+    return path if path.is_dir() else None
 
 
 def _time(

@@ -81,6 +81,10 @@ class ErrorKind(enum.StrEnum):
     # baselines.native_timing = "table" and the baseline table has no entry that matches this node's hardware,
     # MNN version, build flags and runner settings, and the task's files (timing_failed, retried: kit.scoring)
     NO_BASELINE = "no_baseline"
+    # what a build node shipped cannot be used on its timing node: machine code of another ELF machine than the
+    # node runs, another native build, a non-ELF file where machine code belongs, an unsafe path (harness_error:
+    # the cluster's fault, never the candidate's; a resumed run times it again)
+    ARTEFACT = "artefact"
 
 
 class Diagnostic(BaseModel):

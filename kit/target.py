@@ -12,6 +12,12 @@ The **timing device** says where timing runs: ``host`` (this node, natively), ``
 ``ray:<label>`` (Ray nodes carrying a custom resource), ``adb:<serial>`` (an Android device over adb,
 :mod:`kit.devices`; verification still runs here, under qemu for a cross build).  This module imports nothing of the kit but
 :mod:`kit.hostinfo`.
+
+Every fact here is **per node**: a :class:`Target` is made on the node that uses it (``host_arch`` is that node's
+architecture, injectable for tests), so the same config builds natively on an aarch64 build node and
+cross-builds on an x86_64 one, and a timing node (``ray:<label>``) runs what it receives natively when it is an
+aarch64 machine, or under the emulator when it is an x86_64 node that stands in for one (loopback tests: its
+timings are emulated, never scored).
 """
 
 from __future__ import annotations
@@ -57,9 +63,10 @@ class Target:
 
     @property
     def emulated(self) -> bool:
-        """This node runs the target's binaries under user-mode emulation (a cross build verified here, and
-        timed here unless a device times it)."""
-        return self.cross and self.timing_resource is None
+        """This node runs the target's binaries under user-mode emulation: a cross build is verified here under
+        the emulator, and so is it timed wherever this node times it (here, or as a ``ray:<label>`` timing node
+        of another architecture); an adb device runs them natively (:mod:`kit.devices`)."""
+        return self.cross
 
     @property
     def timing_device(self) -> str:
@@ -68,7 +75,7 @@ class Target:
             return f"adb:{self.device}"
         if self.timing_resource is not None:
             return f"ray:{self.timing_resource}"
-        return "qemu" if self.emulated else "host"
+        return "qemu" if self.cross else "host"
 
     @property
     def static(self) -> bool:
@@ -85,6 +92,17 @@ class Target:
             pairs = ", ".join(f"{h} -> {t}" for h, t in sorted(CROSS_PAIRS))
             raise TargetError(f"target.arch = {self.arch!r}: this host is {self.host_arch} and the kit cross-builds "
                               f"only {pairs}")
+
+    def check_runs_here(self) -> None:
+        """Refuse a target whose binaries this node cannot run (a timing node): natively when it has the
+        target's architecture, else only under the emulator of a pair the kit cross-builds (an x86_64 node
+        standing in for an aarch64 one).
+
+        Raises:
+            TargetError: names ``target.arch`` and this node's architecture."""
+        if self.cross and (self.host_arch, self.arch) not in CROSS_PAIRS:
+            raise TargetError(f"target.arch = {self.arch!r}: this timing node is {self.host_arch} and can run "
+                              f"neither {self.arch} binaries natively nor under an emulator the kit knows")
 
     def describe(self) -> dict[str, str]:
         """The record fields of this target: ``target_arch``, ``build_mode``, ``timing_device``."""

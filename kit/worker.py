@@ -2,8 +2,7 @@
 
 A build worker (:class:`Worker`) owns, for its life, a workspace (a private copy of the pristine tree and its
 build directory, locked), the native baseline built from the same tree, and its node's gate (builds shared,
-timing exclusive).  A timing worker (:class:`Timer`, when timing runs on other nodes than builds) owns the
-native baseline shipped to it from a build worker.  :class:`JobSettings` are the options the stages and
+timing exclusive).  A timing worker (when timing runs on other nodes than builds) is :class:`kit.timer.Timer`.  :class:`JobSettings` are the options the stages and
 ``kit.mnn`` receive, derived from the configuration once: nothing below this module reads an
 :class:`~kit.config.EvalConfig`.
 """
@@ -20,7 +19,6 @@ from functools import cached_property
 from pathlib import Path
 
 from kit import hostinfo, proc, sandbox
-from kit.artefacts import Bundle
 from kit.baselines.book import Book
 from kit.baselines.key import RunnerSettings
 from kit.config import ConfigError, EvalConfig, MnnSection
@@ -29,7 +27,7 @@ from kit.gate import NodeGate
 from kit.images import container as icontainer
 from kit.mnn import build as mbuild
 from kit.mnn import toolchain
-from kit.mnn.native import Native, build_pristine, ensure_native, install_shipped, workspace_lib_dir
+from kit.mnn.native import Native, build_pristine, ensure_native, workspace_lib_dir
 from kit.mnn.runner import RunSettings
 from kit.mnn.source import Pristine, ensure_pristine
 from kit.mnn.workspace import Workspace, open_workspace
@@ -353,52 +351,6 @@ class Worker:
         return model
 
 
-@dataclass
-class Timer:
-    """What a timing worker owns (``dispatch.build_resource``): the native baseline shipped from a build
-    worker (``native_dir/lib``, ``native_dir/bin/mkb_runner``) and its node's gate."""
-
-    cfg: EvalConfig
-    native_dir: Path
-    native_key: str
-    name: str = "t0"
-    gate: NodeGate | None = None
-    stage: str = ""
-    seal: Seal = field(default_factory=Seal)
-
-    @cached_property
-    def settings(self) -> JobSettings:
-        return job_settings(self.cfg)
-
-    @cached_property
-    def scratch(self) -> Path:
-        """As :attr:`Worker.scratch`."""
-        return scratch_root(self.cfg.mnn.cache_dir)
-
-    @cached_property
-    def timing(self) -> TimingOptions:
-        """As :attr:`Worker.timing`."""
-        return pin_timing(self.settings.timing, self.cfg)
-
-    @cached_property
-    def baselines(self) -> Book:
-        """As :attr:`Worker.baselines`: the tables of this timing node, for the shipped native build."""
-        return baseline_book(self.cfg, self.native_key)
-
-    def check_native(self, model: Path | None) -> None:
-        """As :meth:`Worker.check_native`, for the shipped baseline (``model``: the job's shipped native model
-        is new each time, so only the runner and the libraries are sealed)."""
-        self.seal.check([self.runner, *sorted(p for p in self.lib_dir.iterdir() if p.is_file())])
-
-    @property
-    def runner(self) -> Path:
-        return self.native_dir / "bin" / "mkb_runner"
-
-    @property
-    def lib_dir(self) -> Path:
-        return self.native_dir / "lib"
-
-
 def workspace_base(mnn: MnnSection, pristine: Pristine, target: Target | None = None) -> Path:
     """The folder of the workspaces made from ``pristine`` (one per engine and tree digest, and per target
     architecture for a cross target) in the cache."""
@@ -490,16 +442,3 @@ def start_container(cfg: EvalConfig, name: str) -> icontainer.WorkerContainer | 
     log.info("worker %s: container %s of %s started in %.1f s", name, box.volume, check.image, box.start_s)
     box.activate()
     return box
-
-
-def setup_timer(cfg: EvalConfig, index: int, name: str, native_key: str, native: Bundle) -> Timer:
-    """A timing worker (``dispatch.build_resource`` set): install the native baseline shipped from a build
-    worker on this node and take the node's gate.
-
-    Raises:
-        kit.artefacts.ArtefactError: the shipped baseline is for another architecture than this node's.
-    """
-    # no child tracking here: a timer's children (the runner) are direct children and die with it
-    # (PR_SET_PDEATHSIG), and a timer owns no directory another run's timer could not be using too
-    shipped = install_shipped(cfg.mnn.cache_dir, native_key, native)
-    return Timer(cfg, shipped, native_key, name=name, gate=NodeGate(cfg.mnn.cache_dir / "node.lock"))

@@ -1,4 +1,5 @@
-"""Shared pytest fixtures: the fixture engine (tests/conftest_fixture.py) and real-MNN gating."""
+"""Shared pytest fixtures: the fixture engine (tests/conftest_fixture.py), the loopback Ray cluster
+(tests/raycluster.py: started once per module that asks for it) and real-MNN gating."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from conftest_fixture import (  # noqa: E402,F401
     fixture_engine_pristine,
     fixture_tasks_dir,
 )
+from raycluster import cluster  # noqa: E402,F401
 
 
 def mnn_source_dir() -> Path | None:

@@ -24,8 +24,9 @@ from kit.jobs import Job
 from kit.outcomes import BuildOutcome, Outcome, Where
 from kit.pipeline import time_job
 from kit.records import ErrorKind, Status
+from kit.target import make_target
 from kit.tasks import load_suite
-from kit.worker import Timer
+from kit.timer import Timer
 
 FIXTURE_TASKS = Path(__file__).resolve().parent / "fixture_engine" / "tasks"
 
@@ -115,10 +116,36 @@ def test_bundle_paths_cannot_leave_the_destination(tmp_path):
     assert not (tmp_path / "escape.so").exists()
 
 
+#: ELF e_machine numbers (System V ABI)
+EM = {"x86_64": 62, "aarch64": 183}
+
+
+def _other_arch() -> str:
+    return "aarch64" if host_arch() != "aarch64" else "x86_64"
+
+
 def test_foreign_arch_bundle_does_not_run_here():
-    other = "aarch64" if host_arch() != "aarch64" else "x86_64"
-    with pytest.raises(ArtefactError, match=f"built for {other}.*is {host_arch()}"):
-        Bundle({"lib/libMNN.so": b""}, arch=other).check_runs_here("the candidate libraries")
+    other = _other_arch()
+    with pytest.raises(ArtefactError, match=f"lib/libMNN.so was built for {other}.*runs {host_arch()} natively"):
+        Bundle({"lib/libMNN.so": _elf_header(EM[other])}).check_runs_here("the candidate libraries")
+
+
+def test_every_file_is_checked_by_its_own_header_not_by_the_bundles_word():
+    """The sender's ``arch`` is not trusted: one foreign file among right ones is named, with both machines."""
+    files = {"lib/libMNN.so": _elf_header(EM["aarch64"]), "bin/mkb_runner": _elf_header(EM["x86_64"]),
+             "model.mnn": b"not machine code"}
+    with pytest.raises(ArtefactError) as e:
+        Bundle(files, arch="aarch64").check_machine("aarch64", "shipped", "under qemu-aarch64-static")
+    msg = str(e.value)
+    assert "bin/mkb_runner was built for x86_64 (ELF machine EM_X86_64)" in msg
+    assert "runs aarch64 under qemu-aarch64-static (ELF machine EM_AARCH64)" in msg
+    Bundle({"lib/libMNN.so": _elf_header(EM["aarch64"]), "model.mnn": b"x"}).check_machine("aarch64", "shipped")
+
+
+@pytest.mark.parametrize("rel", ["bin/mkb_runner", "lib/libMNN.so", "lib/libMNN.so.3"])
+def test_a_non_elf_executable_or_library_is_refused(rel):
+    with pytest.raises(ArtefactError, match=f"{rel} is not an ELF file"):
+        Bundle({rel: b"#!/bin/sh\necho hi\n"}).check_machine("x86_64", "shipped")
 
 
 def _job() -> Job:
@@ -139,7 +166,7 @@ def _timer(tmp_path: Path) -> Timer:
 
 def test_time_job_with_another_native_build_is_a_harness_error(tmp_path):
     rec = time_job(_job(), _built(Bundle({}), native_key="k2"), _timer(tmp_path))
-    assert rec.status is Status.HARNESS_ERROR and rec.error_kind is ErrorKind.INTERNAL
+    assert rec.status is Status.HARNESS_ERROR and rec.error_kind is ErrorKind.ARTEFACT
     assert "built against native k2" in rec.error_message and "ndef.t0 has k1" in rec.error_message
     # what the build node measured is kept, and the record names both workers
     assert rec.build_s == 1.5 and rec.worker == "nabc.w0" and rec.timing_worker == "ndef.t0"
@@ -147,7 +174,10 @@ def test_time_job_with_another_native_build_is_a_harness_error(tmp_path):
 
 
 def test_time_job_with_foreign_arch_libraries_is_a_harness_error(tmp_path):
-    other = "aarch64" if host_arch() != "aarch64" else "x86_64"
-    rec = time_job(_job(), _built(Bundle({"lib/libMNN.so": b""}, arch=other)), _timer(tmp_path))
-    assert rec.status is Status.HARNESS_ERROR
-    assert f"built for {other}" in rec.error_message
+    other = _other_arch()
+    timer = _timer(tmp_path)
+    timer.target = make_target(host_arch(), host_arch=host_arch())
+    rec = time_job(_job(), _built(Bundle({"lib/libMNN.so": _elf_header(EM[other])}, arch=other)), timer)
+    assert rec.status is Status.HARNESS_ERROR and rec.error_kind is ErrorKind.ARTEFACT
+    assert f"lib/libMNN.so was built for {other}" in rec.error_message
+    assert "Traceback" not in rec.error_message  # a cluster fault in words, not a crash of the kit

@@ -50,11 +50,11 @@ def test_fp16_needs_aarch64_and_the_error_names_both_fields(tmp_path):
     assert "'target.fp16'" in str(e.value) and "'target.arch'" in str(e.value)
 
 
-def test_aarch64_with_separate_timing_nodes_is_refused_naming_both(tmp_path):
-    with pytest.raises(ConfigError) as e:
-        load_config(_cfg(tmp_path, "[target]\narch = \"aarch64\"\n[dispatch]\nmode = \"ray\"\n"
-                                   "build_resource = \"b\"\ntiming_resource = \"a\"\n"))
-    assert "'target.arch'" in str(e.value) and "'dispatch.build_resource'" in str(e.value)
+def test_aarch64_timed_on_separate_ray_nodes_names_them_in_the_digest(tmp_path):
+    split = load_config(_cfg(tmp_path, "[target]\narch = \"aarch64\"\n[dispatch]\nmode = \"ray\"\n"
+                                       "build_resource = \"b\"\ntiming_resource = \"a\"\n"))
+    here = load_config(_cfg(tmp_path, "[target]\narch = \"aarch64\"\n"))
+    assert split.digest_payload()["target"]["timing_device"] == "ray:a" and split.digest() != here.digest()
 
 
 def test_build_mode_follows_the_host():

@@ -1,7 +1,7 @@
 """The Ray actors of a run: build workers (:class:`JobActor`) and timing workers (:class:`TimeActor`).
 
 Each actor calls its setup once in its ``__init__`` — by default :func:`kit.worker.setup_worker`, which
-locks workspace ``w<index>`` on its node for the actor's life, or :func:`kit.worker.setup_timer` — and then
+locks workspace ``w<index>`` on its node for the actor's life, or :func:`kit.timer.setup_timer` — and then
 runs one job at a time: ``job_fn(job, state)`` (default :func:`kit.pipeline.run_job`), the build half
 (:func:`kit.pipeline.build_job`) when timing runs elsewhere, or ``time_fn(job, built, timer)`` (default
 :func:`kit.pipeline.time_job`) on a timing node.  An actor's ``name`` is ``n<node id, 8 hex>.w<index>``
@@ -30,7 +30,8 @@ from kit.mnn.native import native_bundle
 from kit.pipeline import build_job, run_job, time_job
 from kit.provenance import collect
 from kit.records import Record
-from kit.worker import Worker, setup_timer, setup_worker
+from kit.timer import setup_timer
+from kit.worker import Worker, setup_worker
 
 #: ``setup_fn(cfg, index, name) -> state``: runs once per build actor (default: :func:`kit.worker.setup_worker`)
 SetupFn = Callable[[EvalConfig, int, str], Any]

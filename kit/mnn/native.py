@@ -196,17 +196,21 @@ def native_bundle(native: Native) -> Bundle:
     return pack(runtime_libs(native.runner, native.lib_dir) | {"bin/mkb_runner": native.runner})
 
 
-def install_shipped(cache_dir: Path, key: str, bundle: Bundle) -> Path:
+def install_shipped(cache_dir: Path, key: str, bundle: Bundle, arch: str | None = None, how: str = "natively") -> Path:
     """Write a shipped native baseline to ``cache_dir/shipped/<key>`` (once per node and key; atomic rename)
     and return that directory (``lib/``, ``bin/mkb_runner``).
 
     Kept apart from ``<cache>/native`` because it has no converter: a build on this node never takes it
-    for a full native build.
+    for a full native build.  ``arch``: the architecture this node runs ``how`` (default: its own, natively;
+    an x86_64 node that emulates an aarch64 target: ``aarch64``, ``under qemu-aarch64-static``).
 
     Raises:
-        kit.artefacts.ArtefactError: the bundle's machine code is not for this node's architecture.
+        kit.artefacts.ArtefactError: a file of the bundle is not machine code for ``arch`` (names the file).
     """
-    bundle.check_runs_here(f"the native baseline {key}")
+    if arch is None:
+        bundle.check_runs_here(f"the native baseline {key}")
+    else:
+        bundle.check_machine(arch, f"the native baseline {key}", how)
     dest = cache_dir / "shipped" / key
     if (dest / "done").is_file():
         return dest

@@ -170,7 +170,8 @@ class DispatchSection(Section):
     timing_resource: str | None = None
     #: custom Ray resource that marks build nodes.  None: every worker builds, verifies and times on its own
     #: node (a timing_resource node).  Set: ``workers`` build workers on these nodes build and verify, and
-    #: one timing worker per ``timing_resource`` node times what they ship through Ray's object store
+    #: one timing worker per ``timing_resource`` node times what they ship through Ray's object store (for
+    #: ``target.arch = "aarch64"`` the build nodes may be x86_64, cross-building: docs/cluster.md)
     build_resource: str | None = None
     max_retries: int = Field(default=2, ge=0)
 
@@ -209,8 +210,9 @@ class DispatchSection(Section):
 
 class TargetSection(Section):
     """What jobs are built for (:mod:`kit.target`): ``x86_64`` (this host: native builds, timed here) or
-    ``aarch64`` (cross-built on an x86_64 host, linked statically, verified under qemu; emulated timings are
-    recorded, never scored)."""
+    ``aarch64`` (cross-built on an x86_64 node, linked statically, verified under qemu, and timed there under
+    qemu — recorded, never scored — or shipped to Ray timing nodes of ``dispatch.timing_resource``, or to an adb
+    device; built natively on an aarch64 node)."""
 
     arch: Literal["x86_64", "aarch64"] = "x86_64"
     #: compile ARMv8.2 half-precision arithmetic in (MNN's ``MNN_ARM82``; aarch64 only).  Off by default: the
