@@ -4,19 +4,14 @@ any further sections given as dicts (``build={"jobs": 2}``, ``timing={...}``).""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from kit.tomlvalue import toml_value
+
 
 def _value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
-    return json.dumps(str(v))
+    return toml_value(v if isinstance(v, (bool, int, float, list, tuple)) else str(v))
 
 
 def write_config(path: Path, *, run_dir: Path, tasks_dir: Path, ids: list[str], method: str, candidates: Path,

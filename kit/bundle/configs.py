@@ -4,8 +4,6 @@ change a digest) or as a TOML file a reviewer's ``mkb eval`` loads with its own 
 
 from __future__ import annotations
 
-import json
-import math
 from typing import Any
 
 from pydantic import ValidationError
@@ -13,6 +11,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from kit.bundle.manifest import BundleError
 from kit.config import EvalConfig
+from kit.tomlvalue import toml_value
 
 
 class _Exact(EvalConfig):
@@ -37,20 +36,11 @@ def exact_config(data: dict[str, Any]) -> EvalConfig:
 
 
 def _scalar(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return "inf" if v > 0 else ("-inf" if v < 0 else "nan")
-        text = repr(v)
-        return text if any(c in text for c in ".en") else text + ".0"
-    if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False)  # a JSON string is a TOML basic string
-    if isinstance(v, list) and not any(isinstance(x, dict) for x in v):
-        return "[" + ", ".join(_scalar(x) for x in v if x is not None) + "]"
-    raise TypeError(f"no TOML value for {type(v).__name__}")
+    if isinstance(v, list):
+        if any(isinstance(x, dict) for x in v):
+            raise TypeError("no TOML value for a list of tables")
+        v = [x for x in v if x is not None]
+    return toml_value(v)
 
 
 def _table(name: str, body: dict[str, Any], header: str) -> list[str]:

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kit.images.common import ARCHES, LOCK_PATH, ImageError
+from kit.tomlvalue import toml_value
 
 
 class _Strict(BaseModel):
@@ -109,14 +110,7 @@ def load_lock(path: Path = LOCK_PATH, check_requirements: bool = True) -> Lock:
     return lock
 
 
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, str):
-        return json.dumps(v)  # a JSON string is a valid TOML basic string
-    raise TypeError(f"cannot write {type(v).__name__} to the lock file")
+_toml_value = toml_value
 
 
 _LOCK_HEADER = """\

@@ -3,28 +3,16 @@ third-party writer)."""
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from kit.suite.spec import TaskDef
+from kit.tomlvalue import toml_value
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
-def _v(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        text = repr(value)
-        return text if any(ch in text for ch in ".en") else text + ".0"
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_v(x) for x in value) + "]"
-    raise TypeError(f"cannot write {type(value).__name__} to TOML")
+_v = toml_value
 
 
 def dumps_task(td: TaskDef, *, split: str, description: str, shapes: dict[str, list[int]], target) -> str:
