@@ -37,6 +37,7 @@ from kit.devices.session import DeviceSession
 from kit.gate import NodeGate
 from kit.inputs import make_inputs
 from kit.jobs import Job, job_record, now_utc, rejected_record
+from kit.jobsettings import JobSettings
 from kit.mnn.native import workspace_lib_dir
 from kit.outcomes import Outcome, StageFailure, TimingOutcome, VerifyOutcome, Where
 from kit.records import ErrorKind, Record, Status
@@ -47,7 +48,7 @@ from kit.stages import verify as sverify
 from kit.stages.tabletiming import time_against_table
 from kit.tasks import Task
 from kit.timer import Timer
-from kit.worker import JobSettings, Worker
+from kit.worker import Worker
 
 __all__ = ["build_job", "rejected_record", "run_job", "time_job"]
 

@@ -21,11 +21,12 @@ from kit.artefacts import Bundle, elf_static
 from kit.baselines.book import Book
 from kit.config import EvalConfig
 from kit.gate import NodeGate
+from kit.jobsettings import JobSettings, baseline_book, job_settings, pin_timing
 from kit.mnn import toolchain
 from kit.mnn.native import install_shipped
 from kit.stages.timing import TimingOptions
 from kit.target import Target
-from kit.worker import JobSettings, Seal, baseline_book, job_settings, pin_timing, scratch_root
+from kit.worker import Seal, scratch_root
 
 log = logging.getLogger("kit")
 
@@ -53,7 +54,7 @@ class Timer:
 
     @cached_property
     def settings(self) -> JobSettings:
-        """:func:`job_settings` on this node, the runner named by a label when each side has its own (the
+        """:func:`kit.jobsettings.job_settings` on this node, the runner named by a label when each side has its own (the
         invocation digest then compares everything else)."""
         s = job_settings(self.cfg)
         label = f"static {self.target.arch} mkb_runner, one per side" if self.static else ""

@@ -26,6 +26,7 @@ from kit.outcomes import StageFailure
 from kit.records import ErrorKind, Status
 from kit.shards import scan
 from kit.stages import timing as stiming
+from kit.stages import timingrun as strun
 from kit.stages import verify as sverify
 from kit.tasks import load_suite
 from kit.worker import setup_worker
@@ -205,20 +206,20 @@ def test_a_runner_clock_that_loses_time_is_a_clock_mismatch(evaluated, tmp_path)
 
 def test_check_clock_rules():
     """The timed forwards must fit in the phase (same clock), and the phase within the kit's wall time."""
-    assert stiming.check_clock([1.0, 2.0], 10.0, 20.0) is None
-    assert "more than" in stiming.check_clock([6.0, 6.0], 10.0, 20.0)  # 12 ms of forwards in a 10 ms phase
-    assert "more than" in stiming.check_clock([1.0, -1.0], 10.0, 20.0)  # a clock that went back
-    assert "kit's" in stiming.check_clock([1.0], 30.0, 20.0)  # a phase longer than the whole process
-    assert stiming.check_clock([1.0], 10.0, 10.0 + stiming.CLOCK_SLACK_MS) is None  # within the slack
-    assert "apart" in stiming.check_clock([1.0], 10.0, 500.0)  # 490 ms the runner's clock did not see
-    assert "phase_ms" in stiming.check_clock([1.0], None, 20.0)
+    assert strun.check_clock([1.0, 2.0], 10.0, 20.0) is None
+    assert "more than" in strun.check_clock([6.0, 6.0], 10.0, 20.0)  # 12 ms of forwards in a 10 ms phase
+    assert "more than" in strun.check_clock([1.0, -1.0], 10.0, 20.0)  # a clock that went back
+    assert "kit's" in strun.check_clock([1.0], 30.0, 20.0)  # a phase longer than the whole process
+    assert strun.check_clock([1.0], 10.0, 10.0 + strun.CLOCK_SLACK_MS) is None  # within the slack
+    assert "apart" in strun.check_clock([1.0], 10.0, 500.0)  # 490 ms the runner's clock did not see
+    assert "phase_ms" in strun.check_clock([1.0], None, 20.0)
     # with written_ms (the end of the runner's writes) the gap is measured from there
-    assert stiming.check_clock([1.0], 10.0, 500.0, written_ms=480.0) is None  # 470 ms of writes, seen by both
-    assert "end of its writes" in stiming.check_clock([1.0], 10.0, 500.0, written_ms=20.0)
-    assert "not between" in stiming.check_clock([1.0], 10.0, 500.0, written_ms=5.0)  # ended before its phase
-    assert "not between" in stiming.check_clock([1.0], 10.0, 500.0, written_ms=600.0)  # longer than the run
+    assert strun.check_clock([1.0], 10.0, 500.0, written_ms=480.0) is None  # 470 ms of writes, seen by both
+    assert "end of its writes" in strun.check_clock([1.0], 10.0, 500.0, written_ms=20.0)
+    assert "not between" in strun.check_clock([1.0], 10.0, 500.0, written_ms=5.0)  # ended before its phase
+    assert "not between" in strun.check_clock([1.0], 10.0, 500.0, written_ms=600.0)  # longer than the run
     # the ops timed in a forward are part of it: never longer than it
-    assert stiming.check_clock([1.0, 2.0], 10.0, 20.0, [0.9, 2.0]) is None
-    assert "longer than the forward" in stiming.check_clock([1.0, 2.0], 10.0, 20.0, [0.9, 2.5])
-    assert "negative" in stiming.check_clock([1.0, 2.0], 10.0, 20.0, [0.9, -0.1])
-    assert "op times for" in stiming.check_clock([1.0, 2.0], 10.0, 20.0, [0.9])
+    assert strun.check_clock([1.0, 2.0], 10.0, 20.0, [0.9, 2.0]) is None
+    assert "longer than the forward" in strun.check_clock([1.0, 2.0], 10.0, 20.0, [0.9, 2.5])
+    assert "negative" in strun.check_clock([1.0, 2.0], 10.0, 20.0, [0.9, -0.1])
+    assert "op times for" in strun.check_clock([1.0, 2.0], 10.0, 20.0, [0.9])

@@ -210,7 +210,7 @@ def test_timing_cores_are_checked_where_a_worker_times_not_where_settings_are_ma
     import socket
 
     from kit import hostinfo
-    from kit.worker import job_settings, pin_timing
+    from kit.jobsettings import job_settings, pin_timing
 
     p = tmp_path / "cfg.toml"
     p.write_text(fixture_config_text(tmp_path / "run", cache_dir=tmp_path / "cache")

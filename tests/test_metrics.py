@@ -303,18 +303,18 @@ def test_timing_failed_is_correct_but_never_fast_whatever_its_fields():
 
 
 def test_a_crash_of_the_candidates_timing_runs_is_not_correct_one_of_the_native_side_is():
-    """The timing stage's verdict on a failed run (kit.stages.timing._check) and what it counts for: a kernel that
+    """The timing stage's verdict on a failed run (kit.stages.timingrun.check_run) and what it counts for: a kernel that
     traps once verified scored timing_failed (correct, FCR); the candidate's crash is runtime_crash now (CSR
     only), its hang runtime_timeout, while the native side's crash stays timing_failed (the machine's)."""
     from kit.mnn.runner import RunResult
     from kit.outcomes import StageFailure
     from kit.proc import ProcResult
-    from kit.stages import timing as stiming
+    from kit.stages import timingrun as strun
 
     def verdict(who, **how):
         res = ProcResult(("mkb_runner",), how.pop("returncode", -4), "", "trap", 0.2, **how)
         with pytest.raises(StageFailure) as info:
-            stiming._check(RunResult(False, {}, [], [], {}, "", res), who, 0)
+            strun.check_run(RunResult(False, {}, [], [], {}, "", res), who, 0)
         return info.value
 
     crash, native = verdict("candidate", signal=4), verdict("native", signal=4)

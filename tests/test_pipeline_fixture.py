@@ -314,7 +314,7 @@ def test_timing_holds_the_node_only_while_the_runners_run(evaluated, tmp_path, m
             return real(*a, **k)
         monkeypatch.setattr(stiming, name, wrapped)
 
-    for name in ("make_inputs", "_started", "check_symmetric", "_go", "check_timed_outputs", "_outcome"):
+    for name in ("make_inputs", "start_run", "check_symmetric", "go_run", "check_timed_outputs", "_outcome"):
         spy(name, getattr(stiming, name))
     worker = setup_worker(cfg, index=0)
     try:
@@ -326,8 +326,8 @@ def test_timing_holds_the_node_only_while_the_runners_run(evaluated, tmp_path, m
     finally:
         worker.workspace.release()
     runs = 2 * cfg.timing.rounds
-    assert events == ([("make_inputs", "-")] * stiming.TIMED_SETS + [("_started", "shared")] * runs
-                      + [("check_symmetric", "-")] + [("_go", "exclusive")] * runs + [("check_timed_outputs", "-"),
+    assert events == ([("make_inputs", "-")] * stiming.TIMED_SETS + [("start_run", "shared")] * runs
+                      + [("check_symmetric", "-")] + [("go_run", "exclusive")] * runs + [("check_timed_outputs", "-"),
                                                                                       ("_outcome", "-")])
     assert len(tr.candidate_samples_ms) == len(tr.native_samples_ms) == cfg.timing.rounds * cfg.timing.iterations
     assert tr.speedup is not None and tr.speedup_ci_low <= tr.speedup <= tr.speedup_ci_high

@@ -16,6 +16,7 @@ from kit import hostinfo, proc
 from kit.artefacts import ArtefactError, BuildHalf, Built, Bundle, pack
 from kit.config import EvalConfig
 from kit.jobs import Job
+from kit.jobsettings import job_settings
 from kit.mnn import build as mbuild
 from kit.mnn import toolchain
 from kit.outcomes import Outcome, Where
@@ -24,7 +25,6 @@ from kit.records import ErrorKind, Status
 from kit.target import TargetError, make_target
 from kit.tasks import load_suite
 from kit.timer import setup_timer
-from kit.worker import job_settings
 
 FIXTURE_TASKS = Path(__file__).resolve().parent / "fixture_engine" / "tasks"
 ON_X86 = pytest.mark.skipif(hostinfo.host_arch() != "x86_64", reason="the x86_64 host's cross toolchain")

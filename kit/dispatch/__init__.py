@@ -6,6 +6,8 @@ Ray code of the kit.
   native baseline for their life);
 * :mod:`~kit.dispatch.driver`: the ``ray.wait`` loop: hand out jobs with task affinity, collect records,
   retry jobs whose worker died, ship built artefacts to timing nodes;
+* :mod:`~kit.dispatch.slots`: the driver's worker slots, the Ray options of their actors, whether the run can go
+  on with the workers left, what a failed setup raises;
 * :mod:`~kit.dispatch.executor`: :class:`RayExecutor`, what :mod:`kit.evaluate` runs pending jobs with.
 * :mod:`~kit.dispatch.launcher`: Ray cluster launcher YAMLs checked offline against Ray's schema and the
   workers a kit config asks for (``python -m kit.dispatch.launcher``; docs/cloud.md).

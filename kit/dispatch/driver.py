@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import collections
 import logging
-import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,7 +36,8 @@ from ray.exceptions import ActorUnschedulableError, ObjectLostError, RayActorErr
 from kit.artefacts import BuildHalf
 from kit.config import EvalConfig
 from kit.dispatch.actors import JobActor, JobFn, SetupFn, TimeActor, TimeFn
-from kit.dispatch.cluster import DispatchError, actor_requests, alive_nodes, kit_digest, timer_nodes
+from kit.dispatch.cluster import DispatchError, actor_requests, kit_digest, timer_nodes
+from kit.dispatch.slots import Slot, check_alive, check_placeable, first_lines, ray_options, setup_error
 from kit.jobqueue import JobQueue
 from kit.jobs import Job, lost_record, timing_lost_record
 from kit.progress import StageTally, log_record
@@ -50,33 +49,6 @@ log = logging.getLogger("kit")
 
 #: seconds between progress refreshes while no result arrives
 POLL_S = 0.5
-
-
-@dataclass
-class _Slot:
-    index: int
-    role: str = "job"  # "job": whole jobs; "build": build halves; "time": timing halves (pinned to node_id)
-    node_id: str | None = None
-    actor: Any = None
-    name: str = ""
-    info: dict[str, Any] = field(default_factory=dict)
-    ready: bool = False
-    setup_deaths: int = 0  # consecutive deaths before ready()
-    dead: bool = False  # gave up on this slot
-    stage: str = ""  # last stage the worker reported for its running job
-    last_task: str | None = None  # task id of the last job handed to this worker (kit.jobqueue affinity)
-
-
-def _ray_options(request: dict[str, float]) -> dict[str, Any]:
-    """``ray.remote`` options of an actor asking for ``request`` (:func:`kit.dispatch.cluster.actor_requests`);
-    a second thread per actor answers stage() while a job runs (the driver never sends two jobs)."""
-    custom = {k: v for k, v in request.items() if k != "CPU"}
-    opts: dict[str, Any] = {"num_cpus": request["CPU"], "max_restarts": 0, "max_concurrency": 2}
-    if custom:
-        opts["resources"] = custom
-    return opts
-
-
 #: seconds between checks that waiting workers still have a node to start on
 PLACE_CHECK_S = 5.0
 #: seconds between asking busy workers for their stage
@@ -104,18 +76,18 @@ class Driver:
         d = cfg.dispatch
         self.split = d.build_resource is not None
         requests = actor_requests(cfg)
-        self.actor_cls = ray.remote(**_ray_options(requests["build" if self.split else "job"]))(JobActor)
-        self.slots = [_Slot(i, "build" if self.split else "job") for i in range(n_workers)]
+        self.actor_cls = ray.remote(**ray_options(requests["build" if self.split else "job"]))(JobActor)
+        self.slots = [Slot(i, "build" if self.split else "job") for i in range(n_workers)]
         timers = timer_nodes(cfg)  # none with timing off: build workers write the final records
         if timers:
-            self.timer_cls = ray.remote(**_ray_options(requests["time"]))(TimeActor)
-            self.slots += [_Slot(i, "time", node_id=nid) for i, nid in enumerate(timers)]
+            self.timer_cls = ray.remote(**ray_options(requests["time"]))(TimeActor)
+            self.slots += [Slot(i, "time", node_id=nid) for i, nid in enumerate(timers)]
         self.n_timers = sum(1 for s in self.slots if s.role == "time")
         self.native_key: str | None = None
         self.time_queue: collections.deque[tuple[Job, Any]] = collections.deque()
         self.payloads: dict[Any, Any] = {}  # build's record ref -> its artefacts ref
         self.built_halves: dict[str, BuildHalf] = {}  # job id -> what its last finished build measured
-        self.inflight: dict[Any, tuple[str, _Slot, Job | None]] = {}
+        self.inflight: dict[Any, tuple[str, Slot, Job | None]] = {}
         self.tries: dict[str, int] = collections.Counter()
         self.first_start: dict[str, str] = {}
         self.infos: list[dict[str, Any]] = []
@@ -126,7 +98,7 @@ class Driver:
         self.last_record: float | None = None
 
     # -- actors ---------------------------------------------------------------------------------------
-    def _spawn(self, slot: _Slot) -> None:
+    def _spawn(self, slot: Slot) -> None:
         slot.ready, slot.stage = False, ""
         if slot.role == "time":
             src = next((s for s in self.slots if s.role == "build" and s.ready), None)
@@ -144,7 +116,7 @@ class Driver:
             slot.actor = self.actor_cls.remote(self.cfg, slot.index, self.setup_fn, self.job_fn)
         self.inflight[slot.actor.ready.remote()] = ("ready", slot, None)
 
-    def _retire(self, slot: _Slot) -> None:
+    def _retire(self, slot: Slot) -> None:
         if slot.actor is not None:
             try:
                 ray.kill(slot.actor, no_restart=True)
@@ -167,7 +139,7 @@ class Driver:
             self._retire(s)
 
     # -- the loop -------------------------------------------------------------------------------------
-    def _busy(self, slot: _Slot) -> bool:
+    def _busy(self, slot: Slot) -> bool:
         return any(s is slot and kind in ("job", "build", "time") for kind, s, _ in self.inflight.values())
 
     def _jobs_inflight(self) -> bool:
@@ -214,37 +186,15 @@ class Driver:
                 counts[slot.stage or ("time" if slot.role == "time" else "build")] += 1
         return counts
 
-    def _check_placeable(self, queue: JobQueue) -> None:
-        """Raise :class:`DispatchError` when workers wait to start but no alive node can take them (their
-        node died and none other carries the resource): Ray would wait for such a node forever."""
-        now = time.monotonic()
-        if now - self.last_place_check < PLACE_CHECK_S:
-            return
-        self.last_place_check = now
-        if not any(s.actor is not None and not s.ready and not s.dead for s in self.slots):
-            return
-        d = self.cfg.dispatch
-        nodes = alive_nodes()
-        field_name, res = ("build_resource", d.build_resource) if self.split else ("timing_resource", d.timing_resource)
-        workers_ok = any(n["Resources"].get("CPU", 0) > 0 and (res is None or n["Resources"].get(res, 0) > 0)
-                         for n in nodes)
-        if not workers_ok and not any(s.ready for s in self.slots if s.role != "time"):
-            left = len(queue) + len(self.time_queue)
-            raise DispatchError(f"dispatch.{field_name}: no alive node with a CPU carries {res!r} any more and no "
-                                f"worker is left ({left} jobs left; rerun to resume when nodes are back)")
-
     def _check_alive(self, queue: JobQueue) -> None:
-        """Raise :class:`DispatchError` when no worker is left for the jobs still to do."""
-        self._check_placeable(queue)
+        """Raise :class:`DispatchError` when no worker is left for the jobs still to do, or workers wait for a
+        node that is gone (checked every :data:`PLACE_CHECK_S`: :func:`kit.dispatch.slots.check_placeable`)."""
         left = len(queue) + len(self.time_queue)
-        if all(s.dead for s in self.slots if s.role != "time"):
-            raise DispatchError(f"dispatch: every worker died during setup ({left} jobs left; rerun to resume)")
-        if self.n_timers and all(s.dead for s in self.slots if s.role == "time"):
-            raise DispatchError(
-                f"dispatch.timing_resource: no timing worker is left on the nodes carrying "
-                f"{self.cfg.dispatch.timing_resource!r} (they died during setup or their node is gone; "
-                f"{left} jobs left; rerun to resume)"
-            )
+        now = time.monotonic()
+        if now - self.last_place_check >= PLACE_CHECK_S:
+            self.last_place_check = now
+            check_placeable(self.slots, self.cfg, left)
+        check_alive(self.slots, self.cfg, left)
 
     def run(self, jobs: Sequence[Job], progress: Any, bar: Any, tally: StageTally) -> None:
         """Run every job of ``jobs`` to its record (the actors are started by :meth:`start`)."""
@@ -285,12 +235,12 @@ class Driver:
             tally.add(rec)
             log_record(rec)
 
-    def _on_ready(self, ref: Any, slot: _Slot) -> None:
+    def _on_ready(self, ref: Any, slot: Slot) -> None:
         try:
             info = ray.get(ref)
         except ActorUnschedulableError as exc:  # pinned to a node that is gone: this slot is over
             log.warning("worker slot %s%d cannot be placed any more (its node is gone); dropped: %s",
-                        slot.role, slot.index, _first_lines(str(exc)))
+                        slot.role, slot.index, first_lines(str(exc)))
             slot.actor, slot.ready, slot.dead = None, False, True
             return
         except RayActorError as exc:  # died while setting up: try a fresh actor a few times
@@ -304,7 +254,7 @@ class Driver:
                 self._spawn(slot)
             return
         except RayTaskError as exc:  # setup raised: a setup error (bad tree, failed native build) ends the run
-            raise _setup_error(exc, slot) from exc
+            raise setup_error(exc, slot) from exc
         self._check_alike(info, slot)
         slot.ready, slot.setup_deaths, slot.name, slot.info = True, 0, info["name"], info
         self.infos.append(info)
@@ -317,7 +267,7 @@ class Driver:
                 if t.role == "time" and t.actor is None and not t.dead:
                     self._spawn(t)
 
-    def _check_alike(self, info: dict[str, Any], slot: _Slot) -> None:
+    def _check_alike(self, info: dict[str, Any], slot: Slot) -> None:
         """Raise :class:`DispatchError` when a ready worker runs other kit sources than the driver, or a build
         worker built another native baseline than the first one."""
         if info["kit_digest"] != self.kit_digest:
@@ -337,7 +287,7 @@ class Driver:
                 )
 
     def _on_result(
-        self, kind: str, ref: Any, slot: _Slot, job: Job, max_tries: int, queue: JobQueue
+        self, kind: str, ref: Any, slot: Slot, job: Job, max_tries: int, queue: JobQueue
     ) -> Record | None:
         tries = self.tries[job.job_id]
         payload = self.payloads.pop(ref, None)
@@ -353,7 +303,7 @@ class Driver:
                             job.sample_id, tries, max_tries)
                 queue.appendleft(job)
                 return None
-            msg = f"worker died on each of {tries} tries; last: {name}: {_first_lines(str(exc))}"
+            msg = f"worker died on each of {tries} tries; last: {name}: {first_lines(str(exc))}"
             built = self.built_halves.pop(job.job_id, None)
             if kind == "time" and built is not None:
                 return timing_lost_record(job, built, tries, msg, name)
@@ -369,7 +319,7 @@ class Driver:
         self.built_halves.pop(job.job_id, None)
         return rec.model_copy(update={"attempts": tries})
 
-    def _note_provenance(self, slot: _Slot) -> None:
+    def _note_provenance(self, slot: Slot) -> None:
         """The session's provenance: the first ready build worker's facts and the dispatch settings, then each
         timing worker's node (informative: a failure to get them is logged, the run goes on)."""
         first_build = slot.role != "time" and not self.notes.started
@@ -388,24 +338,3 @@ class Driver:
             "mode": d.mode, "address": d.address, "timing_resource": d.timing_resource,
             "build_resource": d.build_resource, "workers": len(self.slots) - self.n_timers, "first_worker": slot.info,
         })
-
-
-def _setup_error(exc: RayTaskError, slot: _Slot) -> BaseException:
-    """The exception a worker's setup raised, as it raised it (what ``ray.get`` raises is Ray's wrapper:
-    an instance of the same type, but its message is the remote traceback), noted with the worker it came
-    from; the wrapper itself when Ray could not ship the original."""
-    cause = getattr(exc, "cause", None)
-    if not isinstance(cause, Exception) or isinstance(cause, RayTaskError):
-        return exc
-    where = f"worker slot {'t' if slot.role == 'time' else 'w'}{slot.index}"
-    # the wrapper's first line: "ray::_JobActor.ready() (pid=..., ip=..., ...)"
-    at = re.search(r"\(pid=(\d+), ip=([^,)]+)", str(exc))
-    if at:
-        where += f" (pid {at[1]} on {at[2]})"
-    log.info("the setup of %s failed; ending the run", where)
-    cause.add_note(f"raised by the setup of Ray {where}")
-    return cause
-
-
-def _first_lines(text: str, n: int = 3) -> str:
-    return " | ".join(line.strip() for line in text.strip().splitlines()[:n])

@@ -1,5 +1,6 @@
-"""Run the kit's own runner (``runner/mkb_runner.cpp``; compiled by :mod:`kit.mnn.runner_build`, whose names are
-re-exported here) on converted models (:mod:`kit.mnn.convert`).
+"""Run the kit's own runner (``runner/mkb_runner.cpp``; compiled by :mod:`kit.mnn.runner_build`; what it leaves
+read by :mod:`kit.mnn.runresult`: the names of both are re-exported here) on converted models
+(:mod:`kit.mnn.convert`).
 
 The runner protocol (also implemented by the fixture engine)::
 
@@ -47,7 +48,6 @@ import hashlib
 import json
 import re
 import shutil
-import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,8 +64,18 @@ from kit.mnn.runner_build import (
     build_runner,
     runner_key,
 )
+from kit.mnn.runresult import (
+    CheckedForward,
+    PlantedOutputError,
+    RunnerProtocolError,
+    RunResult,
+    read_checked,
+    read_outputs,
+    read_timing,
+)
 
-__all__ = ["CXX_FLAGS", "RUNNER_FILES", "RUNNER_SOURCE", "RunnerBuildError", "build_runner", "runner_key"]
+__all__ = ["CXX_FLAGS", "RUNNER_FILES", "RUNNER_SOURCE", "CheckedForward", "PlantedOutputError", "RunResult",
+           "RunnerBuildError", "RunnerProtocolError", "build_runner", "runner_key"]
 
 #: exit status of the runner for a load/shape/run error (2 = usage error)
 EXIT_RUN_ERROR = 3
@@ -82,27 +92,6 @@ PRECISIONS = ("high", "normal", "low")
 
 #: the inputs of one call: one set (graph input name → array) or several, run in order in one process
 Inputs = Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]]
-
-
-class RunnerProtocolError(RuntimeError):
-    """The runner broke its protocol (usage error, missing or malformed output files): a fault of the kit, or of
-    the candidate's code that runs in it (the stages say whose)."""
-
-
-class PlantedOutputError(RunnerProtocolError):
-    """The runner's output directory holds a symbolic link, a special file (a FIFO) or a file larger than it may
-    be where the kit reads (:class:`kit.tensorio.PlantedFileError`): the runner writes none of those, the
-    candidate's code running in it did."""
-
-
-#: the largest timing.json read: ~12 bytes per time, two times per timed forward (10**6 forwards at most)
-MAX_TIMING_BYTES = 32 << 20
-
-
-def _read_error(e: tensorio.TensorIOError, what: str) -> RunnerProtocolError:
-    """The protocol error of an output the kit could not read (``what`` names it)."""
-    cls = PlantedOutputError if isinstance(e, tensorio.PlantedFileError) else RunnerProtocolError
-    return cls(f"{what}: {e}")
 
 
 class RemoteRunner(Protocol):
@@ -128,59 +117,6 @@ class RemoteRunner(Protocol):
 # ---------------------------------------------------------------------------------------------- run
 
 
-@dataclass(frozen=True)
-class CheckedForward:
-    """A timed forward on fresh inputs that the runner picked at random and wrote out: ``forward`` (1-based
-    number among the run's timed forwards) and ``dir`` (holding ``in/`` and ``out/``, tensor directories)."""
-
-    forward: int
-    dir: Path
-    #: the runner's output directory, below which no directory may be a link (None: ``dir``'s own only)
-    root: Path | None = None
-
-    def read(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """The forward's inputs and outputs (name → float32/int32 array, wire dtypes).
-
-        Raises:
-            RunnerProtocolError: a tensor directory is missing or malformed; PlantedOutputError: a link, a
-                special file or an oversized file in the way."""
-        try:
-            return (tensorio.read_tensors(self.dir / "in", root=self.root),
-                    tensorio.read_tensors(self.dir / "out", root=self.root))
-        except tensorio.TensorIOError as e:
-            raise _read_error(e, f"checked forward {self.forward}") from e
-
-
-@dataclass(frozen=True)
-class RunResult(proc.FromProcess):
-    """Outcome of one runner invocation.
-
-    ``outputs``: output name → float32/int32 array (MNN's actual shape) of the first input set, empty unless
-    ``ok``; ``output_sets``: those of every input set, in order (one for a single set); in timing mode those of
-    each set's first timed forward, which every later timed forward on the set matched byte for byte.
-    ``op_ms`` / ``total_ms``: per timed run, milliseconds (empty in verify mode).
-    ``op_types``: op type → number of ops of that type executed per run (timing mode only).
-    ``phase_ms``: the runner's own wall time from "go" to the end of its timed runs (timing mode only);
-    ``written_ms``: the same clock at the end of writing its results (timing.json is written last).
-    ``checked``: the timed forwards on fresh inputs it wrote out (timing mode with ``RunSettings.checked``).
-    ``error``: the runner's stdout+stderr when it failed (MNN's messages go to stdout, the runner's to stderr).
-    ``proc``: the raw process result (exit code, signal, logs).
-    """
-
-    ok: bool
-    outputs: dict[str, np.ndarray]
-    op_ms: list[float]
-    total_ms: list[float]
-    op_types: dict[str, int]
-    error: str
-    proc: proc.ProcResult
-    timing_path: Path | None = field(default=None)
-    output_sets: tuple[dict[str, np.ndarray], ...] = ()
-    phase_ms: float | None = None
-    checked: tuple[CheckedForward, ...] = ()
-    written_ms: float | None = None
-
-
 def runner_env(lib_dir: Path | None, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for the runner: ``base`` (default :func:`kit.proc.base_env`) plus, when ``lib_dir`` is
     given, ``LD_LIBRARY_PATH=lib_dir[:lib_dir/express]`` so its ``libMNN.so`` (and ``libMNN_Express.so``) are
@@ -203,33 +139,6 @@ def _reset_dir(path: Path) -> None:
     if path.exists():
         shutil.rmtree(path)
     path.mkdir(parents=True)
-
-
-@dataclass(frozen=True)
-class _Timing:
-    op_ms: list[float]
-    total_ms: list[float]
-    op_types: dict[str, int]
-    phase_ms: float
-    checked: list[int]
-    written_ms: float
-
-
-def _read_timing(path: Path, iterations: int, root: Path | None = None) -> _Timing:
-    try:
-        raw = tensorio.read_regular(path, MAX_TIMING_BYTES, root)
-    except tensorio.TensorIOError as e:
-        raise _read_error(e, "timing file") from e
-    try:
-        data = json.loads(raw)
-        timing = _Timing([float(x) for x in data["op_ms"]], [float(x) for x in data["total_ms"]],
-                         {str(k): int(v) for k, v in data["op_types"].items()}, float(data["phase_ms"]),
-                         [int(x) for x in data["checked"]], float(data["written_ms"]))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-        raise RunnerProtocolError(f"{path}: missing or malformed timing file ({e})") from e
-    if len(timing.op_ms) != iterations or len(timing.total_ms) != iterations:
-        raise RunnerProtocolError(f"{path}: {len(timing.op_ms)}/{len(timing.total_ms)} samples, expected {iterations}")
-    return timing
 
 
 def input_sets(inputs: Inputs) -> list[Mapping[str, np.ndarray]] | None:
@@ -486,40 +395,12 @@ class _Call:
             # MNN prints its own diagnostics ("Compute Shape Error for y") on stdout, the runner's on stderr
             return RunResult(False, {}, [], [], {}, result.output.strip(), result)
         dirs = [self.out_dir] if self.n_sets is None else [self.out_dir / str(k) for k in range(self.n_sets)]
-        sets = tuple(self._outputs(d) for d in dirs)
+        sets = tuple(read_outputs(d, self.out_dir, self.output_names) for d in dirs)
         if self.iterations == 0:
             return RunResult(True, sets[0], [], [], {}, "", result, None, sets)
         timing_path = self.out_dir / "timing.json"
-        t = _read_timing(timing_path, self.iterations, self.out_dir)
+        t = read_timing(timing_path, self.iterations, self.out_dir)
+        checked = read_checked(t.checked, self.out_dir, n_sets=self.n_sets or 1, checked=self.settings.checked,
+                               iterations=self.iterations)
         return RunResult(True, sets[0], t.op_ms, t.total_ms, t.op_types, "", result, timing_path, sets, t.phase_ms,
-                         self._checked(t.checked), t.written_ms)
-
-    def _checked(self, forwards: list[int]) -> tuple[CheckedForward, ...]:
-        """The checked forwards the runner wrote out: as many as asked for (``settings.checked``, at most the
-        timed forwards on fresh inputs), each with its directory."""
-        n_sets = self.n_sets or 1
-        want = min(self.settings.checked, self.iterations - n_sets)
-        if len(forwards) != want or len(set(forwards)) != want or not all(n_sets < f <= self.iterations
-                                                                          for f in forwards):
-            raise RunnerProtocolError(f"runner wrote checked forwards {forwards}, expected {want} distinct ones "
-                                      f"among timed forwards {n_sets + 1}..{self.iterations}")
-        out = tuple(CheckedForward(f, self.out_dir / "checked" / str(j), self.out_dir) for j, f in enumerate(forwards))
-        for c in out:
-            for d in (c.dir.parent, c.dir, c.dir / "in", c.dir / "out"):
-                try:
-                    mode = d.lstat().st_mode
-                except OSError:
-                    raise RunnerProtocolError(f"runner exited 0 but checked forward {c.forward} has no {d}") from None
-                if not stat.S_ISDIR(mode):  # a link is not followed: it is not the runner's
-                    raise PlantedOutputError(f"checked forward {c.forward}: {d} is not a directory (a link?): refused")
-        return out
-
-    def _outputs(self, out_dir: Path) -> dict[str, np.ndarray]:
-        try:
-            outputs = tensorio.read_tensors(out_dir, root=self.out_dir)
-        except tensorio.TensorIOError as e:
-            raise _read_error(e, "runner exited 0 but its outputs are unreadable") from e
-        if list(outputs) != list(self.output_names):
-            raise RunnerProtocolError(f"runner wrote outputs {list(outputs)} in {out_dir}, expected "
-                                      f"{list(self.output_names)}")
-        return outputs
+                         checked, t.written_ms)

@@ -29,14 +29,15 @@ per run on fresh inputs, picked by the runner at random after each forward, are 
 task's tolerance) for the candidate's runs (:mod:`kit.stages.timedcheck`; all ``timed_output_mismatch``, a
 ``verify_mismatch``); the runner leaves by exit_group right after writing its results (no destructor of the
 candidate's runs after them); and the runner's clock is checked against the kit's and its times against each
-other (:func:`check_clock`: ``clock_mismatch``, ``timing_failed``).  None of these is ever a speedup.
+other (:func:`kit.stages.timingrun.check_clock`: ``clock_mismatch``, ``timing_failed``).  None of these is ever a
+speedup.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -49,27 +50,14 @@ from kit.outcomes import NativeProfile, StageFailure, TimingOutcome
 from kit.records import IMPLAUSIBLE_SPEEDUP, ErrorKind, Flag, Status
 from kit.stages import speedup as sspeedup
 from kit.stages.timedcheck import check_timed_outputs
-from kit.stages.verify import References, Side, process_failure, protocol_failure
+from kit.stages.timingrun import go_run, start_run
+from kit.stages.verify import References, Side
 from kit.tasks import Task
 
 #: input sets a timing run alternates between (fewer when ``iterations`` is smaller)
 TIMED_SETS = 2
 #: their seeds are ``seed + TIMED_SEED_OFFSET + j``: other inputs than verification's (``seed + k``)
 TIMED_SEED_OFFSET = 500
-#: how much shorter than the kit's own wall time of a run (from writing "go" to the runner's exit) the runner's
-#: ``phase_ms`` (from reading "go" to its last timed forward) may be: CLOCK_SLACK_MS plus CLOCK_SLACK_FRACTION of
-#: the kit's time.  The gap of honest runs is the runner writing its outputs and exiting: measured with 2 sets,
-#: 10 + 30 forwards, on the 2-core dev VM under a load of 5: fixture engine (fx_exp, fx_argmax, fx_transpose;
-#: phases of 12-20 ms), 90 runs: median 4.6-5.9 ms, at most 17.5 ms; MNN 3.2.2 (hard_sigmoid_4d, conv2d_1x7,
-#: softmax_last_2d, matmul_2d_rect, resize_bilinear_x2, transpose_nchw_to_nhwc; phases of 23-224 ms), 180 runs:
-#: median 3.7-14 ms, at most 53 ms.  The fraction covers hosts where everything is slower (emulation).  Since
-#: the fresh-input protocol the runners also write the checked forwards' inputs and outputs after the phase (a
-#: 4 MB transpose: 262 ms from its last forward to its exit at a load of 5-8), so the runner's ``written_ms``
-#: (its clock at the end of those writes) is what is compared now; the gap left is its exit.
-CLOCK_SLACK_MS = 100.0
-CLOCK_SLACK_FRACTION = 0.10
-#: rounding allowed per time the runner printed, ms (the runners print 6 decimals, or 9 significant digits)
-_PRINT_MS = 1e-3
 
 
 class AsymmetricTiming(Exception):
@@ -102,127 +90,6 @@ class TimingOptions:
         return replace(self.run, warmup=self.warmup, iterations=self.iterations,
                        op_types=tuple(task.mnn_op_types), timeout_s=self.timeout_s, checked=self.checked_forwards)
 
-
-def _started(task: Task, runner: Path, model: Path, side: Side, inputs, scratch: Path, opts: TimingOptions,
-             what: str) -> mrunner.StartedRun:
-    """Start one timing run up to the runner's rendezvous (model loaded, inputs read).
-
-    Raises:
-        StageFailure: as :func:`_check` when the runner fails before it (or breaks its protocol: :func:`_protocol`).
-    """
-    with _protocol(what):
-        started = mrunner.start_model(side.runner or runner, model, inputs, [o.name for o in task.outputs], side.lib_dir,
-                                      opts.settings(task), scratch=scratch)
-    if isinstance(started, mrunner.RunResult):
-        _check(started, what)
-        status = Status.TIMING_FAILED if what == "native" else Status.RUNTIME_CRASH
-        raise StageFailure(status, ErrorKind.EXIT_CODE, f"{what} timing run: the runner exited (status 0) before "
-                           f"its rendezvous")
-    return started
-
-
-def _go(started: mrunner.StartedRun, opts: TimingOptions, what: str, round_: int | None = None) -> mrunner.RunResult:
-    """Run a started timing run (warm-up and timed iterations; ``round_`` names it in messages) and check its
-    samples and its clock (:func:`check_clock`; the kit's own time of the run is ``proc.wall_s``, from writing
-    "go" to the exit).
-
-    Raises:
-        StageFailure: TIMING_FAILED for a wrong number of samples or a clock mismatch of the candidate's runner,
-            and for any failure of the native runner; RUNTIME_CRASH / RUNTIME_TIMEOUT / VERIFY_MISMATCH for a
-            failure of the candidate's runner (:func:`_check`, :func:`_protocol`); HARNESS_ERROR
-            (``clock_mismatch``, ``timed_output_mismatch``) for those of the native runner (the pristine
-            libraries: the host stalled or the kit is wrong).
-    """
-    with _protocol(what):
-        res = started.go()
-    _check(res, what, round_)
-    if len(res.op_ms) != opts.iterations:
-        raise StageFailure(
-            Status.TIMING_FAILED, ErrorKind.INTERNAL, f"{what}: {len(res.op_ms)} samples, expected {opts.iterations}"
-        )
-    wrong = check_clock(res.total_ms, res.phase_ms, res.proc.wall_s * 1e3, res.op_ms, res.written_ms)
-    if wrong is not None:
-        status = Status.HARNESS_ERROR if what == "native" else Status.TIMING_FAILED
-        raise StageFailure(status, ErrorKind.CLOCK_MISMATCH, f"{what} timing run: {wrong}")
-    return res
-
-
-def check_clock(total_ms: list[float], phase_ms: float | None, kit_ms: float,
-                op_ms: list[float] | None = None, written_ms: float | None = None) -> str | None:
-    """Why a timing run's clock cannot be trusted, or None: the ops timed in each forward (``op_ms``) must fit
-    in that forward (``total_ms[i]``: the ops run between the forward's two clock reads), the timed forwards
-    (the runner's clock) must fit in its ``phase_ms`` (the same clock, the interval they are part of), which must
-    lie within the kit's own wall time ``kit_ms`` of the run and be shorter by no more than
-    :data:`CLOCK_SLACK_MS` + :data:`CLOCK_SLACK_FRACTION` of it (all milliseconds); no time is negative.  A
-    runner whose clock was slowed, stopped or rewound (code in the candidate's library replacing or patching
-    it), or whose timing.json was rewritten, fails one of these where the numbers no longer agree.  (A rewrite
-    that scales every time alike keeps them agreeing but for the kit's wall time; that it cannot happen after
-    the runner wrote them is the runner's doing: it leaves by exit_group at once.)  With ``written_ms`` (the
-    runner's clock when it had written its results, timing.json last) the kit's time is compared with that
-    instead, and ``phase_ms`` must lie within it: writing the outputs on a loaded host is then not taken for
-    a slowed clock."""
-    if phase_ms is None:
-        return "the runner wrote no phase_ms"
-    if op_ms is not None:
-        if len(op_ms) != len(total_ms) or min(op_ms, default=0.0) < 0:
-            return f"{len(op_ms)} op times for {len(total_ms)} forwards, or one is negative"
-        over = [i for i, (op, tot) in enumerate(zip(op_ms, total_ms)) if op > tot + 2 * _PRINT_MS]
-        if over:
-            i = over[0]
-            return (f"the timed ops of {len(over)} forwards took longer than the forward they are part of; first: "
-                    f"forward {i + 1}, {op_ms[i]:.6f} ms of ops in {total_ms[i]:.6f} ms")
-    timed = float(sum(total_ms))
-    if timed > phase_ms + _PRINT_MS * (len(total_ms) + 1) or min(total_ms, default=0.0) < 0:
-        return (f"its timed forwards add up to {timed:.3f} ms (the runner's clock), more than the {phase_ms:.3f} ms "
-                f"of the phase they are part of, or one is negative")
-    if phase_ms > kit_ms + 1.0:
-        return f"the runner's clock saw {phase_ms:.3f} ms from go to its last forward, the kit's {kit_ms:.3f} ms for all of the run"
-    end_ms, until = phase_ms, "its last timed forward"
-    if written_ms is not None:
-        if written_ms + _PRINT_MS < phase_ms or written_ms > kit_ms + 1.0:
-            return (f"the runner's clock saw {written_ms:.3f} ms from go to the end of its writes, not between its "
-                    f"phase ({phase_ms:.3f} ms) and the kit's {kit_ms:.3f} ms for all of the run")
-        end_ms, until = written_ms, "the end of its writes"
-    slack = CLOCK_SLACK_MS + CLOCK_SLACK_FRACTION * kit_ms
-    if end_ms < kit_ms - slack:
-        return (f"the runner's clock saw {end_ms:.3f} ms from go to {until}, the kit's "
-                f"{kit_ms:.3f} ms from go to the runner's exit: more than {slack:.1f} ms apart")
-    return None
-
-
-@contextmanager
-def _protocol(what: str) -> Iterator[None]:
-    """A runner that breaks its protocol during timing: the candidate's code in it (RUNTIME_CRASH, ``exit_code``
-    or ``forbidden``: :func:`kit.stages.verify.protocol_failure`); on the native side TIMING_FAILED
-    (``exit_code``)."""
-    try:
-        yield
-    except mrunner.RunnerProtocolError as exc:
-        if what != "native":
-            raise protocol_failure(exc, f"{what} timing run") from None
-        raise StageFailure(Status.TIMING_FAILED, ErrorKind.EXIT_CODE, f"{what} timing run: runner broke its "
-                           f"protocol: {exc}") from None
-
-
-def _check(res: mrunner.RunResult, what: str, round_: int | None = None) -> None:
-    """Raise the failure of a finished timing run, if it failed.
-
-    The candidate's runner: as in verification (:func:`kit.stages.verify.process_failure`): a signal, a bad
-    exit or a limit is RUNTIME_CRASH, a timeout RUNTIME_TIMEOUT, the runner's own verdicts theirs; never
-    TIMING_FAILED, which counts as correct: a kernel that traps once it has been verified (wrong after 8 calls,
-    crashing instead of returning wrong outputs) scored timing_failed, correct.  The native runner (pristine
-    libraries): TIMING_FAILED, the machine's fault (HARNESS_ERROR where its kernels gave other bytes on the
-    same inputs: the host or the kit).
-
-    Raises:
-        StageFailure: as above."""
-    fail = process_failure(res.proc, f"{what} timing run" + (f" (round {round_})" if round_ is not None else ""))
-    if fail is None:
-        return
-    if what != "native":
-        raise fail
-    status = Status.HARNESS_ERROR if fail.kind == ErrorKind.TIMED_OUTPUT_MISMATCH else Status.TIMING_FAILED
-    raise StageFailure(status, fail.kind, fail.message, signal=fail.signal)
 
 
 def _plan(rounds: int, with_native: bool) -> list[tuple[str, int]]:
@@ -283,7 +150,8 @@ def time_candidate(
     Raises:
         StageFailure: TIMING_FAILED when a native run fails, when a run yields no usable samples or its clock
             disagrees with the kit's (``clock_mismatch``); RUNTIME_CRASH / RUNTIME_TIMEOUT when a candidate's run
-            crashes, exits badly, breaks its protocol or is killed at its timeout (:func:`_check`);
+            crashes, exits badly, breaks its protocol or is killed at its timeout
+            (:func:`kit.stages.timingrun.check_run`);
             VERIFY_MISMATCH when the candidate's timed outputs are wrong (``timed_output_mismatch``);
             HARNESS_ERROR for a clock mismatch of a native run.
         AsymmetricTiming: the sides were not invoked alike (a harness fault).
@@ -326,14 +194,15 @@ def run_rounds(task: Task, runner: Path, candidate: tuple[Path, Side], native: t
         with prepare():
             for who, r in plan:
                 model, side = candidate if who == "candidate" else native  # type: ignore[misc]
-                started.append(_started(task, runner, model, side, inputs, scratch / f"{who[0]}{r}", opts, who))
+                started.append(start_run(task, runner, model, side, inputs, scratch / f"{who[0]}{r}",
+                                                 opts.settings(task), who))
         digests = check_symmetric(plan, started, cores)
         with hold():
             conditions = (opts.run.remote.conditions(cores) if opts.run.remote is not None else
                           dict(governor=hostinfo.cpu_governor(cores), freq_mhz=hostinfo.cpu_freq_mhz(cores),
                                load_1m=hostinfo.load_1m()))
             for (who, r), run in zip(plan, started):
-                runs[who].append(_go(run, opts, who, r))
+                runs[who].append(go_run(run, opts.iterations, who, r))
     finally:
         for run in started:
             run.cancel()
