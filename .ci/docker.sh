@@ -32,8 +32,8 @@ ci_kit_image() {
   docker image inspect mkb-base:bookworm-amd64 >/dev/null 2>&1 || images/make-base.sh amd64 >/dev/null || return 1
   local lock
   lock="$(mktemp)"; cp images/lock.toml "$lock"   # the repository's lock stays as it is
+  cp images/requirements.lock "$(dirname "$lock")/requirements.lock"   # the lock names it beside itself
   python -m kit.images --lock "$lock" base --arch amd64 >/dev/null || return 1
-  cp images/requirements.lock "$(dirname "$lock")/requirements.lock"
   python -m kit.images --lock "$lock" build --arch amd64 --skip-mnn-build --tag "$MKB_TEST_IMAGE" --quiet \
     ${CI_CA_CERT:+--ca-cert "$CI_CA_CERT"} || { rm -f "$lock"; return 1; }
   rm -f "$lock"
