@@ -13,8 +13,8 @@ from __future__ import annotations
 import fcntl
 import logging
 import tarfile
+import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from kit.images.common import ImageError
@@ -23,25 +23,6 @@ log = logging.getLogger("kit")
 
 #: the environment variable of the image that names where its cache is (images/Dockerfile)
 CACHE_ENV = "MKB_MNN__CACHE_DIR"
-
-
-class _ChunkReader:
-    """A file-like ``read`` over the docker SDK's archive chunks (a tar stream)."""
-
-    def __init__(self, chunks: Iterator[bytes]) -> None:
-        self._chunks, self._buf = chunks, b""
-
-    def read(self, n: int = -1) -> bytes:
-        while n < 0 or len(self._buf) < n:
-            try:
-                self._buf += next(self._chunks)
-            except StopIteration:
-                break
-        if n < 0:
-            out, self._buf = self._buf, b""
-        else:
-            out, self._buf = self._buf[:n], self._buf[n:]
-        return out
 
 
 def image_cache_dir(client, image_id: str) -> Path | None:
@@ -86,13 +67,19 @@ def _copy(client, image_id: str, want: Path, cache_dir: Path) -> float | None:
         if not stat.get("name"):
             return None
         cache_dir.parent.mkdir(parents=True, exist_ok=True)
-        # the archive's top folder is the cache folder's own name; "tar" keeps modes and refuses members that
-        # leave the destination or are absolute
-        with tarfile.open(fileobj=_ChunkReader(iter(chunks)), mode="r|") as tf:
-            try:
-                tf.extractall(cache_dir.parent, filter="tar")
-            except tarfile.FilterError as exc:
-                raise ImageError(f"image {image_id}: its cache archive holds {exc}") from None
+        # spooled to disk first: the build trees hold hard links, which a tar stream cannot extract (the link's
+        # target is read again, a seek back)
+        with tempfile.TemporaryFile(dir=cache_dir.parent) as spool:
+            for chunk in chunks:
+                spool.write(chunk)
+            spool.seek(0)
+            # the archive's top folder is the cache folder's own name; "tar" keeps modes and refuses members that
+            # leave the destination or are absolute
+            with tarfile.open(fileobj=spool, mode="r:") as tf:
+                try:
+                    tf.extractall(cache_dir.parent, filter="tar")
+                except tarfile.FilterError as exc:
+                    raise ImageError(f"image {image_id}: its cache archive holds {exc}") from None
     finally:
         client.api.remove_container(ct["Id"], force=True)
     took = time.monotonic() - t0
