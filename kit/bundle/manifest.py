@@ -94,6 +94,10 @@ class Manifest(_Strict):
     hosts: list[dict[str, Any]] = Field(min_length=1)
     #: every file of the bundle but ``manifest.json``: path (POSIX, relative to the bundle's root) -> sha256
     files: dict[str, str]
+    #: candidate files that are symbolic links (the sample set's ``reject_symlink``): bundle path -> the link's
+    #: text.  Not stored as links (a bundle holds regular files only); :func:`restore_links` makes them again
+    #: after the hashes are checked.  The kit refuses a candidate file that is a link without reading it
+    links: dict[str, str] = Field(default_factory=dict)
 
 
 def file_hashes(root: Path) -> dict[str, str]:
@@ -147,3 +151,21 @@ def read_manifest(root: Path) -> Manifest:
         return Manifest.model_validate(data)
     except ValueError as exc:
         raise BundleError(f"{MANIFEST}: {exc}") from exc
+
+
+def restore_links(root: Path, links: dict[str, str]) -> None:
+    """Make the candidate links of a manifest again under ``root`` (see :attr:`Manifest.links`).
+
+    Raises:
+        BundleError: a link outside ``candidates/``, where a file is already, or whose target would leave the
+            bundle's ``candidates/`` folder (names it)."""
+    top = (root / "candidates").resolve()
+    for rel, target in sorted(links.items()):
+        where = root / rel
+        if not rel.startswith("candidates/") or ".." in Path(rel).parts or where.exists() or where.is_symlink():
+            raise BundleError(f"{MANIFEST}: links: {rel!r} is not a new path under candidates/")
+        lands = (where.parent / target).resolve()
+        if Path(target).is_absolute() or not lands.is_relative_to(top):
+            raise BundleError(f"{MANIFEST}: links: {rel!r} -> {target!r} leaves the bundle's candidates/")
+        where.parent.mkdir(parents=True, exist_ok=True)
+        where.symlink_to(target)

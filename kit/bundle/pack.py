@@ -11,6 +11,7 @@ method are not copied: they are the MNN tree's own files (its digest is in the m
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from datetime import UTC, datetime
@@ -55,7 +56,7 @@ def make_bundle(run_dir: Path, out: Path | None = None, tasks_dir: Path | None =
 
     Raises:
         BundleError: no provenance or records of one config digest, a candidate source or the tasks folder
-            gone, a link inside a candidate source.
+            gone.
         kit.tasks.TaskError: a task folder changed since the suite's manifest.json was written.
         kit.report.ReportError: the run's records cannot be read, or its task selection is not in the suite.
     """
@@ -81,7 +82,8 @@ def make_bundle(run_dir: Path, out: Path | None = None, tasks_dir: Path | None =
             shutil.copy2(run_dir / CALIBRATION, root / CALIBRATION)
         figures = scores.compute(records, denominator, scores.noise_of(run_dir, records), config["report"]["fast_p"])
         (root / METRICS).write_text(json.dumps(figures, indent=1) + "\n")
-        sources = [copy_source(s, records, root) for s in config["candidates"]["sources"]]
+        links: dict[str, str] = {}
+        sources = [copy_source(s, records, root, links) for s in config["candidates"]["sources"]]
         tasks = _copy_tasks([t for t in suite if t.id in set(denominator["task_id"].to_list())], root)
         manifest = Manifest(
             bundle_format=BUNDLE_FORMAT, created_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -89,7 +91,7 @@ def make_bundle(run_dir: Path, out: Path | None = None, tasks_dir: Path | None =
             config=config, config_digest=digest, record_schema_version=SCHEMA_VERSION, n_records=records.height,
             tasks=tasks, tasks_manifest_sha256=sha256_file(suite_dir / "manifest.json") if has_manifest else None,
             sources=sources, environment=environment(prov, records), hosts=session_hosts(prov, records),
-            files=file_hashes(root))
+            files=file_hashes(root), links=links)
         write_manifest(root, manifest)
         return write_archive(root, out or run_dir / DEFAULT_NAME)
 
@@ -111,11 +113,12 @@ def _suite_dir(prov: dict[str, Any], given: Path | None) -> Path:
                       f"run was scored on; pass --tasks-dir DIR)")
 
 
-def copy_source(src: dict[str, Any], records: pl.DataFrame, root: Path) -> SourceEntry:
-    """Copy the samples of method ``src["method"]`` whose task has a record (bytes unchanged) into ``root``.
+def copy_source(src: dict[str, Any], records: pl.DataFrame, root: Path, links: dict[str, str]) -> SourceEntry:
+    """Copy the samples of method ``src["method"]`` whose task has a record (bytes unchanged) into ``root``;
+    a candidate file that is a symbolic link goes into ``links`` (bundle path -> its text) instead.
 
     Raises:
-        BundleError: the source is gone, or a directory source holds a symbolic link."""
+        BundleError: the source is gone."""
     method, path = src["method"], Path(src["path"])
     if method in (".", ".."):
         raise BundleError(f"candidates.sources: method name {method!r} cannot name a folder")
@@ -125,8 +128,8 @@ def copy_source(src: dict[str, Any], records: pl.DataFrame, root: Path) -> Sourc
         dest.mkdir(parents=True)
         for tid in sorted(ids):
             if (path / tid).is_dir():
-                _refuse_links(path / tid)
                 shutil.copytree(path / tid, dest / tid, symlinks=True)
+                _take_links(dest / tid, root, links)
         return SourceEntry(method=method, kind="dir", path=f"{CANDIDATES}/{method}", original_path=str(path))
     if path.is_file():
         dest = root / CANDIDATES / f"{method}.jsonl"
@@ -137,10 +140,12 @@ def copy_source(src: dict[str, Any], records: pl.DataFrame, root: Path) -> Sourc
                       f"the candidates its records were made from")
 
 
-def _refuse_links(folder: Path) -> None:
-    for p in [folder, *folder.rglob("*")]:
+def _take_links(folder: Path, root: Path, links: dict[str, str]) -> None:
+    """Record every symbolic link under ``folder`` (a copied candidate) in ``links`` and remove it."""
+    for p in sorted([folder, *folder.rglob("*")]):
         if p.is_symlink():
-            raise BundleError(f"{p}: a symbolic link in a candidate source (a bundle holds regular files only)")
+            links[p.relative_to(root).as_posix()] = os.readlink(p)
+            p.unlink()
 
 
 def _line_task(line: bytes) -> str | None:

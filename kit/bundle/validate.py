@@ -32,6 +32,7 @@ from kit.bundle.manifest import (
     Manifest,
     file_hashes,
     read_manifest,
+    restore_links,
 )
 from kit.candidates import NATIVE_METHOD, CandidateSourceError
 from kit.config import EvalConfig
@@ -84,6 +85,11 @@ def check_root(root: Path) -> Checked:
         return out
     m = out.manifest
     out.problems += _file_problems(root, m)
+    try:
+        restore_links(root, m.links)  # after the hashes: the bundle's tree holds regular files only
+    except BundleError as exc:
+        out.problems.append(str(exc))
+        return out
     out.records = _records(root, m, out.problems)
     try:
         cfg = exact_config(_local_config(root, m))
