@@ -188,7 +188,7 @@ def test_a_node_with_the_timing_types_resources_places_the_drivers_worker():
     with the driver's own options for the Graviton config's workers."""
     import ray
 
-    from kit.dispatch.driver import _ray_options
+    from kit.dispatch.slots import ray_options
 
     timing = next(t for t in node_types(load_launcher(YAML)) if t.name == "timing")
     custom = {k: v for k, v in timing.resources.items() if k != "CPU"}
@@ -202,7 +202,7 @@ def test_a_node_with_the_timing_types_resources_places_the_drivers_worker():
             def where(self) -> dict:
                 return ray.get_runtime_context().get_assigned_resources()
 
-        actor = ray.remote(**_ray_options(request))(Probe).remote()
+        actor = ray.remote(**ray_options(request))(Probe).remote()
         assigned = ray.get(actor.where.remote(), timeout=120)
         assert assigned == pytest.approx(request)
     finally:
