@@ -122,7 +122,7 @@ def test_a_jsonl_source_keeps_the_lines_of_recorded_tasks_byte_for_byte(tmp_path
     src.write_text("\n".join(lines))
     records = frame(rec("fx_exp", "a", Status.OK), rec("fx_exp", "b", Status.REJECTED_INPUT))
     root = tmp_path / "root"
-    entry = copy_source({"method": "m", "path": str(src)}, records, root)
+    entry = copy_source({"method": "m", "path": str(src)}, records, root, {})
     copied = root / entry.path
     assert copied.read_text().splitlines() == lines[:2]  # fx_sub has no record here: left out; spaces kept
     tasks = {t.id: t for t in load_suite(fixture_tasks_dir)}
