@@ -54,31 +54,6 @@ inline double monotonicMs() {
     return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
 }
 
-// The number of threads of this process (the "Threads:" line of /proc/self/status), or -1 if unreadable.
-inline int countThreads() {
-    long fd = rawSyscall(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/self/status"), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    char buf[4096];
-    long n = 0;
-    for (long got; n < static_cast<long>(sizeof buf) - 1; n += got) {
-        got = rawSyscall(SYS_read, fd, reinterpret_cast<long>(buf + n), static_cast<long>(sizeof buf) - 1 - n);
-        if (got <= 0) break;
-    }
-    rawSyscall(SYS_close, fd, 0, 0);
-    buf[n < 0 ? 0 : n] = '\0';
-    const char key[] = "\nThreads:";
-    for (long i = 0; i + 9 < n; ++i) {
-        long k = 0;
-        while (key[k] != '\0' && buf[i + k] == key[k]) ++k;
-        if (key[k] != '\0') continue;
-        long p = i + k, value = 0;
-        while (buf[p] == ' ' || buf[p] == '\t') ++p;
-        if (buf[p] < '0' || buf[p] > '9') return -1;
-        while (buf[p] >= '0' && buf[p] <= '9') value = value * 10 + (buf[p++] - '0');
-        return static_cast<int>(value);
-    }
-    return -1;
-}
 
 // ---- processes: none but the runner may exist once a forward returns ----
 //
@@ -136,6 +111,9 @@ inline long statusNumber(const char* path, const char* key, int* count = nullptr
     }
     return -1;
 }
+
+// The number of threads of this process (the "Threads:" line of /proc/self/status), or -1 if unreadable.
+inline int countThreads() { return static_cast<int>(statusNumber("/proc/self/status", "Threads:")); }
 
 // The processes the runner may see in /proc inside the sandbox's PID namespace: itself and the sandbox's init
 // (pid 1, bubblewrap's, whose child the runner must be), when the kit says it runs in one (--pid-ns 1) or
