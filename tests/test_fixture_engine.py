@@ -663,3 +663,29 @@ def test_ld_library_path_selects_the_engine_library(engine: Engine, tasks: dict[
         assert all(
             c.ok for c in verify(engine, task, model, 0, "_ldp_native", env={"LD_LIBRARY_PATH": str(native)})
         )
+
+
+def test_timing_run_streams_its_stamps(engine: Engine, tasks: dict[str, Task]) -> None:
+    """Every timed forward's begin, its selected ops and its end come on stderr as the runner takes them
+    (kit.mnn.stamps); the kit's samples are the stream's, agree with timing.json, and the lines are taken out of
+    the stderr the records see."""
+    from kit.mnn import runner as mrunner
+    from kit.mnn import stamps
+
+    task = tasks["fx_transpose"]
+    _, model = convert(engine, task, "_stamps")
+    settings = mrunner.RunSettings(warmup=2, iterations=6, op_types=tuple(task.mnn_op_types), timeout_s=60)
+    res = mrunner.run_model(engine.runner, model, make_inputs(task, 0), ["y"], scratch=engine.work / "stamps",
+                            settings=settings)
+    assert res.ok and res.stamp_error == "", res.stamp_error or res.error
+    assert stamps.PREFIX not in res.proc.stderr and stamps.PREFIX not in res.proc.stdout
+    timing = json.loads(res.timing_path.read_text())
+    assert len(res.op_ms) == len(res.total_ms) == 6
+    assert np.allclose(res.op_ms, timing["op_ms"], atol=1e-3) and np.allclose(res.total_ms, timing["total_ms"], atol=1e-3)
+    assert all(0 < op <= tot for op, tot in zip(res.op_ms, res.total_ms))
+
+    # the raw stream: 6 forwards, one Raster op timed in each (no stamp from warm-ups)
+    raw = _run([*res.proc.argv], engine.work)
+    lines, _ = stamps.split(raw.stderr)
+    assert raw.ok and len(lines) == 6 * 4, raw.output
+    assert stamps.parse(lines, 6).op_pairs == [1] * 6

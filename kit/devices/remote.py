@@ -134,7 +134,8 @@ def start(adb: Adb, call: mrunner._Call, pusher: Pusher, run_dir: str,
     argv = [*map_argv(call, pusher, run_dir), "--wait-go", "1"]
     script = run_script(argv, run_dir, cores, call.settings.memory_limit_bytes)
     timeout_s = call.settings.timeout_s
-    started = proc.start(adb.argv("shell", script), ready_line=mrunner.READY_LINE, env=adb.env, timeout_s=timeout_s)
+    started = proc.start(adb.argv("shell", script), ready_line=mrunner.READY_LINE, env=adb.env, timeout_s=timeout_s,
+                         log_limit=call.log_limit)  # the stamp stream comes on stderr (kit.mnn.stamps)
     if isinstance(started, proc.ProcResult):
         return call.finish(finish(adb, started, run_dir, call.out_dir))
     return mrunner.StartedRun(call, RemoteWaiting(adb, started, run_dir, call.out_dir), timeout_s)  # type: ignore[arg-type]

@@ -49,13 +49,14 @@ import json
 import re
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
 from kit import hostinfo, proc, sandbox, tensorio
+from kit.mnn import stamps
 from kit.mnn.runner_build import (
     CXX_FLAGS,
     RUNNER_FILES,
@@ -69,6 +70,7 @@ from kit.mnn.runresult import (
     PlantedOutputError,
     RunnerProtocolError,
     RunResult,
+    Timing,
     read_checked,
     read_outputs,
     read_timing,
@@ -88,6 +90,12 @@ EXIT_THREADS_LEFT = 5
 EXIT_TIMED_OUTPUT_CHANGED = 6
 #: exit status of the runner when a process besides it exists after a forward (the candidate started one)
 EXIT_PROCESS_LEFT = 7
+#: exit status of the runner when a stamp could not be written whole to stderr, or stderr is no longer the file
+#: it was at the start (the candidate closed it or put a pipe of its own there)
+EXIT_STAMP_LOST = 8
+#: bytes of stderr kept of a timing run (kit.proc's ``log_limit``): its stamp lines are ~21 bytes, two per timed
+#: op, so 100 ops x 40 forwards make ~170 KB; a stream cut at the limit is a stamp error
+TIMING_LOG_LIMIT = 16 << 20
 PRECISIONS = ("high", "normal", "low")
 
 #: the inputs of one call: one set (graph input name → array) or several, run in order in one process
@@ -225,7 +233,8 @@ def run_model(
         started = settings.remote.start(call)
         return started.go() if isinstance(started, StartedRun) else started
     result = proc.run(call.command, cwd=call.scratch, env=call.env, timeout_s=settings.timeout_s,
-                      memory_limit_bytes=settings.memory_limit_bytes, cpus=settings.cpus, confine=call.confine)
+                      memory_limit_bytes=settings.memory_limit_bytes, cpus=settings.cpus, confine=call.confine,
+                      log_limit=call.log_limit)
     return call.finish(result)
 
 
@@ -287,7 +296,7 @@ def start_model(
         return settings.remote.start(call)
     started = proc.start([*call.command, "--wait-go", "1"], ready_line=READY_LINE, cwd=call.scratch, env=call.env,
                          timeout_s=settings.timeout_s, memory_limit_bytes=settings.memory_limit_bytes,
-                         cpus=settings.cpus, confine=call.confine)
+                         cpus=settings.cpus, confine=call.confine, log_limit=call.log_limit)
     if isinstance(started, proc.ProcResult):
         return call.finish(started)
     return StartedRun(call, started, settings.timeout_s)
@@ -307,6 +316,11 @@ class _Call:
     confine: sandbox.Confinement | None = None
     #: the number of input sets in ``in/<k>/`` (None: one set in ``in/`` itself)
     n_sets: int | None = None
+
+    @property
+    def log_limit(self) -> int:
+        """Bytes of each of stdout and stderr to keep (:data:`TIMING_LOG_LIMIT` in timing mode: the stamps)."""
+        return TIMING_LOG_LIMIT if self.iterations else 256 * 1024
 
     @property
     def command(self) -> list[str]:
@@ -388,7 +402,9 @@ class _Call:
                    confine, None if sets is None else len(sets))
 
     def finish(self, result: proc.ProcResult) -> RunResult:
-        """The :class:`RunResult` of the finished runner (outputs and timing files read)."""
+        """The :class:`RunResult` of the finished runner (outputs and timing files read; in timing mode its
+        samples rebuilt from the stamp stream, :func:`_streamed`)."""
+        result, lines = _take_stamps(result)
         if result.returncode == EXIT_USAGE and not result.timed_out:
             raise RunnerProtocolError(f"runner rejected its arguments: {result.stderr.strip()}")
         if not result.ok:
@@ -402,5 +418,36 @@ class _Call:
         t = read_timing(timing_path, self.iterations, self.out_dir)
         checked = read_checked(t.checked, self.out_dir, n_sets=self.n_sets or 1, checked=self.settings.checked,
                                iterations=self.iterations)
-        return RunResult(True, sets[0], t.op_ms, t.total_ms, t.op_types, "", result, timing_path, sets, t.phase_ms,
-                         checked, t.written_ms)
+        op_ms, total_ms, stamp_error = _streamed(lines, t, self.iterations, self.settings.op_types, result.truncated)
+        return RunResult(True, sets[0], op_ms, total_ms, t.op_types, "", result, timing_path, sets, t.phase_ms,
+                         checked, t.written_ms, stamp_error)
+
+
+def _take_stamps(result: proc.ProcResult) -> tuple[proc.ProcResult, list[str] | str]:
+    """``result`` with the stamp lines taken out of its stderr and stdout, and those lines (from stderr; from
+    stdout where stderr has none: an old adb merges the two), or why they cannot be read (stamp lines on both)."""
+    err_lines, err = stamps.split(result.stderr)
+    out_lines, out = stamps.split(result.stdout)
+    if err_lines and out_lines:
+        lines: list[str] | str = f"{len(out_lines)} stamp lines on stdout besides those on stderr (forged)"
+    else:
+        lines = err_lines or out_lines
+    if not err_lines and not out_lines:
+        return result, lines
+    return replace(result, stderr=err, stdout=out), lines
+
+
+def _streamed(lines: list[str] | str, t: Timing, iterations: int, op_types: Sequence[str],
+              truncated: bool) -> tuple[list[float], list[float], str]:
+    """``op_ms``, ``total_ms`` and the stamp error of a timing run: the stream's samples where it is well formed
+    and agrees with ``timing.json`` (``t``), else ``t``'s with the reason."""
+    try:
+        if isinstance(lines, str):
+            raise stamps.StampError(lines)
+        if truncated:
+            raise stamps.StampError("the runner's output was cut at the kit's capture limit: stamps lost")
+        stream = stamps.parse(lines, iterations)
+        stamps.compare(stream, t.op_ms, t.total_ms, t.op_types, op_types)
+    except stamps.StampError as e:
+        return t.op_ms, t.total_ms, str(e)
+    return stream.op_ms, stream.total_ms, ""

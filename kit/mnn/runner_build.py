@@ -12,7 +12,7 @@ from kit import proc
 #: the runner's C++ source, shipped inside the package (it includes ``mkb_io.hpp``, ``mkb_guard.hpp`` and ``mkb_fresh.hpp`` beside it)
 RUNNER_SOURCE = Path(__file__).with_name("runner") / "mkb_runner.cpp"
 #: every file the runner is compiled from
-RUNNER_FILES = (RUNNER_SOURCE, *(RUNNER_SOURCE.with_name(h) for h in ("mkb_io.hpp", "mkb_guard.hpp", "mkb_fresh.hpp")))
+RUNNER_FILES = (RUNNER_SOURCE, *(RUNNER_SOURCE.with_name(h) for h in ("mkb_io.hpp", "mkb_guard.hpp", "mkb_fresh.hpp", "mkb_stamps.hpp")))
 #: flags of the single compiler invocation (besides include/library paths)
 CXX_FLAGS = ("-O2", "-std=c++17", "-pthread")
 

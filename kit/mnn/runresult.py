@@ -76,7 +76,10 @@ class RunResult(proc.FromProcess):
     ``written_ms``: the same clock at the end of writing its results (timing.json is written last).
     ``checked``: the timed forwards on fresh inputs it wrote out (timing mode with ``RunSettings.checked``).
     ``error``: the runner's stdout+stderr when it failed (MNN's messages go to stdout, the runner's to stderr).
-    ``proc``: the raw process result (exit code, signal, logs).
+    ``proc``: the raw process result (exit code, signal, logs; the stamp lines taken out: :mod:`kit.mnn.stamps`).
+    ``stamp_error``: in timing mode, why the runner's stamp stream is missing, malformed or disagrees with
+    ``timing.json`` (empty: it agrees, and ``op_ms``/``total_ms`` are the stream's); the timing stage makes it
+    ``clock_mismatch``.
     """
 
     ok: bool
@@ -91,6 +94,7 @@ class RunResult(proc.FromProcess):
     phase_ms: float | None = None
     checked: tuple[CheckedForward, ...] = ()
     written_ms: float | None = None
+    stamp_error: str = ""
 
 
 @dataclass(frozen=True)

@@ -54,11 +54,14 @@ def start_run(task: Task, runner: Path, model: Path, side: Side, inputs, scratch
 
 def go_run(started: mrunner.StartedRun, iterations: int, what: str, round_: int | None = None) -> mrunner.RunResult:
     """Run a started timing run (warm-up and ``iterations`` timed forwards; ``round_`` names it in messages) and
-    check its samples and its clock (:func:`check_clock`; the kit's own time of the run is ``proc.wall_s``, from
-    writing "go" to the exit).
+    check its samples and its clock: the stamp stream the runner wrote on stderr as it took its times, which its
+    samples are rebuilt from and ``timing.json`` must agree with (:mod:`kit.mnn.stamps`: a candidate that edited
+    the times in the runner's memory), then :func:`check_clock` (the kit's own time of the run is
+    ``proc.wall_s``, from writing "go" to the exit).
 
     Raises:
-        StageFailure: TIMING_FAILED for a wrong number of samples or a clock mismatch of the candidate's runner,
+        StageFailure: TIMING_FAILED for a wrong number of samples or a clock mismatch (a stamp stream missing,
+            malformed or disagreeing with ``timing.json`` included) of the candidate's runner,
             and for any failure of the native runner; RUNTIME_CRASH / RUNTIME_TIMEOUT / VERIFY_MISMATCH for a
             failure of the candidate's runner (:func:`check_run`, :func:`_protocol`); HARNESS_ERROR
             (``clock_mismatch``, ``timed_output_mismatch``) for those of the native runner (the pristine
@@ -71,8 +74,9 @@ def go_run(started: mrunner.StartedRun, iterations: int, what: str, round_: int 
         raise StageFailure(
             Status.TIMING_FAILED, ErrorKind.INTERNAL, f"{what}: {len(res.op_ms)} samples, expected {iterations}"
         )
-    wrong = check_clock(res.total_ms, res.phase_ms, res.proc.wall_s * 1e3, res.op_ms, res.written_ms)
-    if wrong is not None:
+    wrong = res.stamp_error or check_clock(res.total_ms, res.phase_ms, res.proc.wall_s * 1e3, res.op_ms,
+                                           res.written_ms)
+    if wrong:
         status = Status.HARNESS_ERROR if what == "native" else Status.TIMING_FAILED
         raise StageFailure(status, ErrorKind.CLOCK_MISMATCH, f"{what} timing run: {wrong}")
     return res

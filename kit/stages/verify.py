@@ -112,6 +112,8 @@ _RUNNER_VERDICTS = {
     mrunner.EXIT_THREADS_LEFT: (Status.RUNTIME_CRASH, ErrorKind.THREADS_LEFT),
     mrunner.EXIT_TIMED_OUTPUT_CHANGED: (Status.VERIFY_MISMATCH, ErrorKind.TIMED_OUTPUT_MISMATCH),
     mrunner.EXIT_PROCESS_LEFT: (Status.RUNTIME_CRASH, ErrorKind.PROCESSES_LEFT),
+    # a stamp not written whole, or stderr replaced: the candidate closed fd 2 or put a pipe of its own there
+    mrunner.EXIT_STAMP_LOST: (Status.RUNTIME_CRASH, ErrorKind.FORBIDDEN),
 }
 
 
@@ -126,7 +128,8 @@ def limit_cause(res: proc.ProcResult) -> str | None:
 def process_failure(res: proc.ProcResult, what: str, kind_on_exit: ErrorKind = ErrorKind.EXIT_CODE) -> StageFailure | None:
     """The failure a finished process stands for, or None if it succeeded: a timeout, a verdict of the runner's
     own checks (exit 4: VERIFY_MISMATCH ``input_modified``; exit 5: RUNTIME_CRASH ``threads_left``; exit 6, timing
-    runs only: VERIFY_MISMATCH ``timed_output_mismatch``; exit 7: RUNTIME_CRASH ``processes_left``), a resource
+    runs only: VERIFY_MISMATCH ``timed_output_mismatch``; exit 7: RUNTIME_CRASH ``processes_left``; exit 8: RUNTIME_CRASH
+    ``forbidden``, a stamp lost or stderr replaced), a resource
     limit (error kind ``limit``, the message names it), a signal, or an exit status."""
     tail = res.stderr.strip()[-1500:] or res.stdout.strip()[-1500:]
     if res.timed_out:

@@ -22,6 +22,9 @@
 // whole forward; phase_ms the wall time from reading "go" (without --wait-go: from the same point, before the
 // first warm-up) to the end of the timed forwards.  Every time is read from CLOCK_MONOTONIC by the system call
 // itself (mkb_guard.hpp), never through libc, whose functions the candidate's library could replace.
+// The times are also streamed as they are taken (mkb_stamps.hpp): in every timed forward its begin, each
+// selected op's begin and end and its end go to stderr as "@mkbt ..." lines before any candidate code runs again,
+// and the kit rebuilds the samples from them (timing.json must agree: the candidate could edit this memory).
 // With --wait-go 1 the runner loads the model and reads the inputs, then prints the line "mkb_runner: ready" on
 // stdout and waits for the line "go" on stdin before it runs (a timing phase then holds the CPU for the runs).
 //
@@ -40,11 +43,13 @@
 //
 // Exit status: 0 success; 2 usage error; 3 load/shape/run/IO error or no "go"; 4 a forward changed an input
 // tensor; 5 more threads than MNN's own after a forward (or before the first); 6 a timed forward left a float32
-// output unwritten (the poison still there); 7 a process besides the runner; the message is on stderr.
+// output unwritten (the poison still there); 7 a process besides the runner; 8 a stamp not written whole, or
+// stderr no longer the file it was at the start (mkb_stamps.hpp); the message is on stderr.
 
 #include "mkb_fresh.hpp"
 #include "mkb_guard.hpp"
 #include "mkb_io.hpp"
+#include "mkb_stamps.hpp"
 
 #include <MNN/Interpreter.hpp>
 #include <MNN/MNNForwardType.h>
@@ -75,9 +80,12 @@ using MNN::Express::VARP;
 
 // ---- op timing through the executor's callbacks ----
 
+// In a timed forward (active), each selected op's begin and end are read as integer nanoseconds and written to
+// the stamp stream at once (mkb_stamps.hpp), before the op (or the next) runs; selectedMs is what timing.json
+// records, the kit rebuilds it from the stream and compares.
 struct OpClock {
     bool active = false;
-    double startMs = 0.0;
+    int64_t startNs = 0;
     double selectedMs = 0.0;
     std::map<std::string, int> counts;
 
@@ -359,18 +367,24 @@ int run(const Options& o) {
 
     OpClock clock;
     Guard guard(o.threads + o.extraThreads);
+    Stamps stamps;
+    if (!stamps.init()) fail("cannot fstat stderr, where the stamp stream goes");
     m.executor->setCallBack(
-        [&clock](const std::vector<MNN::Tensor*>&, const MNN::OperatorInfo* op) {
+        [&clock, &o, &stamps](const std::vector<MNN::Tensor*>&, const MNN::OperatorInfo* op) {
             if (clock.active) {
                 clock.counts[op->type()] += 1;
-                clock.startMs = monotonicMs();
+                if (o.allOps || o.opTypes.count(op->type())) {
+                    clock.startNs = monotonicNs();
+                    stamps.write('b', -1, clock.startNs, false);
+                }
             }
             return true;
         },
-        [&clock, &guard, &o](const std::vector<MNN::Tensor*>& outputs, const MNN::OperatorInfo* op) {
-            if (clock.active) {
-                double end = monotonicMs();
-                if (o.allOps || o.opTypes.count(op->type())) clock.selectedMs += end - clock.startMs;
+        [&clock, &guard, &o, &stamps](const std::vector<MNN::Tensor*>& outputs, const MNN::OperatorInfo* op) {
+            if (clock.active && (o.allOps || o.opTypes.count(op->type()))) {
+                const int64_t end = monotonicNs();
+                stamps.write('e', -1, end, true);
+                clock.selectedMs += static_cast<double>(end - clock.startNs) * 1e-6;
             }
             if (guard.recording) {
                 for (const auto* t : outputs) {
@@ -389,18 +403,20 @@ int run(const Options& o) {
     const double phaseStart = monotonicMs();
 
     // one forward on set k: inputs filled and the last outputs poisoned before it, checked after it; *totalMs
-    // gets the forward's own time
+    // gets the forward's own time, and a timed forward (timed: its 1-based number) streams its begin and end
     int calls = 0;
-    auto once = [&](const Inputs& in, double* totalMs) {
+    auto once = [&](const Inputs& in, double* totalMs, long timed = 0) {
         fillInputs(feed, in);
         guard.apply();
         guard.written.clear();
         guard.recording = true;
-        double t0 = monotonicMs();
+        const int64_t t0 = monotonicNs();
+        if (timed > 0) stamps.write('F', timed, t0, true);
         std::vector<VARP> outs = forward(*m.net, feed, o.outputs.size());
-        double t1 = monotonicMs();
+        const int64_t t1 = monotonicNs();
+        if (timed > 0) stamps.write('E', timed, t1, true);
         guard.recording = false;
-        if (totalMs != nullptr) *totalMs = t1 - t0;
+        if (totalMs != nullptr) *totalMs = static_cast<double>(t1 - t0) * 1e-6;
         const std::string when = "by forward " + std::to_string(++calls) + " (" + in.label + ")";
         guard.checkInputs(feed, in, when);
         guard.checkThreads("after forward " + std::to_string(calls));
@@ -451,7 +467,7 @@ int run(const Options& o) {
         double total = 0.0;
         clock.reset();
         clock.active = true;
-        auto outs = once(in, &total);
+        auto outs = once(in, &total, i + 1);
         clock.active = false;
         opMs.push_back(clock.selectedMs);
         totalMs.push_back(total);

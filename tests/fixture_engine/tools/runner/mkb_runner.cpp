@@ -18,6 +18,10 @@
 // forward, phase_ms the wall time from reading "go" (without --wait-go, from the same point) to the end of the
 // timed runs; the clock is CLOCK_MONOTONIC read by the system call itself (a library cannot replace it).
 // Outputs go to <name>.bin plus manifest.txt (same line format).
+// The stamp stream (the kit's runner: kit/mnn/runner/mkb_stamps.hpp, where the why is): in every timed run, its
+// begin, each selected op's begin and end, and its end are written to stderr as they are read, one write system
+// call each ("@mkbt F <i> <ns>", "@mkbt b <ns>", "@mkbt e <ns>", "@mkbt E <i> <ns>"; ns: CLOCK_MONOTONIC in hex
+// nanoseconds), and stderr must stay the file it was at the start (exit 8 otherwise, or for a short write).
 // --wait-go 1: after loading, print "mkb_runner: ready" on stdout and wait for the line "go" on stdin.
 // Around every run: inputs copied in and outputs filled with 0xFF bytes (NaN) before it; after it every input
 // must hold its bytes still, and the process may have no thread but the main one (the engine has no pool;
@@ -108,6 +112,24 @@ double nowMs() {
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
+// CLOCK_MONOTONIC in integer nanoseconds (as nowMs)
+int64_t nowNs() {
+    struct timespec ts = {0, 0};
+#if defined(__x86_64__)
+    long ret;
+    __asm__ volatile("syscall" : "=a"(ret) : "a"(SYS_clock_gettime), "D"(CLOCK_MONOTONIC), "S"(&ts)
+                     : "rcx", "r11", "memory");
+#elif defined(__aarch64__)
+    register long x8 __asm__("x8") = SYS_clock_gettime;
+    register long x0 __asm__("x0") = CLOCK_MONOTONIC;
+    register long x1 __asm__("x1") = reinterpret_cast<long>(&ts);
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1) : "memory", "cc");
+#else
+    syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+#endif
+    return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
 // A system call of up to three arguments by the instruction itself (libc's wrappers may be the candidate's).
 long rawSyscall(long n, long a, long b, long c, long d = 0) {
 #if defined(__x86_64__)
@@ -136,6 +158,39 @@ long rawSyscall(long n, long a, long b, long c, long d = 0) {
     std::fflush(stderr);
     for (;;) rawSyscall(SYS_exit_group, code, 0, 0);
 }
+
+// The stamp stream on fd 2 (see the top of this file): one line per write, the runner left (exit 8) when a line
+// does not go out whole or fd 2 is no longer the file it was at the start.
+struct Stamps {
+    unsigned long dev = 0, ino = 0;
+    static bool identity(unsigned long* d, unsigned long* i) {
+        struct stat st = {};
+        if (rawSyscall(SYS_fstat, 2, reinterpret_cast<long>(&st), 0) != 0) return false;
+        *d = st.st_dev;
+        *i = st.st_ino;
+        return true;
+    }
+    bool init() { return identity(&dev, &ino); }
+    void check() const {
+        unsigned long d = 0, i = 0;
+        if (!identity(&d, &i) || d != dev || i != ino) {
+            const char msg[] = "mkb_runner: stderr is no longer the file it was at the start: the stamp stream was redirected\n";
+            rawSyscall(SYS_write, 2, reinterpret_cast<long>(msg), sizeof msg - 1);
+            leave(8);
+        }
+    }
+    // kind F/E with the run's number, b/e without (forward < 0); check: fd 2's identity after the write
+    void write(char kind, long forward, int64_t ns, bool checkAfter) const {
+        char line[48];
+        const auto hex = static_cast<unsigned long long>(ns);
+        int n = forward >= 0 ? std::snprintf(line, sizeof line, "@mkbt %c %ld %llx\n", kind, forward, hex)
+                             : std::snprintf(line, sizeof line, "@mkbt %c %llx\n", kind, hex);
+        long wrote;
+        do wrote = rawSyscall(SYS_write, 2, reinterpret_cast<long>(line), n); while (wrote == -4 /* EINTR */);
+        if (wrote != n) leave(8);
+        if (checkAfter) check();
+    }
+};
 
 int threadCount() {
     std::ifstream status("/proc/self/status");
@@ -504,18 +559,28 @@ int runMain(int argc, char** argv) {
     }
     const double phaseStart = nowMs();
 
-    double opStart = 0.0, opMs = 0.0;
+    Stamps stamps;
+    if (!stamps.init()) return fail("cannot fstat stderr, where the stamp stream goes");
+    int64_t opStart = 0;
+    double opMs = 0.0;
     std::map<std::string, int> opCounts;
-    Net::OpCallback before = [&](const Op&) { opStart = nowMs(); };
+    auto selected = [&](const Op& op) { return o.opTypes.empty() || o.opTypes.count(opTypeName(op.type)) > 0; };
+    Net::OpCallback before = [&](const Op& op) {
+        if (!selected(op)) return;
+        opStart = nowNs();
+        stamps.write('b', -1, opStart, false);
+    };
     Net::OpCallback after = [&](const Op& op) {
-        double ms = nowMs() - opStart;
-        const char* type = opTypeName(op.type);
-        opCounts[type] += 1;
-        if (o.opTypes.empty() || o.opTypes.count(type)) opMs += ms;
+        const int64_t end = nowNs();
+        opCounts[opTypeName(op.type)] += 1;
+        if (!selected(op)) return;
+        stamps.write('e', -1, end, true);
+        opMs += static_cast<double>(end - opStart) * 1e-6;
     };
     // one run on set k: inputs in, outputs poisoned; afterwards inputs unchanged and no thread left
     int runs = 0;
-    auto once = [&](const Set& set, bool timed, double* totalMs) -> int {
+    // timed: the run's 1-based number among the timed runs (0: untimed); its stamps go to the stream
+    auto once = [&](const Set& set, long timed, double* totalMs) -> int {
         for (const auto& in : set.inputs) std::memcpy(net->getTensor(in.name)->host<char>(), in.bytes.data(), in.bytes.size());
         for (const auto& name : o.outputs) {
             bool isInput = false;
@@ -523,9 +588,12 @@ int runMain(int argc, char** argv) {
             Tensor* t = net->getTensor(name);
             if (!isInput) std::memset(t->host<char>(), 0xFF, t->size());
         }
-        double start = nowMs();
+        const int64_t start = nowNs();
+        if (timed > 0) stamps.write('F', timed, start, true);
         bool ok = timed ? net->run(before, after, &err) : net->run(nullptr, nullptr, &err);
-        if (totalMs != nullptr) *totalMs = nowMs() - start;
+        const int64_t end = nowNs();
+        if (timed > 0) stamps.write('E', timed, end, true);
+        if (totalMs != nullptr) *totalMs = static_cast<double>(end - start) * 1e-6;
         if (!ok) return fail("run failed: " + err);
         ++runs;
         for (const auto& in : set.inputs) {
@@ -548,7 +616,7 @@ int runMain(int argc, char** argv) {
 
     if (o.iterations == 0) {
         for (const auto& set : sets) {
-            if (int rc = once(set, false, nullptr)) return rc;
+            if (int rc = once(set, 0, nullptr)) return rc;
             if (!writeOutputs(o, take(o, net.get()), set.outDir, &err)) return fail(err);
         }
         return 0;
@@ -561,7 +629,7 @@ int runMain(int argc, char** argv) {
     Picker picker{static_cast<size_t>(o.checked), static_cast<size_t>(o.iterations) - sets.size()};
     for (int i = 0; i < o.warmup; ++i) {
         fresh.next(sets, &derived);
-        if (int rc = once(derived, false, nullptr)) return rc;
+        if (int rc = once(derived, 0, nullptr)) return rc;
     }
     std::vector<double> opTimes, totalTimes;
     std::vector<Taken> firstRun(sets.size());
@@ -573,7 +641,7 @@ int runMain(int argc, char** argv) {
         double total = 0.0;
         const bool onSet = static_cast<size_t>(i) < sets.size();
         if (!onSet) fresh.next(sets, &derived);
-        if (int rc = once(onSet ? sets[i] : derived, true, &total)) return rc;
+        if (int rc = once(onSet ? sets[i] : derived, i + 1, &total)) return rc;
         totalTimes.push_back(total);
         opTimes.push_back(opMs);
         for (const auto& name : o.outputs) {

@@ -1,0 +1,101 @@
+// mkb_stamps.hpp: the runner's stream of clock stamps on stderr (the kit reads it: kit/mnn/stamps.py).
+//
+// Written for the MobileKernelBench kit; standard library and Linux only.  Included by mkb_runner.cpp only.
+//
+// Why: the candidate's library runs in the runner's address space, so anything the runner keeps in memory
+// while candidate code runs can be edited (a candidate that scaled the runner's arrays of times by 0.25 scored
+// 4.33x).  Every clock reading a sample is made of is therefore written to stderr, by the write system call
+// made by the instruction itself, before any candidate code runs again; in the pipe it is out of reach.  The
+// kit rebuilds the samples from the stream and refuses a timing.json that disagrees with it.
+//
+// Lines (<ns>: CLOCK_MONOTONIC in integer nanoseconds, lower-case hex; <i>: the timed forward, 1-based):
+//   "@mkbt F <i> <ns>" forward begins, "@mkbt b <ns>" a selected op begins, "@mkbt e <ns>" it ends,
+//   "@mkbt E <i> <ns>" forward ends.
+// A line is one write(2) of at most 40 bytes: a pipe takes it whole (PIPE_BUF), never interleaved with another
+// writer's.  A write that fails or is short (the candidate closed fd 2, or made it non-blocking and let the pipe
+// fill) ends the runner with kExitStampLost; so does a fd 2 that is no longer the file it was at the start
+// (checked after every op's end stamp and every forward's stamps: a pipe of the candidate's dup2'ed there to
+// relay edited stamps would get the stamps written in between, and no candidate code runs between a write and
+// its check).
+//
+// Cost, measured (see docs/untrusted.md): one write per stamp and one fstat per end stamp, ~1-2 us each on the
+// 2-core x86-64 dev VM; the begin stamps' writes land inside the intervals they open, equally on both sides.
+
+#pragma once
+
+#include "mkb_guard.hpp"
+
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <cstdint>
+#include <ctime>
+
+namespace mkb {
+
+// exit status of a stamp that could not be written whole, or a stderr replaced
+constexpr int kExitStampLost = 8;
+
+// CLOCK_MONOTONIC in integer nanoseconds, by the system call (mkb_guard.hpp: no libc clock).
+inline int64_t monotonicNs() {
+    struct timespec ts = {0, 0};
+    rawSyscall(SYS_clock_gettime, CLOCK_MONOTONIC, reinterpret_cast<long>(&ts), 0);
+    return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+class Stamps {
+public:
+    // Remember what fd 2 is (device and inode); false if it cannot be read.
+    bool init() { return identity(&dev_, &ino_); }
+
+    // Write one stamp line: kind 'F'/'E' with the forward's number, 'b'/'e' without (forward < 0).  Leaves the
+    // runner (kExitStampLost) when the line does not go out whole, or (check) fd 2 is no longer the same file.
+    void write(char kind, long forward, int64_t ns, bool check) const {
+        char line[40];
+        int n = 0;
+        for (const char* p = "@mkbt "; *p != '\0'; ++p) line[n++] = *p;
+        line[n++] = kind;
+        line[n++] = ' ';
+        if (forward >= 0) {
+            char digits[20];
+            int k = 0;
+            do digits[k++] = static_cast<char>('0' + forward % 10); while ((forward /= 10) > 0);
+            while (k > 0) line[n++] = digits[--k];
+            line[n++] = ' ';
+        }
+        char hex[16];
+        int k = 0;
+        uint64_t v = static_cast<uint64_t>(ns);
+        do hex[k++] = "0123456789abcdef"[v & 15]; while ((v >>= 4) != 0);
+        while (k > 0) line[n++] = hex[--k];
+        line[n++] = '\n';
+        long wrote;
+        do wrote = rawSyscall(SYS_write, 2, reinterpret_cast<long>(line), n); while (wrote == -4 /* EINTR */);
+        if (wrote != n) leaveNow(kExitStampLost);  // nothing can be said: stderr is what failed
+        if (check) checkSame();
+    }
+
+    // Leave (kExitStampLost, with a message on the file) when fd 2 is no longer the file it was at init().
+    void checkSame() const {
+        unsigned long dev = 0, ino = 0;
+        if (!identity(&dev, &ino) || dev != dev_ || ino != ino_) {
+            const char msg[] = "mkb_runner: error: stderr is no longer the file it was at the start: the stamp "
+                               "stream was redirected\n";
+            rawSyscall(SYS_write, 2, reinterpret_cast<long>(msg), sizeof msg - 1);
+            leaveNow(kExitStampLost);
+        }
+    }
+
+private:
+    static bool identity(unsigned long* dev, unsigned long* ino) {
+        struct stat st = {};
+        if (rawSyscall(SYS_fstat, 2, reinterpret_cast<long>(&st), 0) != 0) return false;
+        *dev = static_cast<unsigned long>(st.st_dev);
+        *ino = static_cast<unsigned long>(st.st_ino);
+        return true;
+    }
+
+    unsigned long dev_ = 0, ino_ = 0;
+};
+
+}  // namespace mkb

@@ -1,0 +1,155 @@
+"""The runner's stream of clock stamps (:mod:`kit.mnn.runner` states the protocol): parsed out of its stderr,
+checked for form, turned into the samples of a timing run and compared with what ``timing.json`` says.
+
+Why a stream: the candidate's library runs in the runner's address space, so whatever the runner keeps in its
+memory while candidate code runs (its arrays of times, a forward's start time on the stack, the op clock) can be
+edited without a system call (the corpus's ``scales_recorded_times`` scaled the recorded times by 0.25: ``ok``,
+4.33x).  Each clock reading a sample is made of is written to stderr by the runner (one ``write`` system call
+made by the instruction itself) before any candidate code runs again; once in the pipe it is out of reach.
+
+Lines (``<ns>``: CLOCK_MONOTONIC in integer nanoseconds, lower-case hex; ``<i>``: the 1-based number of the
+timed forward, decimal)::
+
+    @mkbt F <i> <ns>    timed forward i begins (the clock read, the line written, then the forward)
+    @mkbt b <ns>        a selected op (``--op-types``) begins, in the before-op callback
+    @mkbt e <ns>        that op ends, in the after-op callback
+    @mkbt E <i> <ns>    timed forward i ends
+
+Nothing here turns a finding into a record status: :func:`parse` raises :class:`StampError`, and the caller
+(:meth:`kit.mnn.runner._Call.finish`) keeps its message in the :class:`~kit.mnn.runresult.RunResult` for the
+timing stage (:func:`kit.stages.timingrun.go_run`: ``clock_mismatch``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+#: what every stamp line starts with (MNN prints nothing like it)
+PREFIX = "@mkbt"
+_LINE = re.compile(r"@mkbt (?:([FE]) ([1-9][0-9]{0,8}) |([be]) )([0-9a-f]{1,16})")
+#: allowed difference per time between timing.json (printed, rounded) and the stream, ms: 1 us
+TOLERANCE_MS = 1e-3
+
+
+class StampError(ValueError):
+    """The stamp stream is missing, malformed or disagrees with ``timing.json``; the message says where."""
+
+
+@dataclass(frozen=True)
+class Stream:
+    """What a timing run's stamps say: per timed forward (in order) ``total_ms`` (end - begin), ``op_ms`` (the
+    sum of its selected ops' end - begin) and ``op_pairs`` (how many selected ops it timed); milliseconds."""
+
+    total_ms: list[float]
+    op_ms: list[float]
+    op_pairs: list[int]
+
+
+def split(text: str) -> tuple[list[str], str]:
+    """The stamp lines of ``text`` (every line that holds :data:`PREFIX` anywhere, in order) and the rest of it."""
+    stamps, rest = [], []
+    for line in text.splitlines(keepends=True):
+        (stamps if PREFIX in line else rest).append(line)
+    return [s.rstrip("\n") for s in stamps], "".join(rest)
+
+
+class _Reader:
+    """The state machine of :func:`parse`: one forward open at a time, one op open at a time inside it."""
+
+    def __init__(self) -> None:
+        self.total_ms: list[float] = []
+        self.op_ms: list[float] = []
+        self.op_pairs: list[int] = []
+        self.forward = 0  # the open forward's number (0: none open)
+        self.begin = self.op_begin = self.last = -1
+        self.op_sum = self.pairs = 0
+
+    def take(self, no: int, kind: str, index: int, ns: int) -> None:
+        where = f"stamp line {no} ({kind}" + (f" {index}" if kind in "FE" else "") + ")"
+        problem = self._misplaced(kind, index)
+        if problem:
+            raise StampError(f"{where}: {problem}")
+        if ns < self.last:
+            raise StampError(f"{where}: the clock went back ({ns - self.last} ns), or the lines are out of order")
+        self.last = ns
+        if kind == "F":
+            self.forward, self.begin, self.op_sum, self.pairs = index, ns, 0, 0
+        elif kind == "E":
+            self.total_ms.append((ns - self.begin) / 1e6)
+            self.op_ms.append(self.op_sum / 1e6)
+            self.op_pairs.append(self.pairs)
+            self.forward = 0
+        elif kind == "b":
+            self.op_begin = ns
+        else:
+            self.op_sum += ns - self.op_begin
+            self.pairs += 1
+            self.op_begin = -1
+
+    def _misplaced(self, kind: str, index: int) -> str:
+        """Why a stamp of ``kind`` (forward ``index``) cannot come now, or ""."""
+        if kind == "F" and (self.forward or index != len(self.total_ms) + 1):
+            if self.forward:
+                return f"forward {index} begins while forward {self.forward} is open (an end missing, or lines repeated)"
+            return f"forward {index} begins, expected forward {len(self.total_ms) + 1}"
+        if kind == "E" and (index != self.forward or self.op_begin >= 0):
+            return f"forward {index} ends, but " + (f"an op of forward {index} is open" if index == self.forward
+                                                    else f"the open forward is {self.forward or 'none'}")
+        if kind == "b" and (not self.forward or self.op_begin >= 0):
+            return "an op begins " + ("outside every forward" if not self.forward
+                                      else "while another is open (a duplicated line?)")
+        if kind == "e" and self.op_begin < 0:
+            return "an op ends that did not begin (a duplicated line?)"
+        return ""
+
+
+def parse(lines: Sequence[str], iterations: int) -> Stream:
+    """The :class:`Stream` of the stamp ``lines`` (:func:`split`) of a run with ``iterations`` timed forwards.
+
+    Raises:
+        StampError: a line not in the form above, a forward missing, repeated or out of order, an op stamp
+            outside its forward or unpaired, a clock that goes back, or forwards that timed different numbers
+            of ops (the same model on the same shapes runs the same ops)."""
+    reader = _Reader()
+    for no, line in enumerate(lines, 1):
+        m = _LINE.fullmatch(line)
+        if m is None:
+            raise StampError(f"stamp line {no} is malformed: {line[:80]!r} (forged, or cut by another write)")
+        kind = m.group(1) or m.group(3)
+        reader.take(no, kind, int(m.group(2) or 0), int(m.group(4), 16))
+    if reader.forward:
+        raise StampError(f"forward {reader.forward} began but never ended in the stamp stream")
+    if len(reader.total_ms) != iterations:
+        raise StampError(f"the stamp stream holds {len(reader.total_ms)} timed forwards, expected {iterations}")
+    if len(set(reader.op_pairs)) > 1:
+        i = next(k for k, p in enumerate(reader.op_pairs) if p != reader.op_pairs[0])
+        raise StampError(f"forward {i + 1} timed {reader.op_pairs[i]} ops in the stamp stream, forward 1 "
+                         f"{reader.op_pairs[0]}")
+    return Stream(reader.total_ms, reader.op_ms, reader.op_pairs)
+
+
+def selected_ops(op_types: Mapping[str, int], selected: Sequence[str]) -> int:
+    """How many ops per forward ``--op-types selected`` times, from ``timing.json``'s ``op_types`` counts."""
+    return sum(op_types.values()) if "*" in selected else sum(n for t, n in op_types.items() if t in selected)
+
+
+def compare(stream: Stream, op_ms: Sequence[float], total_ms: Sequence[float], op_types: Mapping[str, int],
+            selected: Sequence[str]) -> None:
+    """Check ``timing.json``'s arrays (``op_ms``, ``total_ms``, ms) and its op counts (``op_types`` of the
+    ``selected`` types) against the stream: every value within :data:`TOLERANCE_MS` (print rounding).
+
+    Raises:
+        StampError: naming the first forward that disagrees, both values and their ratio."""
+    for name, recorded, streamed in (("total_ms", total_ms, stream.total_ms), ("op_ms", op_ms, stream.op_ms)):
+        if len(recorded) != len(streamed):
+            raise StampError(f"timing.json has {len(recorded)} {name}, the stamp stream {len(streamed)}")
+        for i, (r, s) in enumerate(zip(recorded, streamed)):
+            if abs(r - s) > TOLERANCE_MS + 1e-8 * abs(s):
+                ratio = f" (recorded {r / s:.3g}x of what was streamed)" if s > 0 else ""
+                raise StampError(f"forward {i + 1}: timing.json {name} {r:.6f} ms, the stamp stream {s:.6f} ms{ratio}")
+    want = selected_ops(op_types, selected)
+    if stream.op_pairs and stream.op_pairs[0] != want:
+        raise StampError(f"the stamp stream times {stream.op_pairs[0]} ops per forward, timing.json's op counts "
+                         f"{want} of the selected types")

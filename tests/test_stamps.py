@@ -1,0 +1,92 @@
+"""The stamp stream of a timing run (kit.mnn.stamps): its form, the samples rebuilt from it, its comparison with
+timing.json; and the fixture engine's runner writing it (a real run)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kit.mnn import stamps
+
+
+def _stream(forwards: list[list[tuple[int, int]]], begin: int = 10_000_000_000, gap: int = 1_000) -> list[str]:
+    """Stamp lines of forwards given as (op begin, op end) offsets in ns from the forward's begin; each forward
+    ends 500 ns after its last op (or its begin) and the next begins ``gap`` ns later."""
+    lines, t = [], begin
+    for i, ops in enumerate(forwards, 1):
+        lines.append(f"@mkbt F {i} {t:x}")
+        end = t
+        for b, e in ops:
+            lines += [f"@mkbt b {t + b:x}", f"@mkbt e {t + e:x}"]
+            end = t + e
+        lines.append(f"@mkbt E {i} {end + 500:x}")
+        t = end + 500 + gap
+    return lines
+
+
+def test_split_takes_every_line_with_the_prefix_out():
+    text = "mnn says hi\n@mkbt F 1 a\nwarning: x @mkbt b 3\n@mkbt E 1 f\nlast"
+    lines, rest = stamps.split(text)
+    assert lines == ["@mkbt F 1 a", "warning: x @mkbt b 3", "@mkbt E 1 f"]
+    assert rest == "mnn says hi\nlast"
+
+
+def test_well_formed_stream_gives_the_samples():
+    lines = _stream([[(100, 2_100), (3_000, 4_000)], [(50, 1_050), (2_000, 2_500)]])
+    s = stamps.parse(lines, 2)
+    assert s.total_ms == pytest.approx([4_500e-6, 3_000e-6])
+    assert s.op_ms == pytest.approx([3_000e-6, 1_500e-6])
+    assert s.op_pairs == [2, 2]
+
+
+@pytest.mark.parametrize("edit, why", [
+    (lambda ls: ls[:-1], "never ended"),                                   # the last forward's end missing
+    (lambda ls: [x for x in ls if not x.startswith("@mkbt F 2")], "outside every forward"),  # a begin missing
+    (lambda ls: [x for x in ls if not x.startswith("@mkbt E 1")], "forward 2 begins while forward 1 is open"),
+    (lambda ls: ls + ls[-4:], "forward 2 begins, expected forward 3"),     # a forward repeated (forged lines)
+    (lambda ls: ls[:2] + [ls[1]] + ls[2:], "while another is open"),        # an op begin duplicated
+    (lambda ls: ls[:3] + [ls[2]] + ls[3:], "did not begin"),                # an op end duplicated
+    (lambda ls: [ls[4], *ls[:4], *ls[5:]], "expected forward 1"),          # reordered
+    (lambda ls: [*ls[:1], ls[2], ls[1], *ls[3:]], "did not begin"),         # an op's stamps swapped
+    (lambda ls: ls[:4] + ["@mkbt b 2540be401", "@mkbt e 2540be402"] + ls[4:], "outside every forward"),
+    (lambda ls: ls[:1] + ["@mkbt b 2540be3ff"] + ls[1:], "went back"),      # an op before its forward began
+    (lambda ls: ls[:2] + ["@mkbt F 1"] + ls[2:], "malformed"),
+    (lambda ls: ls[:2] + ["@mkbt F 1 2540be4\u00a000"] + ls[2:], "malformed"),
+    (lambda ls: ls[:2] + ["junk@mkbt e 2540be500"] + ls[2:], "malformed"),  # cut by another write
+    (lambda ls: ls[:2] + ["@mkbt e 2540BE500"] + ls[2:], "malformed"),      # upper case: not the runner's
+])
+def test_broken_streams_are_refused(edit, why):
+    lines = _stream([[(100, 2_100)], [(50, 1_050)]])
+    with pytest.raises(stamps.StampError, match=why):
+        stamps.parse(edit(lines), 2)
+
+
+def test_wrong_number_of_forwards_and_of_ops():
+    with pytest.raises(stamps.StampError, match="holds 1 timed forwards, expected 2"):
+        stamps.parse(_stream([[(1, 2)]]), 2)
+    with pytest.raises(stamps.StampError, match="forward 2 timed 0 ops"):
+        stamps.parse(_stream([[(1, 2)], []]), 2)
+
+
+def test_forged_stamps_of_a_faster_run_make_duplicates():
+    """A candidate that prints a whole forged stream of its own beside the runner's: every forward twice."""
+    real = _stream([[(100, 4_100)], [(100, 4_100)]])
+    forged = _stream([[(100, 1_100)], [(100, 1_100)]], begin=10_000_000_000)
+    mixed = [x for pair in zip(real, forged) for x in pair]
+    with pytest.raises(stamps.StampError):
+        stamps.parse(mixed, 2)
+    with pytest.raises(stamps.StampError):
+        stamps.parse(real + forged, 2)
+
+
+def test_compare_names_the_forward_and_the_ratio():
+    s = stamps.parse(_stream([[(0, 4_000_000)], [(0, 4_000_000)]]), 2)
+    assert s.total_ms == pytest.approx([4.0005, 4.0005])
+    stamps.compare(s, [4.0, 4.0], [4.0005, 4.0005], {"ArgMax": 1, "Raster": 2}, ("ArgMax",))
+    stamps.compare(s, [4.0004, 4.0], [4.0005, 4.0005], {"ArgMax": 1}, ("*",))  # within 1 us: print rounding
+    with pytest.raises(stamps.StampError, match=r"forward 2: timing.json op_ms 1\.000000 ms, the stamp stream "
+                                                r"4\.000000 ms \(recorded 0\.25x of what was streamed\)"):
+        stamps.compare(s, [4.0, 1.0], [4.0005, 4.0005], {"ArgMax": 1}, ("ArgMax",))
+    with pytest.raises(stamps.StampError, match="forward 1: timing.json total_ms"):
+        stamps.compare(s, [4.0, 4.0], [1.0, 4.0005], {"ArgMax": 1}, ("ArgMax",))
+    with pytest.raises(stamps.StampError, match="times 1 ops per forward, timing.json's op counts 3"):
+        stamps.compare(s, [4.0, 4.0], [4.0005, 4.0005], {"ArgMax": 1, "Raster": 2}, ("*",))
