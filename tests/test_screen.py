@@ -40,6 +40,8 @@ REJECTED = {
     "signals": "signal(14, nullptr);",
     "affinity": "cpu_set_t a; CPU_ZERO(&a); for (int c = 0; c < 64; ++c) CPU_SET(c, &a); sched_setaffinity(0, sizeof a, &a);",
     "asm_syscall": 'long r; asm volatile("syscall" : "=a"(r) : "a"(39) : "rcx", "r11", "memory");',
+    "descriptors (dup2)": "int p[2]; ::pipe(p); dup2(p[1], 2);",
+    "descriptors (dup)": "int saved = dup (2);",
 }
 
 
@@ -50,6 +52,10 @@ def test_a_kernel_doing_what_no_kernel_does_is_rejected(case):
     f = ei.value
     assert f.status is Status.REJECTED_INPUT and f.kind is ErrorKind.FORBIDDEN
     assert f.message.startswith("CPUArgMax.cpp:5: "), f.message  # file and line of the hit
+
+
+def test_words_that_only_look_like_descriptor_calls_pass():
+    screen.check_sources({"CPUArgMax.cpp": KERNEL % "int pipeline(int); int dupe = pipeline(2); (void)dupe;"})
 
 
 @pytest.mark.parametrize("include", ["/root/.cache/mkb/trees/src/source/backend/cpu/CPUArgMax.cpp",

@@ -21,7 +21,16 @@ exit :data:`EXIT_TIMED_OUTPUT_CHANGED`.  It writes ``timing.json`` with
 (ops executed per run, by type), ``phase_ms`` (wall time from reading "go" to the end of the timed forwards)
 and ``checked`` (the 1-based numbers of the timed forwards written out).
 Every time is CLOCK_MONOTONIC read by the system call itself, never through libc, whose clock functions the
-candidate's ``libMNN.so`` could replace for the whole process.  With ``--wait-go 1`` the runner loads the model
+candidate's ``libMNN.so`` could replace for the whole process.  Each reading a sample is made of is also
+*streamed*: in every timed forward the runner writes, by the write system call itself, on stderr, before any
+candidate code runs again, ``@mkbt F <i> <ns>`` (the forward's begin: read, written, then the forward),
+``@mkbt b <ns>`` / ``@mkbt e <ns>`` (each selected op's begin and end, in the before/after-op callbacks) and
+``@mkbt E <i> <ns>`` (its end); ``<ns>`` integer nanoseconds in hex, ``<i>`` the 1-based timed forward.  The kit
+parses the lines out of stderr (:mod:`kit.mnn.stamps`), rebuilds ``total_ms`` and ``op_ms`` from them and refuses a
+``timing.json`` that disagrees (``RunResult.stamp_error``): the candidate's code runs in the runner's address
+space and could edit its arrays of times, never what is already in the pipe.  A stamp not written whole, or a
+stderr that is no longer the file it was at the start (checked after every end stamp), is exit
+:data:`EXIT_STAMP_LOST`.  With ``--wait-go 1`` the runner loads the model
 and reads the inputs, prints ``mkb_runner: ready`` on stdout and waits for the line ``go`` on stdin
 (:func:`start_model`: the start-up happens before a timing phase, the runs inside it).
 
@@ -36,7 +45,8 @@ error), so no destructor or atexit handler of the candidate's library runs after
 success, 2 a usage error (a kit bug), 3 a load/shape/run error, :data:`EXIT_INPUT_MODIFIED` (4) a forward that
 wrote into an input, :data:`EXIT_THREADS_LEFT` (5) a thread left running after a forward,
 :data:`EXIT_TIMED_OUTPUT_CHANGED` (6) a timed forward that left an output unwritten,
-:data:`EXIT_PROCESS_LEFT` (7) a process besides the runner after a forward; a crash is a signal.
+:data:`EXIT_PROCESS_LEFT` (7) a process besides the runner after a forward, :data:`EXIT_STAMP_LOST` (8) a stamp
+lost or stderr replaced; a crash is a signal.
 
 Nothing here turns a failure into a record status: results carry ``ok`` and the :class:`~kit.proc.ProcResult`;
 exceptions are raised only for faults of the kit itself (:class:`RunnerBuildError`, :class:`RunnerProtocolError`).

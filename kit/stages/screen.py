@@ -3,7 +3,8 @@
 Candidates are LLM output scored on speed; the checks look for what a kernel never needs and a cheat does.
 Each hit has a code and a reason.  **Rejecting** hits (the job ends ``rejected_input``, error kind
 ``forbidden``) are what no MNN kernel does: creating processes, network, ``dlopen``, file I/O, reading
-``/proc``/``/sys``/``/dev``, raw ``syscall`` (also from inline assembly), signals, changing its CPUs, priority or
+``/proc``/``/sys``/``/dev``, raw ``syscall`` (also from inline assembly), signals, moving file descriptors
+(``dup2``, ``pipe``: the runner's clock stamps go out on stderr), changing its CPUs, priority or
 limits (``sched_setaffinity``: a kernel unpinned from the timing's core), including a path outside the tree or an implementation
 file (another kernel's ``.cpp``, the kit's cache) and, in the built library, defining a libc function (the symbol
 would replace libc's for the whole runner: a patched clock, a patched ``memcpy``) or importing one no kernel
@@ -64,6 +65,8 @@ RULES: tuple[Rule, ...] = (
     _rule("signals", r"\b(signal|sigaction|raise|kill|alarm|setitimer)\s*\(", True, "installs or sends signals"),
     _rule("affinity", r"\b(sched_setaffinity|pthread_setaffinity_np|sched_setscheduler|setpriority|nice|setrlimit|"
           r"prlimit|prctl)\s*\(|\bCPU_SET\b", True, "changes its CPUs, priority or limits (the timing pins both sides alike)"),
+    # the runner streams its clock stamps on stderr (kit.mnn.stamps): a kernel never needs to move a descriptor
+    _rule("descriptors", r"\b(dup|dup2|dup3|pipe|pipe2)\s*\(", True, "redirects the process's file descriptors"),
     _rule("asm_syscall", r"\b(asm|__asm__|__asm)\b[^;]*?\b(syscall|sysenter|svc|int\s*\$?0x80)\b", True,
           "makes system calls from inline assembly"),
     # `using namespace std; thread t(f)` spells no std:: (a reviewer's probe): the types as words, declared or
@@ -160,7 +163,7 @@ FORBIDDEN_IMPORTS = frozenset({
     "posix_spawn", "posix_spawnp", "socket", "connect", "bind", "listen", "accept", "getaddrinfo", "dlopen",
     "dlmopen", "dlsym", "fopen", "fopen64", "freopen", "open", "open64", "openat", "creat", "syscall", "ptrace",
     "kill", "sigaction", "signal", "mprotect", "sched_setaffinity", "pthread_setaffinity_np", "sched_setscheduler",
-    "setpriority", "nice", "setrlimit", "prlimit", "prlimit64", "prctl",
+    "setpriority", "nice", "setrlimit", "prlimit", "prlimit64", "prctl", "dup", "dup2", "dup3", "pipe", "pipe2",
 })
 
 

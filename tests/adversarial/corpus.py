@@ -21,14 +21,19 @@ from snippets import (
     AT_EXIT,
     CONTENT_CACHE,
     CTOR_DOUBLE_FORK,
+    FORGE_STAMPS,
     PLANT,
     RAW_SYSCALL,
+    RESTART_CLOCKS,
     SCALE_TIMES,
     SEEN_VALUES,
     SIBLING_REWRITE,
+    SYS_CLOSE,
+    SYS_DUP2,
     SYS_EXIT_GROUP,
     SYS_FORK,
     SYS_PAUSE,
+    SYS_PIPE,
     SYS_WAIT4,
 )
 
@@ -235,12 +240,27 @@ CASES: tuple[Case, ...] = (
          body="static bool once = mkbPlant(0); (void)once;", klass="runtime"),
     Case("outputs_via_a_fifo", Expect("runtime_crash", "forbidden", reason="a FIFO"), top=PLANT,
          body="static bool once = mkbPlant(1); (void)once;", klass="runtime"),
-    # OPEN: the runner's arrays of times edited in its memory, no system call (the library runs in the runner's
-    # address space): every earlier forward's times x0.25 at the start of each timed forward, outputs right
-    Case("scales_recorded_times", Expect("ok"), top=SCALE_TIMES,
-         body="static long calls = 0; ++calls; if (gIterations > 0 && calls - 1 - gWarmup >= 1) "
-              "mkbScaleTimes((size_t)(calls - 1 - gWarmup));", klass="runtime",
-         open="memory of the runner edited from inside its process: no check sees it (docs/untrusted.md)"),
+    # the runner's memory edited, no system call (the library runs in the runner's address space): every earlier
+    # forward's times x0.25 at the start of each timed forward (it scored ok, 4.33x), and the op clock's start
+    # (and the forward's t0) on the stack set to now; the runner streams each clock reading on stderr as it takes
+    # it (kit/mnn/stamps.py), and timing.json disagrees with the stream
+    Case("scales_recorded_times", Expect("timing_failed", "clock_mismatch", reason="of what was streamed"),
+         top=SCALE_TIMES, body="static long calls = 0; ++calls; if (gIterations > 0 && calls - 1 - gWarmup >= 1) "
+                               "mkbScaleTimes((size_t)(calls - 1 - gWarmup));", klass="runtime"),
+    Case("restarts_the_op_clock", Expect("timing_failed", "clock_mismatch", reason="of what was streamed"),
+         top=RESTART_CLOCKS, body="if (gIterations > 0) mkbRestartClocks();", klass="runtime"),
+    # the stream itself attacked: forged stamp lines on stderr (stdio: allowed), stderr closed, and a pipe of the
+    # candidate's put on fd 2 (by system calls the static checks do not see; by dup2, rejected statically)
+    Case("forges_stamp_lines", Expect("timing_failed", "clock_mismatch", reason="stamp line"), top=FORGE_STAMPS,
+         body="mkbForgeStamps();", klass="runtime"),
+    Case("closes_stderr", Expect("runtime_crash", "forbidden"), top=ARGV + RAW_SYSCALL,
+         body=f"if (gIterations > 0) mkbRaw({SYS_CLOSE}, 2, 0, 0, 0);", klass="runtime"),
+    Case("hides_stamps_in_a_pipe", Expect("runtime_crash", "forbidden", reason="stamp stream was redirected"),
+         top=ARGV + RAW_SYSCALL, body=f"static int fds[2] = {{-1, -1}}; if (gIterations > 0 && fds[0] < 0 && "
+                                      f"mkbRaw({SYS_PIPE}, (long)fds, 0, 0, 0) == 0) mkbRaw({SYS_DUP2}, fds[1], 2, 0, 0);",
+         klass="runtime"),
+    Case("redirects_stderr", Expect("rejected_input", "forbidden", reason="redirects the process's file descriptors"),
+         top="#include <unistd.h>", body="static int saved = dup(2); (void)saved;", klass="static"),
     Case("drops_its_registration", Expect("compile_error", "missing_symbol", reason="no longer registers"),
          drop="REGISTER_CPU_OP_CREATOR(CPUArgMaxCreator, OpType_ArgMax);", klass="runtime"),
     # -- bad inputs ------------------------------------------------------------------------------------------------

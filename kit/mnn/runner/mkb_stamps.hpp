@@ -81,7 +81,8 @@ public:
         if (!identity(&dev, &ino) || dev != dev_ || ino != ino_) {
             const char msg[] = "mkb_runner: error: stderr is no longer the file it was at the start: the stamp "
                                "stream was redirected\n";
-            rawSyscall(SYS_write, 2, reinterpret_cast<long>(msg), sizeof msg - 1);
+            // on stdout too: fd 2 may be the candidate's pipe now
+            for (long fd : {2L, 1L}) rawSyscall(SYS_write, fd, reinterpret_cast<long>(msg), sizeof msg - 1);
             leaveNow(kExitStampLost);
         }
     }

@@ -175,7 +175,7 @@ struct Stamps {
         unsigned long d = 0, i = 0;
         if (!identity(&d, &i) || d != dev || i != ino) {
             const char msg[] = "mkb_runner: stderr is no longer the file it was at the start: the stamp stream was redirected\n";
-            rawSyscall(SYS_write, 2, reinterpret_cast<long>(msg), sizeof msg - 1);
+            for (long fd : {2L, 1L}) rawSyscall(SYS_write, fd, reinterpret_cast<long>(msg), sizeof msg - 1);  // fd 2 may be the candidate's
             leave(8);
         }
     }
