@@ -75,6 +75,11 @@ def run(
     return _result(args, proc, out, err, time.monotonic() - t0, timed_out, paused, log_limit, boxed)
 
 
+#: seconds between reads of a command's output after :meth:`Waiting.go` (its exit is seen at once); a pipe of
+#: BATCH_PIPE_BYTES (1 MiB, ~50 000 stamp lines) holds what a runner writes meanwhile
+GO_BATCH_S = 0.02
+
+
 class Waiting:
     """A command :func:`start` left at its rendezvous: it printed the ready line and blocks reading stdin.
 
@@ -104,6 +109,7 @@ class Waiting:
                 self.proc.stdin.close()
             except BrokenPipeError:
                 pass  # it ended meanwhile: its exit status says how
+            self._pipes.batch(GO_BATCH_S)  # the runner's stamps: no reader woken by every line (kit.mnn.stamps)
             timed_out, _ = _await_pausable(self.pid, self._pipes.step, timeout_s, None)
             if timed_out:
                 _kill_group(self.proc, self._grace_s)
