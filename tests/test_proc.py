@@ -212,6 +212,23 @@ def test_start_stops_at_the_rendezvous_and_go_runs_the_rest():
     assert not _alive(w.pid)
 
 
+def test_after_go_output_read_in_batches_comes_whole():
+    """After go the pipes are read at most every GO_BATCH_S (a timing run's stamp lines wake no reader each): a
+    command writing 2 MB in 150 000 lines (more than a pipe holds) loses none, in order; a line written just
+    before a short pause and the exit is there too."""
+    script = ("echo READY; read x; python3 -c \"import sys\nfor i in range(150000): sys.stderr.write("
+              "'@mkbt b %x\\n' % i)\"")
+    w = proc.start(["sh", "-c", script], ready_line="READY", timeout_s=60, log_limit=16 << 20)
+    assert isinstance(w, proc.Waiting)
+    res = w.go(timeout_s=60)
+    assert res.ok and not res.truncated, res.stderr[-300:]
+    assert res.stderr.splitlines() == [f"@mkbt b {i:x}" for i in range(150000)]
+    w = proc.start(["sh", "-c", "echo READY; read x; echo early >&2; sleep 0.05; exit 0"], ready_line="READY",
+                   timeout_s=20)
+    res = w.go(timeout_s=20)
+    assert res.ok and res.stderr.strip() == "early"
+
+
 def test_start_returns_the_result_of_a_command_that_ends_before_its_rendezvous():
     res = proc.start(["sh", "-c", "echo broken >&2; exit 3"], ready_line="READY", timeout_s=20)
     assert isinstance(res, proc.ProcResult)
