@@ -222,6 +222,8 @@ def test_timing_mode_counts_ops_and_times_selected_types(runner_bin, converted, 
     n = 4
     sel = mr.run_model(runner_bin, mnn_path, inputs, ["y"], settings=mr.RunSettings(threads=1, warmup=1, iterations=n, op_types=("Softmax",), timeout_s=60), scratch=work / "timing_sel")
     assert sel.ok, sel.error
+    # the samples are the stamp stream's (kit.mnn.stamps), which timing.json agrees with; none left in stderr
+    assert sel.stamp_error == "" and "@mkbt" not in sel.proc.stderr, sel.stamp_error
     assert len(sel.op_ms) == n and len(sel.total_ms) == n
     assert sel.op_types.get("Softmax") == 1
     assert all(0 < o <= t for o, t in zip(sel.op_ms, sel.total_ms))
@@ -232,6 +234,7 @@ def test_timing_mode_counts_ops_and_times_selected_types(runner_bin, converted, 
 
     none = mr.run_model(runner_bin, mnn_path, inputs, ["y"], settings=mr.RunSettings(iterations=2, op_types=("NoSuchOp",), timeout_s=60), scratch=work / "timing_none")
     assert none.ok and none.op_ms == [0.0, 0.0] and all(t > 0 for t in none.total_ms)
+    assert none.stamp_error == "", none.stamp_error
 
 
 def test_started_runner_runs_only_after_go(runner_bin, converted, work):
@@ -247,7 +250,7 @@ def test_started_runner_runs_only_after_go(runner_bin, converted, work):
     assert wait_for_state(started.waiting.pid) == "S"
     assert not (work / "go" / "out" / "timing.json").exists()
     res = started.go()
-    assert res.ok, res.error
+    assert res.ok and res.stamp_error == "", res.error or res.stamp_error
     assert len(res.op_ms) == 3 and res.op_types.get("Softmax") == 1
     assert mr.READY_LINE not in res.proc.stdout
     ref = _reference(converted["softmax"][0], inputs, ["y"])
@@ -265,6 +268,7 @@ def test_timing_mode_shows_raster_ops_of_geometry(runner_bin, converted, work):
     assert res.ok, res.error
     assert res.op_types.get("Raster", 0) >= 1
     assert all(0 < o <= t for o, t in zip(res.op_ms, res.total_ms))
+    assert res.stamp_error == "", res.stamp_error  # every op of every forward stamped, as many as op_types counts
 
 
 def test_same_runner_runs_against_other_libraries(runner_bin, converted, work):
