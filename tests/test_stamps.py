@@ -90,3 +90,42 @@ def test_compare_names_the_forward_and_the_ratio():
         stamps.compare(s, [4.0, 4.0], [1.0, 4.0005], {"ArgMax": 1}, ("ArgMax",))
     with pytest.raises(stamps.StampError, match="times 1 ops per forward, timing.json's op counts 3"):
         stamps.compare(s, [4.0, 4.0], [4.0005, 4.0005], {"ArgMax": 1, "Raster": 2}, ("*",))
+
+
+def test_every_op_selected_and_none_timed_is_refused():
+    """With "*" every model times an op; a stream of none means the runner's timing flag was switched off."""
+    s = stamps.parse(_stream([[], []]), 2)
+    stamps.compare(s, [0.0, 0.0], s.total_ms, {}, ("Softmax",))  # a type the model does not run: nothing to time
+    with pytest.raises(stamps.StampError, match="no op at all"):
+        stamps.compare(s, [0.0, 0.0], s.total_ms, {}, ("*",))
+
+
+def _proc(stdout: str, stderr: str, truncated: bool = False):
+    from kit.proc import ProcResult
+
+    return ProcResult(("mkb_runner",), 0, stdout, stderr, 0.1, truncated=truncated)
+
+
+def _timing(op_ms, total_ms):
+    from kit.mnn.runresult import Timing
+
+    return Timing(list(op_ms), list(total_ms), {"ArgMax": 1}, 10.0, [], 11.0)
+
+
+def test_the_runner_result_takes_the_stamps_out_of_stderr_or_of_a_merged_stdout():
+    from kit.mnn import runner as mrunner
+
+    lines = _stream([[(0, 4_000_000)]])
+    res, got = mrunner._take_stamps(_proc("mnn: hi\n", "warn\n" + "\n".join(lines) + "\n"))
+    assert got == lines and res.stderr == "warn\n" and res.stdout == "mnn: hi\n"
+    # an old adb merges stderr into stdout: the stamps are read there
+    res, got = mrunner._take_stamps(_proc("mnn: hi\n" + "\n".join(lines) + "\n", ""))
+    assert got == lines and res.stdout == "mnn: hi\n"
+    # stamps on both streams: the stdout ones are not the runner's
+    _, got = mrunner._take_stamps(_proc(lines[0] + "\n", "\n".join(lines) + "\n"))
+    assert isinstance(got, str) and "on stdout" in got
+    t = _timing([4.0], [4.0005])
+    assert mrunner._streamed(lines, t, 1, ("ArgMax",), False)[2] == ""
+    assert "cut at the kit's capture limit" in mrunner._streamed(lines, t, 1, ("ArgMax",), True)[2]
+    op_ms, total_ms, why = mrunner._streamed(lines, _timing([1.0], [4.0005]), 1, ("ArgMax",), False)
+    assert "recorded 0.25x of what was streamed" in why and op_ms == [1.0]  # the failed run keeps timing.json's

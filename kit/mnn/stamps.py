@@ -138,7 +138,8 @@ def selected_ops(op_types: Mapping[str, int], selected: Sequence[str]) -> int:
 def compare(stream: Stream, op_ms: Sequence[float], total_ms: Sequence[float], op_types: Mapping[str, int],
             selected: Sequence[str]) -> None:
     """Check ``timing.json``'s arrays (``op_ms``, ``total_ms``, ms) and its op counts (``op_types`` of the
-    ``selected`` types) against the stream: every value within :data:`TOLERANCE_MS` (print rounding).
+    ``selected`` types) against the stream: every value within :data:`TOLERANCE_MS` (print rounding), as many
+    ops stamped per forward as counted, and with ``"*"`` at least one.
 
     Raises:
         StampError: naming the first forward that disagrees, both values and their ratio."""
@@ -150,6 +151,9 @@ def compare(stream: Stream, op_ms: Sequence[float], total_ms: Sequence[float], o
                 ratio = f" (recorded {r / s:.3g}x of what was streamed)" if s > 0 else ""
                 raise StampError(f"forward {i + 1}: timing.json {name} {r:.6f} ms, the stamp stream {s:.6f} ms{ratio}")
     want = selected_ops(op_types, selected)
+    if "*" in selected and stream.op_pairs and stream.op_pairs[0] == 0:
+        # every model runs an op: a runner that timed none had its timing switched off (its memory edited)
+        raise StampError("the stamp stream times no op at all per forward, with every op type selected")
     if stream.op_pairs and stream.op_pairs[0] != want:
         raise StampError(f"the stamp stream times {stream.op_pairs[0]} ops per forward, timing.json's op counts "
                          f"{want} of the selected types")
