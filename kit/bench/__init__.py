@@ -29,6 +29,10 @@
 5. **sandbox cost** (``--sandbox-cost``): a candidate through the whole pipeline with rlimits only and in the
    sandbox, alternately (:mod:`kit.bench.sandboxcost`; target <= 1.10).
 
+6. **cold cache** (``--cold-cache``): candidates per hour and per-candidate time with cache-warm and cache-cold
+   candidates (copies made unique per run, so ccache misses as for an LLM's new file), for x86_64 and the
+   aarch64 target (cross build, verification under qemu) side by side (:mod:`kit.bench.coldcache`).
+
 Engine: the real MNN tree when ``MKB_MNN__SOURCE_DIR`` is set (task ``--task``, sample from
 ``candidates/sample``), else the fixture engine shipped with the tests.
 
@@ -36,4 +40,5 @@ Engine: the real MNN tree when ``MKB_MNN__SOURCE_DIR`` is set (task ``--task``, 
     python -m kit.bench --scaling [--rounds R] [--copies N] [--one-worker-jobs J]   (Ray needs loopback networking)
     python -m kit.bench --timing-cost [--task ID] [--repeats 3]
     python -m kit.bench --sandbox-cost [--task ID] [--repeats 3]
+    python -m kit.bench --cold-cache [--arch x86_64 --arch aarch64] [--tasks ID,ID] [--rounds 1]
 """

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 import kit.bench
+from kit.bench.coldcache import cold_cache
 from kit.bench.overhead import overhead
 from kit.bench.sandboxcost import sandbox_cost
 from kit.bench.scaling import scaling
@@ -29,7 +30,16 @@ def main(argv: list[str] | None = None) -> int:
                     "1-worker runs (default 1, as each of the 2 workers: per-worker scaling)")
     ap.add_argument("--rounds", type=int, default=None, help="scaling: interleaved rounds of the three modes "
                     "(default: 3 on the fixture engine, 2 on real MNN)")
+    ap.add_argument("--cold-cache", action="store_true", help="run the cache-cold benchmark instead: candidates "
+                    "per hour warm vs cold (ccache-missing copies), x86_64 vs aarch64 (cross build, qemu)")
+    ap.add_argument("--arch", action="append", default=None, help="cold cache: a target architecture (repeat; "
+                    "default: x86_64 and aarch64)")
+    ap.add_argument("--tasks", default=None, help="cold cache: comma-separated task ids (default: three tasks' "
+                    "samples on real MNN, every fixture task)")
     args = ap.parse_args(argv)
+    if args.cold_cache:
+        tasks = tuple(args.tasks.split(",")) if args.tasks else None
+        return cold_cache(tuple(args.arch or ("x86_64", "aarch64")), args.rounds or 1, tasks)
     if args.scaling:
         return scaling(args.copies, args.one_worker_jobs, args.rounds)
     if args.timing_cost:

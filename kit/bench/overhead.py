@@ -19,6 +19,7 @@ from kit.jobs import Job
 from kit.mnn import build as mbuild
 from kit.mnn import convert as mconvert
 from kit.mnn import runner as mrunner
+from kit.mnn import targets
 from kit.mnn.native import workspace_lib_dir
 from kit.pipeline import run_job
 from kit.tasks import load_suite
@@ -37,7 +38,10 @@ def raw_steps(cfg: EvalConfig, worker, task, files: dict[str, str], scratch: Pat
         saved[rel] = dest.read_bytes() if dest.exists() else None
         dest.unlink(missing_ok=True)
         dest.write_text(text)
-    proc.run(["ninja", "-j", str(cfg.build.jobs)], cwd=ws.build, env=env)
+    # what the kit builds for it (kit.mnn.targets); the tree is settled after each path, no converter is stale
+    goals = targets.candidate_targets(cfg.mnn.engine, worker.settings.build.target,
+                                      targets.changes_converter(saved), converter_stale=False)
+    proc.run(["ninja", "-j", str(cfg.build.jobs), *goals], cwd=ws.build, env=env)
     lib = workspace_lib_dir(ws)
     model = scratch / "m.mnn"
     mconvert.convert(ws.build / "MNNConvert", task.onnx_path, model, env=mrunner.runner_env(lib))
@@ -57,8 +61,13 @@ def raw_steps(cfg: EvalConfig, worker, task, files: dict[str, str], scratch: Pat
         dest.unlink(missing_ok=True)
         if data is not None:
             dest.write_bytes(data)
-    proc.run(["ninja", "-j", str(cfg.build.jobs)], cwd=ws.build, env=env)
+    proc.run(["ninja", "-j", str(cfg.build.jobs), *_settled(cfg, worker)], cwd=ws.build, env=env)
     return time.monotonic() - t0
+
+
+def _settled(cfg: EvalConfig, worker) -> list[str]:
+    """The targets that bring the restored tree back to built: everything the kit uses (no tool executable)."""
+    return targets.native_targets(cfg.mnn.engine, worker.settings.build.target)
 
 
 def overhead(task_id: str | None, sample: str, repeats: int) -> int:
@@ -89,7 +98,7 @@ def overhead(task_id: str | None, sample: str, repeats: int) -> int:
                 rec = run_job(job, worker)
                 # the kit restores lazily (the next job's build recompiles the restored files): settle it here
                 # so both paths end with a clean, built tree
-                proc.run(["ninja", "-j", str(cfg.build.jobs)], cwd=worker.workspace.build,
+                proc.run(["ninja", "-j", str(cfg.build.jobs), *_settled(cfg, worker)], cwd=worker.workspace.build,
                          env=mbuild.build_env(cfg.mnn.cache_dir, worker.workspace.root))
                 kit_s.append(time.monotonic() - t)
                 raw_s.append(raw_steps(cfg, worker, task, files, tmp / f"raw{i}"))

@@ -3,14 +3,17 @@
 Configure: ``cmake -G Ninja <src> -DCMAKE_BUILD_TYPE=Release`` plus the engine's flags (for MNN: the
 converter and tools on; a cross build: the toolchain file and a static runtime, :mod:`kit.mnn.toolchain`)
 and ``mnn.cmake_args``; rerun (``cmake .``) only when the workspace says so (a file was added or removed).
-Build: natively ``ninja`` of the default target, i.e. every library *and* executable, since a missing
-registration symbol only fails when an executable links; a cross build the runtime's targets only (its
-runner's link is that check).  ccache uses ``<cache>/ccache`` with the
-workspace as ``CCACHE_BASEDIR`` so hits survive other workspace paths.
+A shared build's libraries refuse undefined symbols (:data:`kit.mnn.targets.NO_UNDEFINED`); a workspace
+configured with other arguments than today's (another ``mnn.cmake_args``, an older kit) is configured afresh.
+Build: ``ninja`` of the targets the job needs (:mod:`kit.mnn.targets`: the libraries, the converter when
+it changed, the engine's runner), never the engine's other executables.  ccache uses ``<cache>/ccache`` with
+the workspace as ``CCACHE_BASEDIR`` so hits survive other workspace paths.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -18,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kit import proc
-from kit.mnn import buildwatch, runner_build, toolchain
+from kit.mnn import buildwatch, runner_build, targets, toolchain
 from kit.mnn.workspace import Workspace
 from kit.records import Diagnostic
 from kit.sandbox import Confinement, Policy, interpreter_paths
@@ -100,6 +103,8 @@ def cmake_command(opts: BuildOptions, src: Path) -> list[str]:
         args += toolchain.cross_cmake_args(opts.engine, opts.target)
     else:
         args += ENGINE_CMAKE_ARGS[opts.engine]
+    if not opts.target.static:
+        args.append(targets.NO_UNDEFINED)
     if opts.ccache and proc.which("ccache"):
         args += ["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
     return args + list(opts.cmake_args)
@@ -131,30 +136,41 @@ class ConfigureError(Exception):
     """CMake failed on a tree the kit controls (message holds its output)."""
 
 
+#: workspace state key: digest of the command line its build directory was configured with
+_CONFIGURED = "configured_with"
+
+
 def configure(ws: Workspace, opts: BuildOptions, timeout_s: float = 600.0) -> float:
-    """Configure ``ws.build`` if it is new or a re-configure is pending; return seconds spent.
+    """Configure ``ws.build`` if it is new, was configured with another command line (its ``CMakeCache.txt``
+    removed first, so no old value survives; the objects stay, and ninja rebuilds only the steps whose commands
+    changed), or a re-configure is pending; return seconds spent.
 
     Raises:
         ConfigureError: cmake failed.
     """
     ws.build.mkdir(exist_ok=True)
-    fresh = not (ws.build / "build.ninja").is_file()
-    if not fresh and not ws.state().get("needs_configure", False):
+    argv = cmake_command(opts, ws.src)
+    digest = hashlib.sha256(json.dumps(argv).encode()).hexdigest()[:16]
+    state = ws.state()
+    fresh = not (ws.build / "build.ninja").is_file() or state.get(_CONFIGURED) != digest
+    if not fresh and not state.get("needs_configure", False):
         return 0.0
-    argv = cmake_command(opts, ws.src) if fresh else ["cmake", "."]
-    res = proc.run(argv, cwd=ws.build, env=build_env(opts.cache_dir, ws.root), timeout_s=timeout_s,
-                   confine=opts.confine(ws))
+    if fresh:
+        (ws.build / "CMakeCache.txt").unlink(missing_ok=True)
+    res = proc.run(argv if fresh else ["cmake", "."], cwd=ws.build, env=build_env(opts.cache_dir, ws.root),
+                   timeout_s=timeout_s, confine=opts.confine(ws))
     if not res.ok:
         raise ConfigureError(f"cmake failed in {ws.build} (exit {res.returncode}):\n{res.output[-6000:]}")
-    ws.set_state(needs_configure=False)
+    ws.set_state(needs_configure=False, **{_CONFIGURED: digest})
     return res.wall_s
 
 
 def build(
-    ws: Workspace, opts: BuildOptions, timeout_s: float | None = None, targets: list[str] | None = None,
+    ws: Workspace, opts: BuildOptions, timeout_s: float | None = None, goals: list[str] | None = None,
     progress: buildwatch.ProgressFn | None = None,
 ) -> BuildResult:
-    """Run ninja in ``ws.build`` (``targets``: the target's default, :func:`kit.mnn.toolchain.build_targets`).
+    """Run ninja in ``ws.build`` for the targets ``goals`` (default: the native baseline's,
+    :func:`kit.mnn.targets.native_targets`).
     Returns a :class:`BuildResult` (never raises for compile errors).
 
     ``progress``: called as ``progress(done, total, elapsed_s)`` (steps finished and planned, seconds) from a
@@ -166,9 +182,9 @@ def build(
     """
     configure_s = configure(ws, opts)
     env = build_env(opts.cache_dir, ws.root)
-    targets = targets if targets is not None else toolchain.build_targets(opts.engine, opts.target)
-    argv = ["ninja", "-j", str(opts.jobs), "-k", "0", *(targets or [])]
-    watch = buildwatch.watch(ws.build, env, targets or [], progress) if progress is not None else None
+    goals = goals if goals is not None else targets.native_targets(opts.engine, opts.target)
+    argv = ["ninja", "-j", str(opts.jobs), "-k", "0", *goals]
+    watch = buildwatch.watch(ws.build, env, goals, progress) if progress is not None else None
     ok = False
     try:
         res = proc.run(argv, cwd=ws.build, env=env, timeout_s=timeout_s or opts.timeout_s, log_limit=2 << 20,

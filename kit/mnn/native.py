@@ -20,7 +20,7 @@ from pathlib import Path
 from kit import proc
 from kit.artefacts import Bundle, pack, runtime_libs
 from kit.mnn import build as mbuild
-from kit.mnn import toolchain
+from kit.mnn import targets, toolchain
 from kit.mnn.source import Pristine
 from kit.mnn.workspace import Workspace
 from kit.progress import BuildProgress
@@ -134,6 +134,7 @@ def build_pristine(ws: Workspace, opts: mbuild.BuildOptions, label: str) -> None
         raise NativeBuildError(str(exc)) from exc
     if not res.ok:
         raise NativeBuildError(f"the pristine tree failed to build in {ws.build}:\n{res.log_tail}")
+    ws.set_state(**{targets.CONVERTER_STATE: False})  # its converter (rebuilt with the rest) is the pristine one
 
 
 def ensure_native(opts: mbuild.BuildOptions, pristine: Pristine, ws: Workspace) -> Native:

@@ -17,7 +17,7 @@ Facts (Debian bookworm, MNN 3.2.2; measured on the 2-core x86_64 dev VM):
   The runner compiles in 6.3 s once per workspace and links in 0.6 s per build.  The sample set's 39 jobs, warm
   reruns with 2 trials and 2 x 4 timed iterations: 101.6 s cross-built and emulated against 156.5 s on x86
   (median ok job 4.22 s against 4.25 s: a cross build builds the library alone, 0.88 s against 2.87 s for
-  x86's 23 executables, while verification and timing under qemu take 3x as long, 1.29 s and 1.44 s).
+  x86's 23 executables then, while verification and timing under qemu take 3x as long, 1.29 s and 1.44 s).
 * ``qemu-aarch64-static`` (``qemu-user-static`` 7.2) runs the aarch64 binaries when called explicitly,
   ``qemu-aarch64-static -L /usr/aarch64-linux-gnu BINARY ...`` (no binfmt registration); an emulated process
   has one thread more than its program starts (qemu's RCU thread: ``Threads: 2`` in ``/proc/self/status`` for
@@ -48,8 +48,6 @@ _CROSS_ARGS = {
     "mnn": ["-DMNN_BUILD_CONVERTER=OFF", "-DMNN_BUILD_TOOLS=OFF", "-DMNN_BUILD_SHARED_LIBS=OFF", "-DMNN_SEP_BUILD=OFF"],
     "fixture": ["-DMKB_STATIC=ON"],
 }
-#: ninja targets of a cross build: the runtime library (MNN: the kit links its runner itself) or the runner
-_CROSS_TARGETS = {"mnn": ["MNN"], "fixture": ["mkb_runner"]}
 
 
 def cross_cmake_args(engine: str, target: Target) -> list[str]:
@@ -59,11 +57,6 @@ def cross_cmake_args(engine: str, target: Target) -> list[str]:
     if engine == "mnn":
         args.append(f"-DMNN_ARM82={'ON' if target.fp16 else 'OFF'}")
     return args
-
-
-def build_targets(engine: str, target: Target) -> list[str]:
-    """The ninja targets of a build for ``target`` (empty: the default, everything)."""
-    return list(_CROSS_TARGETS[engine]) if target.cross else []
 
 
 def cxx(target: Target) -> str:

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kit.mnn import build as mbuild
-from kit.mnn import register, runner_build
+from kit.mnn import register, runner_build, targets
 from kit.mnn.workspace import Workspace
 from kit.outcomes import BuildOutcome, StageFailure
 from kit.records import Diagnostic, ErrorKind, Flag, Status
@@ -111,20 +111,23 @@ def relevant(diags: list[Diagnostic], swap: register.Swap, ok: bool) -> list[Dia
 def build(ws: Workspace, swap: register.Swap, opts: mbuild.BuildOptions,
           hold: Callable[[], AbstractContextManager[object]] = nullcontext,
           runner_out: Path | None = None) -> BuildOutcome:
-    """Build ``ws`` (with ``swap``'s files in it) inside ``hold()`` (the node's shared hold); with
-    ``runner_out``, then link the build's own runner there (a static target: the runner is the library's link
-    check, :func:`kit.mnn.build.link_runner`; its seconds count in ``build_s``).
+    """Build ``ws`` (with ``swap``'s files in it) inside ``hold()`` (the node's shared hold): the targets
+    :func:`job_targets` names; with ``runner_out``, then link the build's own runner there (a static target:
+    the runner is the library's link check, :func:`kit.mnn.build.link_runner`; its seconds count in ``build_s``).
 
     Raises:
         StageFailure: COMPILE_TIMEOUT (TIMEOUT) or COMPILE_ERROR (COMPILER, or LINKER when every error is the
             linker's), with the :class:`BuildOutcome` (diagnostics, log tail) as its ``partial``.
         kit.mnn.build.ConfigureError: the re-configure failed (a harness fault).
     """
+    goals = job_targets(ws, swap, opts)
     with hold():
         try:
-            b = mbuild.build(ws, opts, timeout_s=opts.candidate_timeout_s)
+            b = mbuild.build(ws, opts, timeout_s=opts.candidate_timeout_s, goals=goals)
         finally:
             ws.built_ns = time.time_ns()  # what is written into the build directory after this is no build's
+    if b.ok and not b.timed_out:  # the converter now is this candidate's, or the pristine one again
+        ws.set_state(**{targets.CONVERTER_STATE: _changes_converter(swap)})
     outcome = BuildOutcome(
         build_s=b.wall_s + b.configure_s,
         diagnostics=tuple(relevant(b.diagnostics, swap, b.ok and not b.timed_out)),
@@ -147,6 +150,21 @@ def build(ws: Workspace, swap: register.Swap, opts: mbuild.BuildOptions,
     if runner_out is not None:
         return _linked(ws, opts, runner_out, replace(outcome, log_tail=""), hold, swap)
     return replace(outcome, log_tail="")
+
+
+def _changes_converter(swap: register.Swap) -> bool:
+    return targets.changes_converter([*swap.replaced, *swap.added])
+
+
+def job_targets(ws: Workspace, swap: register.Swap, opts: mbuild.BuildOptions) -> list[str]:
+    """The ninja targets of a candidate's build (:func:`kit.mnn.targets.candidate_targets`): the converter too
+    when the candidate changes a converter source, or when the workspace's converter is a previous candidate's
+    (its state says so; set here before such a build, so a killed job leaves it set)."""
+    changes = _changes_converter(swap)
+    if changes:
+        ws.set_state(**{targets.CONVERTER_STATE: True})
+    stale = bool(ws.state().get(targets.CONVERTER_STATE, False))
+    return targets.candidate_targets(opts.engine, opts.target, changes, stale)
 
 
 def _linked(ws: Workspace, opts: mbuild.BuildOptions, out: Path, outcome: BuildOutcome,
