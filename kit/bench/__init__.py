@@ -29,6 +29,9 @@
 5. **sandbox cost** (``--sandbox-cost``): a candidate through the whole pipeline with rlimits only and in the
    sandbox, alternately (:mod:`kit.bench.sandboxcost`; target <= 1.10).
 
+6. **adb cost** (``--adb-cost``): one candidate's timing on the fake adb device through the kit's executor vs
+   its raw adb steps (push, run, pull) run directly, interleaved (:mod:`kit.bench.adbcost`).
+
 Engine: the real MNN tree when ``MKB_MNN__SOURCE_DIR`` is set (task ``--task``, sample from
 ``candidates/sample``), else the fixture engine shipped with the tests.
 
@@ -36,4 +39,5 @@ Engine: the real MNN tree when ``MKB_MNN__SOURCE_DIR`` is set (task ``--task``, 
     python -m kit.bench --scaling [--rounds R] [--copies N] [--one-worker-jobs J]   (Ray needs loopback networking)
     python -m kit.bench --timing-cost [--task ID] [--repeats 3]
     python -m kit.bench --sandbox-cost [--task ID] [--repeats 3]
+    python -m kit.bench --adb-cost [--task ID] [--repeats 3]   (the cross toolchain and qemu-user-static)
 """
