@@ -145,7 +145,8 @@ class EvalConfig(BaseSettings):
         """The :class:`kit.target.Target` of this config on this node (its build mode and timing device follow
         from this node's architecture and ``dispatch.timing_resource``)."""
         return make_target(self.target.arch, self.target.fp16, self.dispatch.timing_resource,
-                           device=self.device.serial if self.device.kind == "adb" else None)
+                           device=self.device.serial if self.device.kind == "adb" else None,
+                           ndk=self.target.ndk_info())
 
     def digest_payload(self) -> dict[str, Any]:
         """The settings :meth:`digest` covers, as ``{section: {key: value}}`` (JSON types).  ``target`` (the
@@ -164,6 +165,8 @@ class EvalConfig(BaseSettings):
         if t.arch != DEFAULT_ARCH or t.cross:
             payload["target"] = {"arch": t.arch, "fp16": t.fp16, "build_mode": t.build_mode,
                                  "timing_device": t.timing_device}
+            if t.cross and t.ndk is not None:  # the NDK's revision, API level and ABI (not its path)
+                payload["target"]["ndk"] = t.ndk.describe()
         if self.container.mode != "host":
             # another toolchain (the image's): only then, so the digests of host runs stay what they were
             payload["container"] = {"mode": self.container.mode}
@@ -190,7 +193,8 @@ class EvalConfig(BaseSettings):
 _CLI_ARGS: dict[str, Sequence[str]] = {}
 
 _PATH_FIELDS = {("run", "dir"), ("tasks", "dir"), ("mnn", "source_dir"), ("mnn", "cache_dir"),
-                ("container", "lock_file"), ("baselines", "dir")}
+                ("container", "lock_file"), ("baselines", "dir"),
+                ("target", "ndk")}
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

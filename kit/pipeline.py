@@ -307,19 +307,29 @@ def _against_table(book: Book, task: Task, runner: Path, candidate: tuple[Path, 
                    onnx: Path | None, device: DeviceSession | None) -> TimingOutcome:
     """Time ``candidate`` alone against the native time of ``book``'s table (``baselines.native_timing = "table"``).
 
+    On an adb ``device`` the table is the device's, keyed by the hardware its session read when it opened; the
+    timed runs read it again, and a device whose key changed meanwhile (other cores, other maximum frequencies)
+    is refused rather than compared with another device's table.
+
     Raises:
-        StageFailure: TIMING_FAILED (``no_baseline``) when no entry matches (the reason named), or on an adb
-            device (its fingerprint is read only when its timing phase starts); as the timing otherwise."""
-    if device is not None:
-        raise StageFailure(Status.TIMING_FAILED, ErrorKind.NO_BASELINE, "baselines.native_timing = \"table\" does "
-                           "not time on an adb device yet (its fingerprint is read only in its timing phase): time "
-                           "interleaved")
+        StageFailure: TIMING_FAILED (``no_baseline``) when no entry matches (the reason named), or the device's
+            key changed; as the timing otherwise."""
+    opened = device.opened if device is not None else None
+    if device is not None and opened is None:
+        raise StageFailure(Status.TIMING_FAILED, ErrorKind.NO_BASELINE, f"{device.label}: its session read no "
+                           "hardware fingerprint when it opened: time interleaved")
     try:
-        entry = book.native_for(task)
+        entry = book.native_for(task, opened)
     except NoBaseline as exc:
         raise StageFailure(Status.TIMING_FAILED, ErrorKind.NO_BASELINE, str(exc)) from None
-    return time_against_table(task, runner, candidate, entry, book.host_key.key, scratch, opts, hold=hold,
-                              prepare=prepare, refs=refs, onnx=onnx)
+    key = book.key_for(opened).key
+    out = time_against_table(task, runner, candidate, entry, key, scratch, opts, hold=hold, prepare=prepare,
+                             refs=refs, onnx=onnx)
+    if device is not None and (now := book.key_of(out).key) != key:
+        raise StageFailure(Status.TIMING_FAILED, ErrorKind.NO_BASELINE, f"{device.label}: its hardware key changed "
+                           f"from {key} (session opened) to {now} (timed runs): cores or their maximum frequencies "
+                           "differ; the table of the former does not apply")
+    return out
 
 
 def _reverify(opts: sverify.VerifyOptions, job: Job, candidate: tuple[Path, sverify.Side], runner: Path,

@@ -3,7 +3,8 @@
 A target is the architecture of the machine code a job produces (``x86_64``, the default, or ``aarch64``, a
 phone's), in ``platform.machine()``/ELF names (:mod:`kit.hostinfo`).  Its **build mode** follows from the
 host: ``native`` when the host has that architecture, ``cross`` otherwise (only x86_64 → aarch64 is
-supported: Debian's ``g++-aarch64-linux-gnu`` and the kit's CMake toolchain file, :mod:`kit.mnn.toolchain`).
+supported: Debian's ``g++-aarch64-linux-gnu`` and the kit's CMake toolchain file, or an Android NDK's toolchain,
+:class:`Ndk`; :mod:`kit.mnn.toolchain`).
 A cross build's runtime is linked statically (the same binary runs on a phone) and, on this host, runs under
 user-mode emulation (Debian's ``qemu-aarch64-static``, called explicitly: no binfmt registration); its
 verification counts, its timings are recorded and never scored (:mod:`kit.scoring`).
@@ -23,6 +24,7 @@ timings are emulated, never scored).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from kit import hostinfo
 
@@ -34,6 +36,64 @@ DEFAULT_ARCH = "x86_64"
 CROSS_PAIRS = frozenset({("x86_64", "aarch64")})
 
 
+#: the Android ABI and API level of an NDK build by default: those of MNN 3.2.2's own 64-bit Android build
+#: script (``project/android/build_64.sh``: ``ANDROID_ABI=arm64-v8a``, ``android-21``, ``c++_static``)
+NDK_ABI = "arm64-v8a"
+NDK_API = 21
+#: the NDK's C++ runtime the kit links (MNN's script's; statically, see :attr:`Target.static`)
+NDK_STL = "c++_static"
+
+
+@dataclass(frozen=True)
+class Ndk:
+    """An Android NDK a cross build uses instead of Debian's cross compilers (the paper's set-up): ``root``, the
+    NDK's folder (absolute); ``api``: the Android API level the binaries need at least; ``abi``: the Android ABI
+    (``arm64-v8a``, the only one of ``aarch64``).  Paths follow the NDK's own layout (r19 and later)."""
+
+    root: str
+    api: int = NDK_API
+    abi: str = NDK_ABI
+
+    @property
+    def toolchain_file(self) -> Path:
+        """The NDK's CMake toolchain file, ``<root>/build/cmake/android.toolchain.cmake``."""
+        return Path(self.root) / "build" / "cmake" / "android.toolchain.cmake"
+
+    @property
+    def clangxx(self) -> Path:
+        """The NDK's C++ compiler driver for ``api``: ``<root>/toolchains/llvm/prebuilt/linux-x86_64/bin/
+        aarch64-linux-android<api>-clang++`` (the kit's runner is compiled with it)."""
+        return (Path(self.root) / "toolchains" / "llvm" / "prebuilt" / "linux-x86_64" / "bin"
+                / f"aarch64-linux-android{self.api}-clang++")
+
+    def revision(self) -> str:
+        """The NDK's ``Pkg.Revision`` from ``<root>/source.properties`` (every NDK release has one), or
+        ``unknown``: part of the config digest and of the native baseline's key."""
+        try:
+            text = (Path(self.root) / "source.properties").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return "unknown"
+        for line in text.splitlines():
+            key, sep, value = line.partition("=")
+            if sep and key.strip() == "Pkg.Revision":
+                return value.strip()
+        return "unknown"
+
+    def problem(self) -> str | None:
+        """What is missing for a build with this NDK (None: nothing): the folder, its toolchain file or the
+        compiler driver of ``api``."""
+        if not Path(self.root).is_dir():
+            return f"{self.root}: no such folder (give the NDK's root, the folder holding build/ and toolchains/)"
+        for what in (self.toolchain_file, self.clangxx):
+            if not what.is_file():
+                return f"{what} not found: {self.root} is not an Android NDK (r19 or later) for API level {self.api}"
+        return None
+
+    def describe(self) -> dict[str, object]:
+        """The NDK's identity in digests and keys: revision, API level, ABI (not its path)."""
+        return {"revision": self.revision(), "api": self.api, "abi": self.abi}
+
+
 class TargetError(Exception):
     """The target cannot be built or run here (a missing cross compiler or emulator, an unsupported host):
     the message names ``target.arch`` and what to install."""
@@ -43,13 +103,15 @@ class TargetError(Exception):
 class Target:
     """``arch``: the architecture jobs are built for; ``host_arch``: this node's; ``fp16``: ARMv8.2 half-precision
     arithmetic compiled in (aarch64 only; MNN's ``MNN_ARM82``); ``timing_resource``: the Ray resource of the
-    timing nodes (None: this node times); ``device``: the serial of the adb device that times (None: none)."""
+    timing nodes (None: this node times); ``device``: the serial of the adb device that times (None: none);
+    ``ndk``: the Android NDK a cross build uses (None: Debian's cross compilers)."""
 
     arch: str = DEFAULT_ARCH
     host_arch: str = DEFAULT_ARCH
     fp16: bool = False
     timing_resource: str | None = None
     device: str | None = None
+    ndk: Ndk | None = None
 
     @property
     def cross(self) -> bool:
@@ -58,8 +120,10 @@ class Target:
 
     @property
     def build_mode(self) -> str:
-        """``native`` or ``cross``."""
-        return "cross" if self.cross else "native"
+        """``native``, ``cross`` (Debian's cross compilers) or ``cross-ndk`` (an Android NDK's)."""
+        if not self.cross:
+            return "native"
+        return "cross-ndk" if self.ndk is not None else "cross"
 
     @property
     def emulated(self) -> bool:
@@ -79,8 +143,11 @@ class Target:
 
     @property
     def static(self) -> bool:
-        """The runtime (engine libraries and runner) is linked into one static executable per side: a cross
-        build without an Android NDK, so that the binary needs no library of the build host's sysroot."""
+        """The runtime (engine libraries and runner) is linked into one static executable per side: every cross
+        build, so that the binary needs no library of the build host's sysroot.  With an Android NDK too
+        (``-static`` with the NDK's ``libc.a`` and ``c++_static``), although an NDK could link Bionic
+        dynamically: the kit verifies the very binary a phone runs under qemu on the build host, which has no
+        Android dynamic linker (``/system/bin/linker64``) to load a dynamic one."""
         return self.cross
 
     def check(self) -> None:
@@ -110,8 +177,8 @@ class Target:
 
 
 def make_target(arch: str = DEFAULT_ARCH, fp16: bool = False, timing_resource: str | None = None,
-                host_arch: str | None = None, device: str | None = None) -> Target:
+                host_arch: str | None = None, device: str | None = None, ndk: Ndk | None = None) -> Target:
     """The :class:`Target` for ``arch`` on this node (``host_arch``: :func:`kit.hostinfo.host_arch` unless given;
-    ``device``: the serial of the adb device that times)."""
+    ``device``: the serial of the adb device that times; ``ndk``: the Android NDK of a cross build)."""
     return Target(arch=arch, host_arch=host_arch or hostinfo.host_arch(), fp16=fp16, timing_resource=timing_resource,
-                  device=device)
+                  device=device, ndk=ndk)

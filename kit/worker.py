@@ -19,6 +19,7 @@ from pathlib import Path
 
 from kit import proc
 from kit.baselines.book import Book
+from kit.baselines.key import device_hardware
 from kit.config import EvalConfig, MnnSection
 from kit.devices.session import DeviceSession
 from kit.gate import NodeGate
@@ -161,8 +162,12 @@ class Worker:
 
     @cached_property
     def baselines(self) -> Book:
-        """The baseline tables of the native build this worker times against (:func:`baseline_book`)."""
-        return baseline_book(self.cfg, self.native.key)
+        """The baseline tables of the native build this worker times against (:func:`baseline_book`); with an adb
+        device, keyed by the device's hardware as its session read it (so provenance names the device's table)."""
+        book = baseline_book(self.cfg, self.native.key)
+        if self.device is not None and (opened := self.device.opened) is not None:
+            book = replace(book, hardware=lambda: device_hardware(opened))
+        return book
 
     @property
     def native_side(self) -> Side:

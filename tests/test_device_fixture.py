@@ -7,6 +7,7 @@ kit's own adb client; only the phone is ours."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -15,6 +16,7 @@ from conftest_fixture import FIXTURE_ROOT
 from evalcfg import write_config
 from fake_adb.fakedev import install, make_device
 
+from kit.baselines.table import read_table, table_path
 from kit.config import load_config
 from kit.devices.errors import DeviceLost
 from kit.evaluate import evaluate
@@ -155,3 +157,38 @@ def test_a_missing_device_stops_the_run_before_any_build(phone, fixture_engine_p
     cfg = cfg.model_copy(update={"device": cfg.device.model_copy(update={"serial": "NOSUCH"})})
     with pytest.raises(DeviceLost, match="'NOSUCH' is missing.*adb lists: FAKE0001 \\(device\\)"):
         evaluate(cfg)
+
+
+def test_table_mode_on_the_device_uses_the_table_an_interleaved_run_filled(phone, sample_run, fixture_engine_pristine):
+    """First run (interleaved) fills the table keyed by the device's fingerprint; the second
+    (``baselines.native_timing = "table"``) times only the candidates against it, and its records say so."""
+    tmp, dev = phone
+    tables = tmp / "device-tables"
+    fill = _config(tmp, fixture_engine_pristine, "fill", ["fx_exp"])
+    fill = fill.model_copy(update={"baselines": fill.baselines.model_copy(update={"dir": tables})})
+    assert evaluate(fill) == 0
+    filled = _by_sample(scan(fill.run.dir).collect())["fx_exp/correct"]
+    assert filled["status"] == "ok" and filled["native_timing"] == "interleaved"
+    key = filled["baseline_key"]
+    table = read_table(table_path(tables, key))
+    assert table["task_id"].to_list() == ["fx_exp"]
+    fp = json.loads(table["fingerprint"][0])
+    assert (fp["device"], fp["model"], fp["soc"], fp["cores"]) == ("adb", "Fake Phone 8", "FAKE8G2", [7])
+    runs_before = dev.runs
+    use = fill.model_copy(update={"run": fill.run.model_copy(update={"dir": tmp / "use"}),
+                                  "baselines": fill.baselines.model_copy(update={"native_timing": "table"})})
+    assert evaluate(use) == 0
+    r = _by_sample(scan(use.run.dir).collect())["fx_exp/correct"]
+    assert r["status"] == "ok", r["error_message"]
+    assert (r["native_timing"], r["baseline_key"], r["timing_device"]) == ("table", key, f"adb:{SERIAL}")
+    assert r["native_samples_ms"] == [] and r["device"]["model"] == "Fake Phone 8"
+    assert r["native_ms"] == pytest.approx(table["native_ms"][0])
+    assert dev.runs - runs_before == use.timing.rounds  # the candidate's runs only, no native one
+    assert json.loads((use.run.dir / "provenance.json").read_text())["baselines"]["key"] == key
+    # another device (other cores) has no table: refused by name, not compared with this one's
+    other = use.model_copy(update={"run": use.run.model_copy(update={"dir": tmp / "other"}),
+                                   "device": use.device.model_copy(update={"cores": [0]})})
+    assert evaluate(other) == 0
+    miss = _by_sample(scan(other.run.dir).collect())["fx_exp/correct"]
+    assert miss["status"] == "timing_failed" and miss["error_kind"] == "no_baseline", miss["error_message"]
+    assert "no baseline table for this hardware" in miss["error_message"]

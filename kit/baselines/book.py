@@ -19,6 +19,7 @@ from kit.baselines.key import BaselineKey, RunnerSettings, device_hardware, host
 from kit.baselines.lookup import NoBaseline, find
 from kit.baselines.table import Entry, TableError, add_entry
 from kit.outcomes import TimingOutcome
+from kit.records import DeviceState
 from kit.tasks import Task
 
 log = logging.getLogger("kit")
@@ -54,15 +55,21 @@ class Book:
 
     def key_of(self, timing: TimingOutcome) -> BaselineKey:
         """The key of the hardware that took ``timing``: its adb device's, else this node's."""
-        return self._key(device_hardware(timing.device)) if timing.device is not None else self.host_key
+        return self.key_for(timing.device)
 
-    def native_for(self, task: Task) -> Entry:
-        """The table's newest entry for ``task`` on this node's key.
+    def key_for(self, device: DeviceState | None = None) -> BaselineKey:
+        """The key of the tables of an adb ``device`` (its state: :func:`kit.baselines.key.device_hardware`),
+        else of this node."""
+        return self._key(device_hardware(device)) if device is not None else self.host_key
+
+    def native_for(self, task: Task, device: DeviceState | None = None) -> Entry:
+        """The table's newest entry for ``task`` on this node's key, or on that of the adb ``device`` (its state
+        as its session read it when it opened).
 
         Raises:
             kit.baselines.lookup.NoBaseline: none matches (the reason named), or the table is damaged."""
         try:
-            return find(self.root, self.host_key, task.id, task_sha256(task))
+            return find(self.root, self.key_for(device), task.id, task_sha256(task))
         except TableError as exc:
             raise NoBaseline(f"task {task.id}: {exc}") from None
 

@@ -32,6 +32,8 @@
 6. **cold cache** (``--cold-cache``): candidates per hour and per-candidate time with cache-warm and cache-cold
    candidates (copies made unique per run, so ccache misses as for an LLM's new file), for x86_64 and the
    aarch64 target (cross build, verification under qemu) side by side (:mod:`kit.bench.coldcache`).
+7. **adb cost** (``--adb-cost``): one candidate's timing on the fake adb device through the kit's executor vs
+   its raw adb steps (push, run, pull) run directly, interleaved (:mod:`kit.bench.adbcost`).
 
 Engine: the real MNN tree when ``MKB_MNN__SOURCE_DIR`` is set (task ``--task``, sample from
 ``candidates/sample``), else the fixture engine shipped with the tests.
@@ -41,4 +43,5 @@ Engine: the real MNN tree when ``MKB_MNN__SOURCE_DIR`` is set (task ``--task``, 
     python -m kit.bench --timing-cost [--task ID] [--repeats 3]
     python -m kit.bench --sandbox-cost [--task ID] [--repeats 3]
     python -m kit.bench --cold-cache [--arch x86_64 --arch aarch64] [--tasks ID,ID] [--rounds 1]
+    python -m kit.bench --adb-cost [--task ID] [--repeats 3]   (the cross toolchain and qemu-user-static)
 """

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 import kit.bench
+from kit.bench.adbcost import adb_cost
 from kit.bench.coldcache import cold_cache
 from kit.bench.overhead import overhead
 from kit.bench.sandboxcost import sandbox_cost
@@ -24,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
                     "candidate through the pipeline with and without the sandbox")
     ap.add_argument("--timing-cost", action="store_true", help="run the timing/verification cost benchmark instead: "
                     "former vs current defaults per candidate")
+    ap.add_argument("--adb-cost", action="store_true", help="run the adb executor's overhead benchmark instead: "
+                    "one candidate's timing on the fake adb device through the kit vs its raw adb steps")
     ap.add_argument("--copies", type=int, default=None, help="scaling: evaluate the sample set under this many "
                     "method names (default: 8 on the fixture engine, 1 on real MNN)")
     ap.add_argument("--one-worker-jobs", type=int, default=1, help="scaling: ninja -j of the serial and "
@@ -42,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         return cold_cache(tuple(args.arch or ("x86_64", "aarch64")), args.rounds or 1, tasks)
     if args.scaling:
         return scaling(args.copies, args.one_worker_jobs, args.rounds)
+    if args.adb_cost:
+        return adb_cost(args.task, args.repeats)
     if args.timing_cost:
         return timing_cost(args.task, args.repeats)
     if args.sandbox_cost:

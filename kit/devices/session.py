@@ -49,8 +49,11 @@ class DeviceSession:
     """One worker's hold on the adb device of ``section`` (module docstring); open with :meth:`open`."""
 
     def __init__(self, adb: Adb, section: DeviceSection, cores: tuple[int, ...], root: str, lock_path: Path,
-                 keep: Sequence[Path] = ()) -> None:
+                 keep: Sequence[Path] = (), opened: DeviceState | None = None) -> None:
         self.adb, self.section, self.cores, self.root = adb, section, cores, root
+        #: the device's state read when the session opened (its model, SoC, ABI, the timing cores and their
+        #: maximum frequencies: what a baseline table of the device is keyed by, known before any timed run)
+        self.opened = opened
         #: the host folders whose files are the native baseline (pushed once per session, kept there)
         self.keep = [Path(p).resolve() for p in keep]
         self.lock_path = lock_path
@@ -93,7 +96,8 @@ class DeviceSession:
         lock_dir.mkdir(parents=True, exist_ok=True)
         log.info("timing on adb device %s (%s), cores %s, folder %s", section.serial,
                  raw.props.get("ro.product.model", "?"), list(cores), root)
-        return cls(adb, section, cores, root, lock_dir / f"device-{_safe(section.serial)}.lock")
+        opened = dstate.device_state(section.serial, raw, cores, None, section.load_sample_s)
+        return cls(adb, section, cores, root, lock_dir / f"device-{_safe(section.serial)}.lock", opened=opened)
 
     # ------------------------------------------------------------------------------------------ remote runner
 

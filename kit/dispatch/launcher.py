@@ -4,8 +4,10 @@
 provider (``prepare_config``) and Ray's own schema and cross-field checks (``validate_config``, with
 ``ray/autoscaler/ray-schema.json``).  :func:`check_launcher` then checks the file against a kit config: every
 kind of kit worker (:func:`kit.dispatch.cluster.actor_requests`) has a node type that can host it (the custom
-resource label, the CPUs it reserves, a node type that may start), the node types' architecture is the
-config's ``target.arch`` (AWS instance types only), and the kit image's ``mkb`` entrypoint is overridden.
+resource label, the CPUs it reserves, a node type that may start), the timing node types' architecture is the
+config's ``target.arch`` and the build node types' that or one the kit cross-builds from (x86_64 build nodes
+for an aarch64 target; AWS instance types only), the kit image's ``mkb`` entrypoint is overridden, and every
+node type runs its own image checked as its architecture (:mod:`kit.dispatch.nodeimages`).
 Values still to fill (``REPLACE_ME...``) are listed, not refused; the command line refuses them.
 
 ``python -m kit.dispatch.launcher check FILE --config TOML`` checks a file; ``... wait --resource R --nodes N``
@@ -29,6 +31,8 @@ import yaml
 
 from kit.config import ConfigError, EvalConfig, load_config
 from kit.dispatch.cluster import actor_requests
+from kit.dispatch.nodeimages import ImageCheckError, check_images
+from kit.target import CROSS_PAIRS
 
 #: what marks a value the user must fill before ``ray up``
 PLACEHOLDER = "REPLACE_ME"
@@ -65,7 +69,7 @@ class NodeType:
 @dataclass(frozen=True)
 class LauncherCheck:
     """What :func:`check_launcher` found: the node types, the node types able to host each worker role
-    (``job``, ``build``, ``time``), the architecture of those nodes (None: not known for this provider), the
+    (``job``, ``build``, ``time``), the architecture of the timing nodes (None: not known for this provider), the
     dotted paths of values still to fill, and remarks that are not errors."""
 
     path: Path
@@ -74,6 +78,10 @@ class LauncherCheck:
     arch: str | None
     placeholders: list[str]
     notes: list[str] = field(default_factory=list)
+    #: the architecture of each node type hosting kit workers and of the head (None: not known)
+    arches: dict[str, str | None] = field(default_factory=dict)
+    #: the container image each of those node types runs (:mod:`kit.dispatch.nodeimages`)
+    images: dict[str, str] = field(default_factory=dict)
 
 
 def load_launcher(path: Path | str) -> dict[str, Any]:
@@ -153,38 +161,63 @@ def _hosts_for(path: Path, cfg: EvalConfig, types: tuple[NodeType, ...]) -> dict
     return hosts
 
 
-def _arch_of(path: Path, prepared: dict[str, Any], types: list[NodeType]) -> str | None:
-    """The architecture (``aarch64``/``x86_64``) of ``types``, from their AWS instance types; None elsewhere."""
-    if prepared["provider"].get("type") != "aws":
-        return None
-    arches = {t.name: ("aarch64" if _AWS_GRAVITON.match(t.instance_type or "") else "x86_64") for t in types}
-    if len(set(arches.values())) > 1:
-        raise LauncherError(f"{path}: the node types hosting kit workers mix architectures: {arches} "
-                            "(the kit builds natively: build and timing nodes must share one)")
-    return next(iter(arches.values()), None)
+def _arches(prepared: dict[str, Any], types: tuple[NodeType, ...]) -> dict[str, str | None]:
+    """The architecture (``aarch64``/``x86_64``) of each node type, from its AWS instance type; None elsewhere."""
+    aws = prepared["provider"].get("type") == "aws"
+    return {t.name: (("aarch64" if _AWS_GRAVITON.match(t.instance_type or "") else "x86_64") if aws else None)
+            for t in types}
 
 
-def _check_docker(path: Path, prepared: dict[str, Any]) -> None:
-    """A ``docker.image`` needs the entrypoint override and an initialization command that runs
-    ``check-image.sh`` on that very image (the image id check against images/lock.toml)."""
+def _check_arches(path: Path, cfg: EvalConfig, hosts: dict[str, list[str]], types: tuple[NodeType, ...],
+                  arches: dict[str, str | None]) -> str | None:
+    """The timing nodes' architecture (None: not known): the node types that time (roles ``job``, ``time``) must
+    all be ``target.arch`` (the kit scores no emulated timing); those that only build (``build``) may also be a
+    host the kit cross-builds from (:data:`kit.target.CROSS_PAIRS`: x86_64 build nodes for an aarch64 target).
+
+    Raises:
+        LauncherError: names the node types, their instance types and ``target.arch``."""
+    by_name = {t.name: t for t in types}
+    timing = sorted({n for role in ("job", "time") for n in hosts.get(role, []) if arches.get(n)})
+    found = {arches[n] for n in timing}
+    if len(found) > 1:
+        raise LauncherError(f"{path}: the node types that time kit jobs mix architectures: "
+                            f"{ {n: arches[n] for n in timing} } (timings of one run come from one architecture)")
+    arch = next(iter(found), None)
+    target = cfg.target.arch
+    if arch is not None and arch != target:
+        raise LauncherError(
+            f"{path}: the node types timing kit jobs ({', '.join(f'{n}: {by_name[n].instance_type}' for n in timing)}) "
+            f"are {arch}, but target.arch = {target!r} in the kit config: set [target] arch = \"{arch}\" or give "
+            f"them {target} instance types (timings under emulation are never scored)")
+    for n in hosts.get("build", []):
+        a = arches.get(n)
+        if a is not None and a != target and (a, target) not in CROSS_PAIRS:
+            pairs = ", ".join(f"{h} -> {t}" for h, t in sorted(CROSS_PAIRS))
+            raise LauncherError(
+                f"{path}: build node type {n!r} ({by_name[n].instance_type}) is {a} and cannot build for target.arch "
+                f"= {target!r}: the kit builds natively or cross-builds {pairs} (available_node_types.{n}."
+                "node_config.InstanceType)")
+    return arch
+
+
+def _check_docker(path: Path, prepared: dict[str, Any], arches: dict[str, str | None]) -> dict[str, str]:
+    """A ``docker`` section needs the entrypoint override, and every node type in ``arches`` an initialization
+    command that runs ``check-image.sh`` on its own image as its architecture (:mod:`kit.dispatch.nodeimages`).
+    Returns node type -> image."""
     docker = prepared.get("docker") or {}
-    image = docker.get("image")
-    if not image:
-        return
+    if not any(docker.get(k) for k in ("image", "head_image", "worker_image")):
+        return {}
     if not any(str(o).startswith("--entrypoint") for o in docker.get("run_options", [])):
         raise LauncherError(f"{path}: docker.run_options needs --entrypoint= : the kit image's ENTRYPOINT is "
                             "`mkb`, and Ray starts the container with the command `bash`")
-    checks = [c for c in prepared.get("initialization_commands", []) if "check-image.sh" in c and image in c.split()]
-    if not checks:
-        raise LauncherError(f"{path}: no initialization command runs cluster/check-image.sh on docker.image "
-                            f"{image!r}: nodes would run an image that was never checked against images/lock.toml")
     from ray.autoscaler.sdk import get_docker_host_mount_location
 
     # before the container starts, the file mounts are on the host under a folder named after the cluster
     mounts = get_docker_host_mount_location(prepared["cluster_name"]) + "/"
-    if not all(mounts in c for c in checks):
-        raise LauncherError(f"{path}: the check-image.sh command must read the synced files under {mounts} "
-                            f"(cluster_name = {prepared['cluster_name']!r}), where Ray puts them on the host")
+    try:
+        return check_images(path, prepared, arches, mounts)
+    except ImageCheckError as exc:
+        raise LauncherError(str(exc)) from None
 
 
 def check_launcher(path: Path | str, cfg: EvalConfig) -> LauncherCheck:
@@ -198,20 +231,20 @@ def check_launcher(path: Path | str, cfg: EvalConfig) -> LauncherCheck:
     prepared = load_launcher(p)
     types = node_types(prepared)
     hosts = _hosts_for(p, cfg, types)
-    used = [t for t in types if any(t.name in names for names in hosts.values())]
-    arch = _arch_of(p, prepared, used)
-    if arch is not None and arch != cfg.target.arch:
-        raise LauncherError(
-            f"{p}: the node types hosting kit workers ({', '.join(f'{t.name}: {t.instance_type}' for t in used)}) "
-            f"are {arch}, but target.arch = {cfg.target.arch!r} in the kit config: set [target] arch = "
-            f"\"{arch}\" (the kit builds natively on them)")
-    _check_docker(p, prepared)
+    all_arches = _arches(prepared, types)
+    used = {t.name: all_arches[t.name] for t in types if t.head or any(t.name in names for names in hosts.values())}
+    arch = _check_arches(p, cfg, hosts, types, used)
+    images = _check_docker(p, prepared, used)
     notes = []
+    cross = sorted(n for n in hosts.get("build", []) if used.get(n) not in (None, cfg.target.arch))
+    if cross:
+        notes.append(f"node types {cross} cross-build for {cfg.target.arch} and ship to the timing nodes")
     if "time" in hosts:
         both = [n for n in hosts["time"] if n in hosts.get("build", [])]
         if both:
             notes.append(f"node types {both} carry both labels: builds run beside timing there (paused during it)")
-    return LauncherCheck(p, types, hosts, arch, placeholders(yaml.safe_load(p.read_text(encoding="utf-8"))), notes)
+    return LauncherCheck(p, types, hosts, arch, placeholders(yaml.safe_load(p.read_text(encoding="utf-8"))), notes,
+                         arches=used, images=images)
 
 
 def wait_for_nodes(resource: str, nodes: int, timeout_s: float, address: str = "auto") -> int:
@@ -260,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     for role, names in res.hosts.items():
         print(f"{role} workers {actor_requests(cfg)[role]} -> node types {names}")
     print(f"architecture: {res.arch or 'not known for this provider'}")
+    for name, image in res.images.items():
+        print(f"node type {name} ({res.arches.get(name) or 'architecture not known'}) runs {image}")
     for note in res.notes:
         print(f"note: {note}")
     if res.placeholders:

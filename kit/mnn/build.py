@@ -69,7 +69,7 @@ class BuildOptions:
     def confine(self, ws: Workspace) -> Confinement:
         """A build's confinement in ``ws``: it reads the workspace's sources (and this Python, for the tree's
         scripts; a cross build's toolchain file), writes its build directory and the ccache directory."""
-        tools = [toolchain.TOOLCHAIN_FILES[self.target.arch]] if self.target.cross else []
+        tools = toolchain.build_reads(self.target)  # the toolchain file, or an Android NDK
         return self.policy.confine(ro=[ws.src, *interpreter_paths(), *tools], rw=[ws.build, self.cache_dir / "ccache"])
 
 

@@ -92,6 +92,8 @@ def native_key(opts: mbuild.BuildOptions, pristine: Pristine) -> str:
     }
     if t.cross:
         parts["target"] = {"arch": t.arch, "fp16": t.fp16, "static": t.static}
+        if t.ndk is not None:  # the NDK's revision, API level and ABI (its toolchain file: by content, above)
+            parts["target"]["ndk"] = t.ndk.describe()
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 

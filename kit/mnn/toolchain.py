@@ -22,6 +22,13 @@ Facts (Debian bookworm, MNN 3.2.2; measured on the 2-core x86_64 dev VM):
   ``qemu-aarch64-static -L /usr/aarch64-linux-gnu BINARY ...`` (no binfmt registration); an emulated process
   has one thread more than its program starts (qemu's RCU thread: ``Threads: 2`` in ``/proc/self/status`` for
   a single-threaded static program), which the runner's thread check allows (``--extra-threads``).
+* With an Android NDK (``target.ndk``, :class:`kit.target.Ndk`) the cross build uses the NDK's
+  ``build/cmake/android.toolchain.cmake`` with ``ANDROID_ABI``, ``ANDROID_PLATFORM`` and ``ANDROID_STL`` (MNN's
+  ``project/android/build_64.sh``: arm64-v8a, android-21, c++_static; for MNN also its ``MNN_USE_LOGCAT=false``,
+  so the runtime's messages reach the runner's stderr, and ``MNN_BUILD_FOR_ANDROID_COMMAND=true``, so its
+  libraries stay in the build folder), and the kit's runner is compiled with the NDK's
+  ``aarch64-linux-android<API>-clang++``, linked ``-static`` as without one (:attr:`kit.target.Target.static`).
+  No real NDK was run here: the tests use an NDK-shaped folder whose compiler wraps Debian's cross g++.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kit import proc
-from kit.target import Target, TargetError
+from kit.target import NDK_STL, Target, TargetError
 
 #: the kit's CMake toolchain file per target architecture
 TOOLCHAIN_FILES = {"aarch64": Path(__file__).with_name("toolchains") / "aarch64-linux-gnu.cmake"}
@@ -53,15 +60,35 @@ _CROSS_ARGS = {
 def cross_cmake_args(engine: str, target: Target) -> list[str]:
     """The CMake arguments that configure ``engine`` for ``target`` (a cross target): the toolchain file and
     the engine's static, converter-less build; MNN's ARMv8.2 fp16 kernels on only with ``target.fp16``."""
-    args = [f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAIN_FILES[target.arch]}", *_CROSS_ARGS[engine]]
+    args = [f"-DCMAKE_TOOLCHAIN_FILE={toolchain_file(target)}", *_CROSS_ARGS[engine]]
+    if target.ndk is not None:
+        args += [f"-DANDROID_ABI={target.ndk.abi}", f"-DANDROID_PLATFORM=android-{target.ndk.api}",
+                 f"-DANDROID_STL={NDK_STL}"]
+        if engine == "mnn":
+            args += ["-DMNN_USE_LOGCAT=OFF", "-DMNN_BUILD_FOR_ANDROID_COMMAND=ON"]
     if engine == "mnn":
         args.append(f"-DMNN_ARM82={'ON' if target.fp16 else 'OFF'}")
     return args
 
 
+def toolchain_file(target: Target) -> Path:
+    """The CMake toolchain file of ``target``'s cross build: the NDK's with ``target.ndk``, else the kit's."""
+    return target.ndk.toolchain_file if target.ndk is not None else TOOLCHAIN_FILES[target.arch]
+
+
+def build_reads(target: Target) -> list[Path]:
+    """What a confined cross build reads besides the workspace: the kit's toolchain file, or the whole NDK
+    (its toolchain file includes its siblings; its compilers, headers and libraries); nothing natively."""
+    if not target.cross:
+        return []
+    return [Path(target.ndk.root)] if target.ndk is not None else [TOOLCHAIN_FILES[target.arch]]
+
+
 def cxx(target: Target) -> str:
-    """The C++ compiler of ``target``'s builds (``c++`` natively)."""
-    return CROSS_COMPILERS[target.arch][0] if target.cross else "c++"
+    """The C++ compiler of ``target``'s builds (``c++`` natively; with an NDK its clang++ for the API level)."""
+    if not target.cross:
+        return "c++"
+    return str(target.ndk.clangxx) if target.ndk is not None else CROSS_COMPILERS[target.arch][0]
 
 
 def emulator(target: Target) -> tuple[str, ...]:
@@ -85,6 +112,11 @@ def check_tools(target: Target) -> None:
         TargetError: names ``target.arch``, what is missing and the Debian packages to install."""
     target.check()
     if not target.cross:
+        return
+    if target.ndk is not None:
+        if (problem := target.ndk.problem()) is not None:
+            raise TargetError(f"target.ndk: {problem}")
+        emulator(target)
         return
     for exe in CROSS_COMPILERS[target.arch]:
         if proc.which(exe) is None:

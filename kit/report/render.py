@@ -14,7 +14,8 @@ Sections: headline table (paper Table 4/5: CSR, FCR, fast_p with bootstrap 95 % 
 per-category CSR/FCR/fast_1.0 (Fig. 4/5), speedup distribution with the noise floor band, per-task speedups
 (marked inside their task's A/A noise band), the tasks without a native baseline, untimeable, or left with
 only harness errors, flagged candidates, failure breakdown by status and error kind, the most common compile
-errors, run provenance.
+errors, where the timings ran (host, Ray node, adb device; emulated marked), the baseline tables, run
+provenance.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import polars as pl
 from kit import metrics, noisefloor
 from kit.report.baselines import baselines_note, baselines_table, drift_table
 from kit.report.inputs import ReportError, Run, read_runs
+from kit.report.places import emulated_note, places_note, places_table
 from kit.report.plots import plot_categories, plot_failures, plot_funnel, plot_speedups
 from kit.report.tables import (
     HEADLINE_PS,
@@ -105,7 +107,7 @@ def _jsonable(v: Any) -> Any:
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
-table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:0.9em}
+table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:0.9em;display:block;overflow-x:auto;max-width:100%}
 th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f2f2f2} tr:nth-child(even) td{background:#fafafa}
 img{max-width:100%;border:1px solid #eee;margin:0.5em 0}
@@ -241,7 +243,7 @@ def _sections(
         plot="categories",
         note="Each cell: CSR / FCR / fast_1.0 in % of the category's tasks.",
     )
-    add("Speedup distribution", plot="speedups", note=_calibration_note(scores.calibration))
+    add("Speedup distribution", plot="speedups", note=_calibration_note(scores.calibration) + emulated_note(runs))
     add("Per-task speedups", speedup_table(scores.relabel(scores.per_task)), note=_speedups_note(runs))
     add("Tasks without a native baseline", no_native_table(scores.summary))
     add("Untimeable tasks", untimeable_table(scores.summary, runs),
@@ -259,6 +261,8 @@ def _sections(
         scores.errors,
         note="First error diagnostic of each compile_error sample, normalized (names and numbers masked).",
     )
+    places = places_table(runs)
+    add("Where the timings ran", places, note=places_note(places))
     add("Baseline tables", baselines_table(runs), note=baselines_note(runs))
     add("Native times drifting from the baseline table", drift_table(runs))
     add("Provenance", provenance_table(runs))
@@ -297,8 +301,9 @@ def _speedups_note(runs: list[Run]) -> str:
         where = "no per-task A/A noise bands (its calibration.json has no noise_log: an older mkb calibrate)"
     else:
         where = "no per-task A/A noise bands (no calibration.json: copy mkb calibrate's into the run directory)"
-    return (f"Best usable speedup per task (native ms / candidate ms); {INSIDE_NOISE_MARK}: inside its task's "
+    note = (f"Best usable speedup per task (native ms / candidate ms); {INSIDE_NOISE_MARK}: inside its task's "
             f"A/A noise band (|ln speedup| <= noise_log), not distinguishable from native; {where}.")
+    return note + emulated_note(runs)
 
 
 def _calibration_note(calibration: dict[str, Any] | None) -> str:

@@ -17,6 +17,7 @@ from kit.settings.base import (
     Section,
     fields_error,
 )
+from kit.target import NDK_ABI, NDK_API, Ndk
 
 
 class RunSection(Section):
@@ -219,6 +220,14 @@ class TargetSection(Section):
     #: runs are fp32 (``timing.precision = "high"``), and the fp16 kernels add about 40 % of the cross build's
     #: steps
     fp16: bool = False
+    #: an Android NDK's root folder: a cross build then uses the NDK's CMake toolchain file and clang (the
+    #: paper's set-up, :class:`kit.target.Ndk`) instead of Debian's cross compilers; None: Debian's
+    ndk: Path | None = None
+    #: the Android API level of an NDK build (its ``aarch64-linux-android<API>-clang++``; MNN's own 64-bit
+    #: Android script uses 21)
+    android_api: int = Field(default=NDK_API, ge=21)
+    #: the Android ABI of an NDK build (arm64-v8a: the only 64-bit ARM one)
+    android_abi: Literal["arm64-v8a"] = NDK_ABI
 
     @model_validator(mode="after")
     def _fp16_needs_arm(self) -> TargetSection:
@@ -226,6 +235,25 @@ class TargetSection(Section):
             raise fields_error(("fp16", "arch"), f"target.fp16 = true needs target.arch = \"aarch64\" (ARMv8.2 "
                                 f"half-precision arithmetic), not {self.arch!r}")
         return self
+
+    @model_validator(mode="after")
+    def _ndk_usable(self) -> TargetSection:
+        ndk = self.ndk_info()
+        if ndk is None:
+            return self
+        if self.arch != "aarch64":
+            raise fields_error(("ndk", "arch"), f"target.ndk needs target.arch = \"aarch64\" (the NDK's "
+                               f"{self.android_abi} toolchain), not {self.arch!r}")
+        if (problem := ndk.problem()) is not None:
+            fields = ("ndk", "android_api") if "clang++" in problem else ("ndk",)
+            raise fields_error(fields, f"target.ndk: {problem}")
+        return self
+
+    def ndk_info(self) -> Ndk | None:
+        """The :class:`kit.target.Ndk` of ``ndk`` (None without one)."""
+        if self.ndk is None:
+            return None
+        return Ndk(str(self.ndk.expanduser().absolute()), self.android_api, self.android_abi)
 
 
 class ReportSection(Section):
