@@ -97,7 +97,7 @@ def _run(cfg_path: Path, cands: Path, run_dir: Path, arch: str, mode: str) -> Co
     text = cfg_path.read_text().replace('path = "CANDIDATES"', f'path = "{cands}"')
     (run_dir.parent / f"{run_dir.name}.toml").write_text(text)
     cfg: EvalConfig = load_config(run_dir.parent / f"{run_dir.name}.toml", ["--run.dir", str(run_dir)])
-    tasks = load_suite(cfg.tasks.dir, cfg.tasks.split)
+    tasks = load_suite(cfg.tasks.dir, cfg.tasks.split, cfg.tasks.ids or None)
     jobs, _ = make_jobs(cfg, tasks, {t.id for t in load_suite(cfg.tasks.dir, "all")}, None)
     res = execute(jobs, set(), cfg.run.dir, SerialExecutor(cfg), label=f"{arch} {mode}")
     frame = read_records(run_dir)
