@@ -113,19 +113,17 @@ def _timing(op_ms, total_ms):
 
 
 def test_the_runner_result_takes_the_stamps_out_of_stderr_or_of_a_merged_stdout():
-    from kit.mnn import runner as mrunner
-
     lines = _stream([[(0, 4_000_000)]])
-    res, got = mrunner._take_stamps(_proc("mnn: hi\n", "warn\n" + "\n".join(lines) + "\n"))
+    res, got = stamps.take_out(_proc("mnn: hi\n", "warn\n" + "\n".join(lines) + "\n"))
     assert got == lines and res.stderr == "warn\n" and res.stdout == "mnn: hi\n"
     # an old adb merges stderr into stdout: the stamps are read there
-    res, got = mrunner._take_stamps(_proc("mnn: hi\n" + "\n".join(lines) + "\n", ""))
+    res, got = stamps.take_out(_proc("mnn: hi\n" + "\n".join(lines) + "\n", ""))
     assert got == lines and res.stdout == "mnn: hi\n"
     # stamps on both streams: the stdout ones are not the runner's
-    _, got = mrunner._take_stamps(_proc(lines[0] + "\n", "\n".join(lines) + "\n"))
+    _, got = stamps.take_out(_proc(lines[0] + "\n", "\n".join(lines) + "\n"))
     assert isinstance(got, str) and "on stdout" in got
     t = _timing([4.0], [4.0005])
-    assert mrunner._streamed(lines, t, 1, ("ArgMax",), False)[2] == ""
-    assert "cut at the kit's capture limit" in mrunner._streamed(lines, t, 1, ("ArgMax",), True)[2]
-    op_ms, total_ms, why = mrunner._streamed(lines, _timing([1.0], [4.0005]), 1, ("ArgMax",), False)
+    assert stamps.samples(lines, t, 1, ("ArgMax",), False)[2] == ""
+    assert "cut at the kit's capture limit" in stamps.samples(lines, t, 1, ("ArgMax",), True)[2]
+    op_ms, total_ms, why = stamps.samples(lines, _timing([1.0], [4.0005]), 1, ("ArgMax",), False)
     assert "recorded 0.25x of what was streamed" in why and op_ms == [1.0]  # the failed run keeps timing.json's

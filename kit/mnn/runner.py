@@ -59,7 +59,7 @@ import json
 import re
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -80,7 +80,6 @@ from kit.mnn.runresult import (
     PlantedOutputError,
     RunnerProtocolError,
     RunResult,
-    Timing,
     read_checked,
     read_outputs,
     read_timing,
@@ -413,8 +412,8 @@ class _Call:
 
     def finish(self, result: proc.ProcResult) -> RunResult:
         """The :class:`RunResult` of the finished runner (outputs and timing files read; in timing mode its
-        samples rebuilt from the stamp stream, :func:`_streamed`)."""
-        result, lines = _take_stamps(result)
+        samples rebuilt from the stamp stream, :func:`kit.mnn.stamps.samples`)."""
+        result, lines = stamps.take_out(result)
         if result.returncode == EXIT_USAGE and not result.timed_out:
             raise RunnerProtocolError(f"runner rejected its arguments: {result.stderr.strip()}")
         if not result.ok:
@@ -428,36 +427,8 @@ class _Call:
         t = read_timing(timing_path, self.iterations, self.out_dir)
         checked = read_checked(t.checked, self.out_dir, n_sets=self.n_sets or 1, checked=self.settings.checked,
                                iterations=self.iterations)
-        op_ms, total_ms, stamp_error = _streamed(lines, t, self.iterations, self.settings.op_types, result.truncated)
+        op_ms, total_ms, stamp_error = stamps.samples(lines, t, self.iterations, self.settings.op_types,
+                                                      result.truncated)
         return RunResult(True, sets[0], op_ms, total_ms, t.op_types, "", result, timing_path, sets, t.phase_ms,
                          checked, t.written_ms, stamp_error)
 
-
-def _take_stamps(result: proc.ProcResult) -> tuple[proc.ProcResult, list[str] | str]:
-    """``result`` with the stamp lines taken out of its stderr and stdout, and those lines (from stderr; from
-    stdout where stderr has none: an old adb merges the two), or why they cannot be read (stamp lines on both)."""
-    err_lines, err = stamps.split(result.stderr)
-    out_lines, out = stamps.split(result.stdout)
-    if err_lines and out_lines:
-        lines: list[str] | str = f"{len(out_lines)} stamp lines on stdout besides those on stderr (forged)"
-    else:
-        lines = err_lines or out_lines
-    if not err_lines and not out_lines:
-        return result, lines
-    return replace(result, stderr=err, stdout=out), lines
-
-
-def _streamed(lines: list[str] | str, t: Timing, iterations: int, op_types: Sequence[str],
-              truncated: bool) -> tuple[list[float], list[float], str]:
-    """``op_ms``, ``total_ms`` and the stamp error of a timing run: the stream's samples where it is well formed
-    and agrees with ``timing.json`` (``t``), else ``t``'s with the reason."""
-    try:
-        if isinstance(lines, str):
-            raise stamps.StampError(lines)
-        if truncated:
-            raise stamps.StampError("the runner's output was cut at the kit's capture limit: stamps lost")
-        stream = stamps.parse(lines, iterations)
-        stamps.compare(stream, t.op_ms, t.total_ms, t.op_types, op_types)
-    except stamps.StampError as e:
-        return t.op_ms, t.total_ms, str(e)
-    return stream.op_ms, stream.total_ms, ""

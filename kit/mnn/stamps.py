@@ -16,7 +16,7 @@ timed forward, decimal)::
     @mkbt E <i> <ns>    timed forward i ends
 
 Nothing here turns a finding into a record status: :func:`parse` raises :class:`StampError`, and the caller
-(:meth:`kit.mnn.runner._Call.finish`) keeps its message in the :class:`~kit.mnn.runresult.RunResult` for the
+(:meth:`kit.mnn.runner._Call.finish`, through :func:`take_out` and :func:`samples`) keeps its message in the :class:`~kit.mnn.runresult.RunResult` for the
 timing stage (:func:`kit.stages.timingrun.go_run`: ``clock_mismatch``).
 """
 
@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from kit import proc
+from kit.mnn.runresult import Timing
 
 #: what every stamp line starts with (MNN prints nothing like it)
 PREFIX = "@mkbt"
@@ -157,3 +160,33 @@ def compare(stream: Stream, op_ms: Sequence[float], total_ms: Sequence[float], o
     if stream.op_pairs and stream.op_pairs[0] != want:
         raise StampError(f"the stamp stream times {stream.op_pairs[0]} ops per forward, timing.json's op counts "
                          f"{want} of the selected types")
+
+
+def take_out(result: proc.ProcResult) -> tuple[proc.ProcResult, list[str] | str]:
+    """``result`` with the stamp lines taken out of its stderr and stdout, and those lines (from stderr; from
+    stdout where stderr has none: an old adb merges the two), or why they cannot be read (stamp lines on both)."""
+    err_lines, err = split(result.stderr)
+    out_lines, out = split(result.stdout)
+    if err_lines and out_lines:
+        lines: list[str] | str = f"{len(out_lines)} stamp lines on stdout besides those on stderr (forged)"
+    else:
+        lines = err_lines or out_lines
+    if not err_lines and not out_lines:
+        return result, lines
+    return replace(result, stderr=err, stdout=out), lines
+
+
+def samples(lines: list[str] | str, t: Timing, iterations: int, op_types: Sequence[str],
+              truncated: bool) -> tuple[list[float], list[float], str]:
+    """``op_ms``, ``total_ms`` and the stamp error of a timing run: the stream's samples where it is well formed
+    and agrees with ``timing.json`` (``t``), else ``t``'s with the reason."""
+    try:
+        if isinstance(lines, str):
+            raise StampError(lines)
+        if truncated:
+            raise StampError("the runner's output was cut at the kit's capture limit: stamps lost")
+        stream = parse(lines, iterations)
+        compare(stream, t.op_ms, t.total_ms, t.op_types, op_types)
+    except StampError as e:
+        return t.op_ms, t.total_ms, str(e)
+    return stream.op_ms, stream.total_ms, ""
