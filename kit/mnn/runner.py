@@ -24,7 +24,8 @@ Every time is CLOCK_MONOTONIC read by the system call itself, never through libc
 candidate's ``libMNN.so`` could replace for the whole process.  Each reading a sample is made of is also
 *streamed*: in every timed forward the runner writes, by the write system call itself, on stderr, before any
 candidate code runs again, ``@mkbt F <i> <ns>`` (the forward's begin: read, written, then the forward),
-``@mkbt b <ns>`` / ``@mkbt e <ns>`` (each selected op's begin and end, in the before/after-op callbacks) and
+``@mkbt b <ns> <Type>`` / ``@mkbt e <ns>`` (every op's begin with its type, and its end, in the before/after-op
+callbacks: the kit selects the ``--op-types`` ops and counts the ops per type from the stream) and
 ``@mkbt E <i> <ns>`` (its end); ``<ns>`` integer nanoseconds in hex, ``<i>`` the 1-based timed forward.  The kit
 parses the lines out of stderr (:mod:`kit.mnn.stamps`), rebuilds ``total_ms`` and ``op_ms`` from them and refuses a
 ``timing.json`` that disagrees (``RunResult.stamp_error``): the candidate's code runs in the runner's address
@@ -427,8 +428,8 @@ class _Call:
         t = read_timing(timing_path, self.iterations, self.out_dir)
         checked = read_checked(t.checked, self.out_dir, n_sets=self.n_sets or 1, checked=self.settings.checked,
                                iterations=self.iterations)
-        op_ms, total_ms, stamp_error = stamps.samples(lines, t, self.iterations, self.settings.op_types,
-                                                      result.truncated)
-        return RunResult(True, sets[0], op_ms, total_ms, t.op_types, "", result, timing_path, sets, t.phase_ms,
+        op_ms, total_ms, op_counts, stamp_error = stamps.samples(lines, t, self.iterations, self.settings.op_types,
+                                                                 result.truncated)
+        return RunResult(True, sets[0], op_ms, total_ms, op_counts, "", result, timing_path, sets, t.phase_ms,
                          checked, t.written_ms, stamp_error)
 

@@ -11,13 +11,20 @@ Lines (``<ns>``: CLOCK_MONOTONIC in integer nanoseconds, lower-case hex; ``<i>``
 timed forward, decimal)::
 
     @mkbt F <i> <ns>    timed forward i begins (the clock read, the line written, then the forward)
-    @mkbt b <ns>        a selected op (``--op-types``) begins, in the before-op callback
+    @mkbt b <ns> <T>    an op of (MNN) op type T begins, in the before-op callback: every op, whatever
+                        ``--op-types`` says (the kit selects the timed types itself, below)
     @mkbt e <ns>        that op ends, in the after-op callback
     @mkbt E <i> <ns>    timed forward i ends
 
 Nothing here turns a finding into a record status: :func:`parse` raises :class:`StampError`, and the caller
 (:meth:`kit.mnn.runner._Call.finish`, through :func:`take_out` and :func:`samples`) keeps its message in the :class:`~kit.mnn.runresult.RunResult` for the
 timing stage (:func:`kit.stages.timingrun.go_run`: ``clock_mismatch``).
+
+Why every op, with its type: the runner's choice of the ops it times (``--op-types``) and its counts of the ops
+run per type (``timing.json``'s ``op_types``, the proof that the candidate's kernel ran) are kept in its memory
+too.  A candidate that edited both (its own op dropped from the selection, the counts kept plausible) would be
+timed on nothing; with every op stamped the kit selects and counts from the stream, and the runner's own
+selection and counts are only compared.
 """
 
 from __future__ import annotations
@@ -31,7 +38,8 @@ from kit.mnn.runresult import Timing
 
 #: what every stamp line starts with (MNN prints nothing like it)
 PREFIX = "@mkbt"
-_LINE = re.compile(r"@mkbt (?:([FE]) ([1-9][0-9]{0,8}) |([be]) )([0-9a-f]{1,16})")
+_LINE = re.compile(r"@mkbt (?:([FE]) ([1-9][0-9]{0,8}) ([0-9a-f]{1,16})|b ([0-9a-f]{1,16}) ([A-Za-z0-9_]{1,48})|"
+                   r"e ([0-9a-f]{1,16}))")
 #: allowed difference per time between timing.json (printed, rounded) and the stream, ms: 1 us
 TOLERANCE_MS = 1e-3
 
@@ -42,12 +50,16 @@ class StampError(ValueError):
 
 @dataclass(frozen=True)
 class Stream:
-    """What a timing run's stamps say: per timed forward (in order) ``total_ms`` (end - begin), ``op_ms`` (the
-    sum of its selected ops' end - begin) and ``op_pairs`` (how many selected ops it timed); milliseconds."""
+    """What a timing run's stamps say, per timed forward (in order): ``total_ms`` (end - begin, ms) and
+    ``op_ns`` (op type → the summed end - begin of its ops, integer ns) and ``op_counts`` (op type → ops run)."""
 
     total_ms: list[float]
-    op_ms: list[float]
-    op_pairs: list[int]
+    op_ns: list[dict[str, int]]
+    op_counts: list[dict[str, int]]
+
+    def op_ms(self, selected: Sequence[str]) -> list[float]:
+        """Per forward, the summed time (ms) of its ops of the ``selected`` types (``"*"``: every op)."""
+        return [sum(ns for t, ns in f.items() if "*" in selected or t in selected) / 1e6 for f in self.op_ns]
 
 
 def split(text: str) -> tuple[list[str], str]:
@@ -63,13 +75,13 @@ class _Reader:
 
     def __init__(self) -> None:
         self.total_ms: list[float] = []
-        self.op_ms: list[float] = []
-        self.op_pairs: list[int] = []
+        self.op_ns: list[dict[str, int]] = []
+        self.op_counts: list[dict[str, int]] = []
         self.forward = 0  # the open forward's number (0: none open)
         self.begin = self.op_begin = self.last = -1
-        self.op_sum = self.pairs = 0
+        self.op_type = ""
 
-    def take(self, no: int, kind: str, index: int, ns: int) -> None:
+    def take(self, no: int, kind: str, index: int, ns: int, op_type: str = "") -> None:
         where = f"stamp line {no} ({kind}" + (f" {index}" if kind in "FE" else "") + ")"
         problem = self._misplaced(kind, index)
         if problem:
@@ -78,17 +90,18 @@ class _Reader:
             raise StampError(f"{where}: the clock went back ({ns - self.last} ns), or the lines are out of order")
         self.last = ns
         if kind == "F":
-            self.forward, self.begin, self.op_sum, self.pairs = index, ns, 0, 0
+            self.forward, self.begin = index, ns
+            self.op_ns.append({})
+            self.op_counts.append({})
         elif kind == "E":
             self.total_ms.append((ns - self.begin) / 1e6)
-            self.op_ms.append(self.op_sum / 1e6)
-            self.op_pairs.append(self.pairs)
             self.forward = 0
         elif kind == "b":
-            self.op_begin = ns
+            self.op_begin, self.op_type = ns, op_type
         else:
-            self.op_sum += ns - self.op_begin
-            self.pairs += 1
+            times, counts = self.op_ns[-1], self.op_counts[-1]
+            times[self.op_type] = times.get(self.op_type, 0) + ns - self.op_begin
+            counts[self.op_type] = counts.get(self.op_type, 0) + 1
             self.op_begin = -1
 
     def _misplaced(self, kind: str, index: int) -> str:
@@ -113,53 +126,54 @@ def parse(lines: Sequence[str], iterations: int) -> Stream:
 
     Raises:
         StampError: a line not in the form above, a forward missing, repeated or out of order, an op stamp
-            outside its forward or unpaired, a clock that goes back, or forwards that timed different numbers
-            of ops (the same model on the same shapes runs the same ops)."""
+            outside its forward or unpaired, a clock that goes back, forwards that ran different ops (the same
+            model on the same shapes runs the same ops), or forwards that ran no op at all (every model runs
+            one: a runner whose timing was switched off in its memory)."""
     reader = _Reader()
     for no, line in enumerate(lines, 1):
         m = _LINE.fullmatch(line)
         if m is None:
             raise StampError(f"stamp line {no} is malformed: {line[:80]!r} (forged, or cut by another write)")
-        kind = m.group(1) or m.group(3)
-        reader.take(no, kind, int(m.group(2) or 0), int(m.group(4), 16))
+        kind = m.group(1) or ("b" if m.group(4) else "e")
+        ns = m.group(3) or m.group(4) or m.group(6)
+        reader.take(no, kind, int(m.group(2) or 0), int(ns, 16), m.group(5) or "")
     if reader.forward:
         raise StampError(f"forward {reader.forward} began but never ended in the stamp stream")
     if len(reader.total_ms) != iterations:
         raise StampError(f"the stamp stream holds {len(reader.total_ms)} timed forwards, expected {iterations}")
-    if len(set(reader.op_pairs)) > 1:
-        i = next(k for k, p in enumerate(reader.op_pairs) if p != reader.op_pairs[0])
-        raise StampError(f"forward {i + 1} timed {reader.op_pairs[i]} ops in the stamp stream, forward 1 "
-                         f"{reader.op_pairs[0]}")
-    return Stream(reader.total_ms, reader.op_ms, reader.op_pairs)
+    counts = reader.op_counts
+    if any(c != counts[0] for c in counts):
+        i = next(k for k, c in enumerate(counts) if c != counts[0])
+        raise StampError(f"forward {i + 1} ran the ops {_named(counts[i])} in the stamp stream, forward 1 "
+                         f"{_named(counts[0])}")
+    if counts and not counts[0]:
+        raise StampError("the stamp stream holds no op at all per forward (every model runs one)")
+    return Stream(reader.total_ms, reader.op_ns, counts)
 
 
-def selected_ops(op_types: Mapping[str, int], selected: Sequence[str]) -> int:
-    """How many ops per forward ``--op-types selected`` times, from ``timing.json``'s ``op_types`` counts."""
-    return sum(op_types.values()) if "*" in selected else sum(n for t, n in op_types.items() if t in selected)
+def _named(counts: Mapping[str, int]) -> str:
+    return "{" + ", ".join(f"{t}: {n}" for t, n in sorted(counts.items())) + "}"
 
 
 def compare(stream: Stream, op_ms: Sequence[float], total_ms: Sequence[float], op_types: Mapping[str, int],
             selected: Sequence[str]) -> None:
-    """Check ``timing.json``'s arrays (``op_ms``, ``total_ms``, ms) and its op counts (``op_types`` of the
-    ``selected`` types) against the stream: every value within :data:`TOLERANCE_MS` (print rounding), as many
-    ops stamped per forward as counted, and with ``"*"`` at least one.
+    """Check ``timing.json``'s arrays (``op_ms`` of the ``selected`` types, ``total_ms``; ms) and its op counts
+    (``op_types``: type → ops per forward) against the stream: every time within :data:`TOLERANCE_MS` (print
+    rounding), the counts equal.
 
     Raises:
         StampError: naming the first forward that disagrees, both values and their ratio."""
-    for name, recorded, streamed in (("total_ms", total_ms, stream.total_ms), ("op_ms", op_ms, stream.op_ms)):
+    streamed_op_ms = stream.op_ms(selected)
+    for name, recorded, streamed in (("total_ms", total_ms, stream.total_ms), ("op_ms", op_ms, streamed_op_ms)):
         if len(recorded) != len(streamed):
             raise StampError(f"timing.json has {len(recorded)} {name}, the stamp stream {len(streamed)}")
         for i, (r, s) in enumerate(zip(recorded, streamed)):
             if abs(r - s) > TOLERANCE_MS + 1e-8 * abs(s):
                 ratio = f" (recorded {r / s:.3g}x of what was streamed)" if s > 0 else ""
                 raise StampError(f"forward {i + 1}: timing.json {name} {r:.6f} ms, the stamp stream {s:.6f} ms{ratio}")
-    want = selected_ops(op_types, selected)
-    if "*" in selected and stream.op_pairs and stream.op_pairs[0] == 0:
-        # every model runs an op: a runner that timed none had its timing switched off (its memory edited)
-        raise StampError("the stamp stream times no op at all per forward, with every op type selected")
-    if stream.op_pairs and stream.op_pairs[0] != want:
-        raise StampError(f"the stamp stream times {stream.op_pairs[0]} ops per forward, timing.json's op counts "
-                         f"{want} of the selected types")
+    if stream.op_counts and dict(op_types) != stream.op_counts[0]:
+        raise StampError(f"timing.json counts the ops {_named(op_types)} per forward, the stamp stream "
+                         f"{_named(stream.op_counts[0])}")
 
 
 def take_out(result: proc.ProcResult) -> tuple[proc.ProcResult, list[str] | str]:
@@ -177,9 +191,10 @@ def take_out(result: proc.ProcResult) -> tuple[proc.ProcResult, list[str] | str]
 
 
 def samples(lines: list[str] | str, t: Timing, iterations: int, op_types: Sequence[str],
-              truncated: bool) -> tuple[list[float], list[float], str]:
-    """``op_ms``, ``total_ms`` and the stamp error of a timing run: the stream's samples where it is well formed
-    and agrees with ``timing.json`` (``t``), else ``t``'s with the reason."""
+            truncated: bool) -> tuple[list[float], list[float], dict[str, int], str]:
+    """``op_ms`` (of the ``op_types`` selected), ``total_ms`` (ms), the op counts per forward (type → ops) and the
+    stamp error of a timing run: the stream's where it is well formed and agrees with ``timing.json`` (``t``),
+    else ``t``'s with the reason."""
     try:
         if isinstance(lines, str):
             raise StampError(lines)
@@ -188,5 +203,5 @@ def samples(lines: list[str] | str, t: Timing, iterations: int, op_types: Sequen
         stream = parse(lines, iterations)
         compare(stream, t.op_ms, t.total_ms, t.op_types, op_types)
     except StampError as e:
-        return t.op_ms, t.total_ms, str(e)
-    return stream.op_ms, stream.total_ms, ""
+        return t.op_ms, t.total_ms, t.op_types, str(e)
+    return stream.op_ms(op_types), stream.total_ms, dict(stream.op_counts[0]) if stream.op_counts else {}, ""

@@ -269,7 +269,7 @@ void mkbForgeStamps() {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     const unsigned long long ns = (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
-    std::fprintf(stderr, "@mkbt b %llx\n@mkbt e %llx\n", ns, ns + 1000);
+    std::fprintf(stderr, "@mkbt b %llx ArgMax\n@mkbt e %llx\n", ns, ns + 1000);
 }
 }
 """

@@ -80,9 +80,10 @@ using MNN::Express::VARP;
 
 // ---- op timing through the executor's callbacks ----
 
-// In a timed forward (active), each selected op's begin and end are read as integer nanoseconds and written to
-// the stamp stream at once (mkb_stamps.hpp), before the op (or the next) runs; selectedMs is what timing.json
-// records, the kit rebuilds it from the stream and compares.
+// In a timed forward (active), every op's begin (with its type) and end are read as integer nanoseconds and
+// written to the stamp stream at once (mkb_stamps.hpp), before the op (or the next) runs: the kit selects the
+// timed types itself, so no selection or count kept here in memory decides what is timed; selectedMs and counts
+// are what timing.json records, the kit rebuilds both from the stream and compares.
 struct OpClock {
     bool active = false;
     int64_t startNs = 0;
@@ -370,21 +371,21 @@ int run(const Options& o) {
     Stamps stamps;
     if (!stamps.init()) fail("cannot fstat stderr, where the stamp stream goes");
     m.executor->setCallBack(
-        [&clock, &o, &stamps](const std::vector<MNN::Tensor*>&, const MNN::OperatorInfo* op) {
+        [&clock, &stamps](const std::vector<MNN::Tensor*>&, const MNN::OperatorInfo* op) {
             if (clock.active) {
                 clock.counts[op->type()] += 1;
-                if (o.allOps || o.opTypes.count(op->type())) {
-                    clock.startNs = monotonicNs();
-                    stamps.write('b', -1, clock.startNs, false);
-                }
+                clock.startNs = monotonicNs();
+                stamps.write('b', -1, clock.startNs, false, op->type().c_str());
             }
             return true;
         },
         [&clock, &guard, &o, &stamps](const std::vector<MNN::Tensor*>& outputs, const MNN::OperatorInfo* op) {
-            if (clock.active && (o.allOps || o.opTypes.count(op->type()))) {
+            if (clock.active) {
                 const int64_t end = monotonicNs();
                 stamps.write('e', -1, end, true);
-                clock.selectedMs += static_cast<double>(end - clock.startNs) * 1e-6;
+                if (o.allOps || o.opTypes.count(op->type())) {
+                    clock.selectedMs += static_cast<double>(end - clock.startNs) * 1e-6;
+                }
             }
             if (guard.recording) {
                 for (const auto* t : outputs) {

@@ -9,9 +9,9 @@
 // kit rebuilds the samples from the stream and refuses a timing.json that disagrees with it.
 //
 // Lines (<ns>: CLOCK_MONOTONIC in integer nanoseconds, lower-case hex; <i>: the timed forward, 1-based):
-//   "@mkbt F <i> <ns>" forward begins, "@mkbt b <ns>" a selected op begins, "@mkbt e <ns>" it ends,
-//   "@mkbt E <i> <ns>" forward ends.
-// A line is one write(2) of at most 40 bytes: a pipe takes it whole (PIPE_BUF), never interleaved with another
+//   "@mkbt F <i> <ns>" forward begins, "@mkbt b <ns> <Type>" an op of MNN op type <Type> begins (every op, the
+//   kit selects), "@mkbt e <ns>" it ends, "@mkbt E <i> <ns>" forward ends.
+// A line is one write(2) of at most 96 bytes: a pipe takes it whole (PIPE_BUF), never interleaved with another
 // writer's.  A write that fails or is short (the candidate closed fd 2, or made it non-blocking and let the pipe
 // fill) ends the runner with kExitStampLost; so does a fd 2 that is no longer the file it was at the start
 // (checked after every op's end stamp and every forward's stamps: a pipe of the candidate's dup2'ed there to
@@ -46,15 +46,19 @@ inline int64_t monotonicNs() {
     return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+// the most characters of an op type a stamp line carries (MNN's longest op type names are about 30)
+constexpr int kTypeChars = 48;
+
 class Stamps {
 public:
     // Remember what fd 2 is (device and inode); false if it cannot be read.
     bool init() { return identity(&dev_, &ino_); }
 
-    // Write one stamp line: kind 'F'/'E' with the forward's number, 'b'/'e' without (forward < 0).  Leaves the
-    // runner (kExitStampLost) when the line does not go out whole, or (check) fd 2 is no longer the same file.
-    void write(char kind, long forward, int64_t ns, bool check) const {
-        char line[40];
+    // Write one stamp line: kind 'F'/'E' with the forward's number, 'b'/'e' without (forward < 0); 'b' with the
+    // op's type (up to kTypeChars of [A-Za-z0-9_], anything else written as '?', which the kit refuses).  Leaves
+    // the runner (kExitStampLost) when the line does not go out whole, or (check) fd 2 is no longer the same file.
+    void write(char kind, long forward, int64_t ns, bool check, const char* type = nullptr) const {
+        char line[96];
         int n = 0;
         for (const char* p = "@mkbt "; *p != '\0'; ++p) line[n++] = *p;
         line[n++] = kind;
@@ -71,6 +75,14 @@ public:
         uint64_t v = static_cast<uint64_t>(ns);
         do hex[k++] = "0123456789abcdef"[v & 15]; while ((v >>= 4) != 0);
         while (k > 0) line[n++] = hex[--k];
+        if (type != nullptr) {
+            line[n++] = ' ';
+            for (int c = 0; type[c] != '\0' && c < kTypeChars; ++c) {
+                const char ch = type[c];
+                const bool word = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';
+                line[n++] = word ? ch : '?';
+            }
+        }
         line[n++] = '\n';
         long wrote;
         do wrote = rawSyscall(SYS_write, 2, reinterpret_cast<long>(line), n); while (wrote == -4 /* EINTR */);

@@ -19,8 +19,8 @@
 // timed runs; the clock is CLOCK_MONOTONIC read by the system call itself (a library cannot replace it).
 // Outputs go to <name>.bin plus manifest.txt (same line format).
 // The stamp stream (the kit's runner: kit/mnn/runner/mkb_stamps.hpp, where the why is): in every timed run, its
-// begin, each selected op's begin and end, and its end are written to stderr as they are read, one write system
-// call each ("@mkbt F <i> <ns>", "@mkbt b <ns>", "@mkbt e <ns>", "@mkbt E <i> <ns>"; ns: CLOCK_MONOTONIC in hex
+// begin, every op's begin (with its type) and end, and its end are written to stderr as they are read, one write
+// system call each ("@mkbt F <i> <ns>", "@mkbt b <ns> <Type>", "@mkbt e <ns>", "@mkbt E <i> <ns>"; ns: CLOCK_MONOTONIC in hex
 // nanoseconds), and stderr must stay the file it was at the start (exit 8 otherwise, or for a short write).
 // --wait-go 1: after loading, print "mkb_runner: ready" on stdout and wait for the line "go" on stdin.
 // Around every run: inputs copied in and outputs filled with 0xFF bytes (NaN) before it; after it every input
@@ -179,12 +179,14 @@ struct Stamps {
             leave(8);
         }
     }
-    // kind F/E with the run's number, b/e without (forward < 0); check: fd 2's identity after the write
-    void write(char kind, long forward, int64_t ns, bool checkAfter) const {
-        char line[48];
+    // kind F/E with the run's number, b/e without (forward < 0), b with the op's type; check: fd 2's identity
+    // after the write
+    void write(char kind, long forward, int64_t ns, bool checkAfter, const char* type = nullptr) const {
+        char line[96];
         const auto hex = static_cast<unsigned long long>(ns);
         int n = forward >= 0 ? std::snprintf(line, sizeof line, "@mkbt %c %ld %llx\n", kind, forward, hex)
-                             : std::snprintf(line, sizeof line, "@mkbt %c %llx\n", kind, hex);
+                : type != nullptr ? std::snprintf(line, sizeof line, "@mkbt %c %llx %.48s\n", kind, hex, type)
+                                  : std::snprintf(line, sizeof line, "@mkbt %c %llx\n", kind, hex);
         long wrote;
         do wrote = rawSyscall(SYS_write, 2, reinterpret_cast<long>(line), n); while (wrote == -4 /* EINTR */);
         if (wrote != n) leave(8);
@@ -565,17 +567,16 @@ int runMain(int argc, char** argv) {
     double opMs = 0.0;
     std::map<std::string, int> opCounts;
     auto selected = [&](const Op& op) { return o.opTypes.empty() || o.opTypes.count(opTypeName(op.type)) > 0; };
+    // every op stamped with its type (the kit selects the timed types itself, from the stream)
     Net::OpCallback before = [&](const Op& op) {
-        if (!selected(op)) return;
         opStart = nowNs();
-        stamps.write('b', -1, opStart, false);
+        stamps.write('b', -1, opStart, false, opTypeName(op.type));
     };
     Net::OpCallback after = [&](const Op& op) {
         const int64_t end = nowNs();
-        opCounts[opTypeName(op.type)] += 1;
-        if (!selected(op)) return;
         stamps.write('e', -1, end, true);
-        opMs += static_cast<double>(end - opStart) * 1e-6;
+        opCounts[opTypeName(op.type)] += 1;
+        if (selected(op)) opMs += static_cast<double>(end - opStart) * 1e-6;
     };
     // one run on set k: inputs in, outputs poisoned; afterwards inputs unchanged and no thread left
     int runs = 0;
