@@ -93,26 +93,8 @@ int fail(const std::string& why, int code = 3) {
     return code;
 }
 
-// CLOCK_MONOTONIC (ms) by the syscall instruction: libc's clock_gettime (and syscall) may be replaced by a symbol
-// of the candidate's libMNN.so, which the runner's lookups reach before libc.
-double nowMs() {
-    struct timespec ts = {0, 0};
-#if defined(__x86_64__)
-    long ret;
-    __asm__ volatile("syscall" : "=a"(ret) : "a"(SYS_clock_gettime), "D"(CLOCK_MONOTONIC), "S"(&ts)
-                     : "rcx", "r11", "memory");
-#elif defined(__aarch64__)
-    register long x8 __asm__("x8") = SYS_clock_gettime;
-    register long x0 __asm__("x0") = CLOCK_MONOTONIC;
-    register long x1 __asm__("x1") = reinterpret_cast<long>(&ts);
-    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1) : "memory", "cc");
-#else
-    syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
-#endif
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
-// CLOCK_MONOTONIC in integer nanoseconds (as nowMs)
+// CLOCK_MONOTONIC in integer nanoseconds by the syscall instruction: libc's clock_gettime (and syscall) may be
+// replaced by a symbol of the candidate's libMNN.so, which the runner's lookups reach before libc.
 int64_t nowNs() {
     struct timespec ts = {0, 0};
 #if defined(__x86_64__)
@@ -129,6 +111,9 @@ int64_t nowNs() {
 #endif
     return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
+
+// the same clock in milliseconds
+double nowMs() { return static_cast<double>(nowNs()) * 1e-6; }
 
 // A system call of up to three arguments by the instruction itself (libc's wrappers may be the candidate's).
 long rawSyscall(long n, long a, long b, long c, long d = 0) {
