@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -104,6 +105,21 @@ def test_running_children_are_recorded_and_unrecorded(tmp_path, restore_tracking
     pid, listed = res.stdout.split("\n", 1)
     assert listed.split() == [pid]  # the child's own group was on record while it ran
     assert list(track.iterdir()) == []  # and is gone once reaped
+
+
+def test_a_removed_tracking_directory_stops_the_tracking(tmp_path, restore_tracking):
+    """A worker's temporary cache removed while its process lives on (a benchmark run in-process): the next
+    command still runs and is waited for (it raised FileNotFoundError after its child had started)."""
+    track = tmp_path / "cache" / "procs"
+    assert proc.track_children(track) == []
+    shutil.rmtree(tmp_path / "cache")
+    res = proc.run(["sh", "-c", "echo ran"])
+    assert res.ok and res.stdout.strip() == "ran"
+    started = proc.start(["sh", "-c", "echo ready; read go; echo went"], ready_line="ready", timeout_s=30)
+    assert not isinstance(started, proc.ProcResult)
+    done = started.go(timeout_s=30)
+    assert done.ok and "went" in done.stdout
+    assert not (tmp_path / "cache").exists()  # nothing made again where the owner's directory was
 
 
 def test_track_children_kills_groups_a_dead_owner_left(tmp_path, restore_tracking):

@@ -196,5 +196,10 @@ def _spawn(
         container.link(proc.pid, pidfile)
     marker = _track_dir / str(proc.pid) if _track_dir is not None else None
     if marker is not None:
-        marker.touch()
+        try:
+            marker.touch()
+        except FileNotFoundError:
+            # the directory's owner is gone with it (a benchmark's temporary cache, removed while this process
+            # lives on: CI's next test then failed here, its child started and never waited for)
+            marker = None
     return proc, marker, bool(box), group
