@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from crosstools import skip_without_cross_tools
 
 from kit.bench import adbcost
-from kit.mnn import toolchain
-from kit.target import TargetError, make_target
 
 S = ["-s", adbcost.SERIAL]
 
@@ -44,10 +43,7 @@ def test_a_log_without_pushes_is_refused(tmp_path):
 
 @pytest.mark.slow
 def test_the_benchmark_runs_on_the_fake_device(capsys, monkeypatch):
-    try:
-        toolchain.check_tools(make_target("aarch64"))
-    except TargetError as exc:
-        pytest.skip(str(exc))
+    skip_without_cross_tools()
     monkeypatch.delenv("MKB_MNN__SOURCE_DIR", raising=False)
     monkeypatch.delenv("ADB_FAKE_HOME", raising=False)
     assert adbcost.adb_cost(None, 1) == 0

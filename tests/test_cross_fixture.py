@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest_fixture import FIXTURE_ROOT
+from crosstools import skip_without_cross_tools
 from elftools.elf.elffile import ELFFile
 from evalcfg import write_config
 
@@ -19,9 +20,7 @@ from kit.artefacts import elf_arch
 from kit.config import load_config
 from kit.evaluate import evaluate
 from kit.metrics import fast_col, summary
-from kit.mnn import toolchain
 from kit.shards import scan
-from kit.target import TargetError, make_target
 from kit.tasks import load_suite
 
 pytestmark = pytest.mark.slow
@@ -29,13 +28,6 @@ pytestmark = pytest.mark.slow
 SAMPLE_EXPECTED = {"correct": "ok", "compile_error": "compile_error", "wrong_result": "verify_mismatch",
                    "crash": "runtime_crash"}
 NEON_EXPECTED = tomllib.loads((FIXTURE_ROOT / "candidates" / "expected_neon.toml").read_text())
-
-
-def _cross_tools_or_skip() -> None:
-    try:
-        toolchain.check_tools(make_target("aarch64"))
-    except TargetError as exc:
-        pytest.skip(str(exc))
 
 
 def _load(path: Path, overrides: list[str] | None = None):
@@ -60,7 +52,7 @@ def _config(tmp: Path, engine: Path, arch: str, sources: list[str] | dict[str, P
 
 @pytest.fixture(scope="module")
 def cross_run(tmp_path_factory, fixture_engine_pristine):
-    _cross_tools_or_skip()
+    skip_without_cross_tools()
     tmp = tmp_path_factory.mktemp("cross")
     cfg = _load(_config(tmp, fixture_engine_pristine, "aarch64", ["sample", "neon"]))
     assert evaluate(cfg) == 0
@@ -122,7 +114,7 @@ def test_neon_samples_fail_to_compile_for_x86(tmp_path, fixture_engine_pristine)
 
 def test_a_dropped_registration_fails_the_static_runners_link(tmp_path, fixture_engine_pristine):
     """libMNN.a allows undefined symbols; the whole-archive link of the static runner does not."""
-    _cross_tools_or_skip()
+    skip_without_cross_tools()
     cands = tmp_path / "cands" / "fx_argmax" / "link_error"
     shutil.copytree(FIXTURE_ROOT / "candidates" / "sample" / "fx_argmax" / "correct", cands)
     src = (cands / "CPUArgMax.cpp").read_text()
@@ -139,7 +131,7 @@ def test_a_dropped_registration_fails_the_static_runners_link(tmp_path, fixture_
 def test_a_libc_function_defined_in_a_static_build_is_rejected(tmp_path, fixture_engine_pristine):
     """A static runtime has no shared library to screen: the candidate's own objects are (expf would replace
     libc's for the whole runner)."""
-    _cross_tools_or_skip()
+    skip_without_cross_tools()
     cands = tmp_path / "cands" / "fx_exp" / "defines_expf"
     shutil.copytree(FIXTURE_ROOT / "candidates" / "sample" / "fx_exp" / "correct", cands)
     src = (cands / "CPUUnary.cpp").read_text()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from crosstools import skip_without_cross_tools
 from elftools.elf.elffile import ELFFile
 from sample_expected import expected_statuses
 
@@ -20,9 +21,7 @@ from kit.artefacts import elf_arch
 from kit.config import load_config
 from kit.evaluate import evaluate
 from kit.metrics import fast_col, summary
-from kit.mnn import toolchain
 from kit.shards import scan
-from kit.target import TargetError, make_target
 from kit.tasks import load_suite
 
 pytestmark = [pytest.mark.mnn, pytest.mark.slow]
@@ -32,10 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def cross_sample_run(tmp_path_factory):
-    try:
-        toolchain.check_tools(make_target("aarch64"))
-    except TargetError as exc:
-        pytest.skip(str(exc))
+    skip_without_cross_tools()
     tmp = tmp_path_factory.mktemp("mnn_cross")
     p = tmp / "aarch64.toml"
     p.write_text(f"""

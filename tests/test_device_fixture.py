@@ -13,6 +13,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest_fixture import FIXTURE_ROOT
+from crosstools import skip_without_cross_tools
 from evalcfg import write_config
 from fake_adb.fakedev import install, make_device
 
@@ -20,9 +21,7 @@ from kit.baselines.table import read_table, table_path
 from kit.config import load_config
 from kit.devices.errors import DeviceLost
 from kit.evaluate import evaluate
-from kit.mnn import toolchain
 from kit.shards import scan
-from kit.target import TargetError, make_target
 
 pytestmark = pytest.mark.slow
 
@@ -35,10 +34,7 @@ SAMPLE_EXPECTED = {"correct": "ok", "compile_error": "compile_error", "wrong_res
 @pytest.fixture(scope="module")
 def phone(tmp_path_factory):
     """The fake adb first on PATH and one fake phone; the cache (native builds) shared by the module's runs."""
-    try:
-        toolchain.check_tools(make_target("aarch64"))
-    except TargetError as exc:
-        pytest.skip(str(exc))
+    skip_without_cross_tools()
     tmp = tmp_path_factory.mktemp("device")
     bin_dir = tmp / "bin"
     install(bin_dir)

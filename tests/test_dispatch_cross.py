@@ -19,16 +19,15 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest_fixture import FIXTURE_ROOT
+from crosstools import skip_without_cross_tools
 
 from kit.artefacts import Bundle, elf_arch, elf_static
 from kit.config import EvalConfig
 from kit.evaluate import evaluate
 from kit.jobs import Job
 from kit.metrics import fast_col, summary
-from kit.mnn import toolchain
 from kit.records import Record
 from kit.shards import scan
-from kit.target import TargetError, make_target
 from kit.tasks import load_suite
 
 pytestmark = pytest.mark.slow
@@ -59,10 +58,7 @@ def _config(run_dir: Path, cache: Path, engine: Path, sources: tuple[str, ...], 
 
 @pytest.fixture(scope="module")
 def cross_split(cluster, tmp_path_factory, fixture_engine_pristine):
-    try:
-        toolchain.check_tools(make_target("aarch64"))
-    except TargetError as exc:
-        pytest.skip(str(exc))
+    skip_without_cross_tools()
     tmp = tmp_path_factory.mktemp("cross-split")
     cfg = _config(tmp / "run", tmp / "cache", fixture_engine_pristine, ("sample", "neon"))
     assert evaluate(cfg) == 0
