@@ -143,6 +143,8 @@ class Where:
     host: str = ""
     worker: str = ""
     mnn_version: str = ""
+    #: how the native build's libraries and converter were compiled (:func:`kit.mnn.converter.build_flags`)
+    build_flags: str = ""
     sandboxed: bool = False
     #: the id of the image the commands ran in (``container.mode = "docker"``; "": on the host)
     image_id: str = ""

@@ -55,7 +55,8 @@ __all__ = ["build_job", "rejected_record", "run_job", "time_job"]
 
 def _where(worker: Worker) -> Where:
     return Where(arch=platform.machine(), host=socket.gethostname(), worker=worker.name,
-                 mnn_version=worker.mnn_version or worker.cfg.mnn.version, started_at=now_utc(),
+                 mnn_version=worker.mnn_version or worker.cfg.mnn.version, build_flags=worker.build_flags,
+                 started_at=now_utc(),
                  sandboxed=worker.settings.sandboxed, image_id=worker.image_id)
 
 

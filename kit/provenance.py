@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 FILE = "provenance.json"
 #: keys that must agree between the sessions of one run for its numbers to be comparable
 SESSION_KEYS: tuple[str, ...] = (
-    "config_digest", "mnn_version", "mnn_tree_digest", "engine", "compiler", "cpu_model", "arch", "threads",
-    "precision", "python", "container",
+    "config_digest", "mnn_version", "mnn_tree_digest", "engine", "compiler", "build_flags", "cpu_model", "arch",
+    "threads", "precision", "python", "container",
 )
 
 
@@ -58,6 +58,7 @@ def collect(cfg: EvalConfig, worker: Worker | None) -> dict[str, Any]:
         "mnn_tree_digest": meta.get("tree_digest", "unknown"),
         "engine": cfg.mnn.engine,
         "compiler": meta.get("compiler", "unknown"),
+        "build_flags": meta.get("build_flags", "unknown"),
         "cpu_model": cpu_model(),
         "arch": platform.machine(),
         "threads": cfg.timing.threads,

@@ -14,8 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 #: 2: stage times, timing rounds and conditions, invocation digests, flags, trial threads; 3: the target
 #: (``target_arch``, ``build_mode``, ``timing_device``); 4: ``image_id`` (the container image commands ran in);
 #: 5: the timing device's state (``device``); 6: where the native time comes from (``native_timing``,
-#: ``baseline_key``)
-SCHEMA_VERSION = 6
+#: ``baseline_key``); 7: ``build_flags`` (the timed libraries' and the converter's compile flags)
+SCHEMA_VERSION = 7
 
 
 class Status(enum.StrEnum):
@@ -252,6 +252,8 @@ class Record(BaseModel):
     timing_worker: str = ""  # the timing worker, when timing ran on another node (dispatch.build_resource)
     timing_host: str = ""
     mnn_version: str = ""
+    #: how the workspace's libraries (timed) and converter (not timed) were compiled, in words
+    build_flags: str = ""
     attempts: int = 1
     started_at: str = ""  # ISO-8601 UTC
     wall_s: float | None = None

@@ -27,7 +27,7 @@ from kit.images import container as icontainer
 from kit.jobsettings import JobSettings, baseline_book, device_timing, job_settings, pin_timing
 from kit.mnn import build as mbuild
 from kit.mnn import toolchain
-from kit.mnn.native import Native, build_pristine, ensure_native, workspace_lib_dir
+from kit.mnn.native import Native, build_pristine, ensure_native, native_meta, workspace_lib_dir
 from kit.mnn.source import Pristine, ensure_pristine
 from kit.mnn.workspace import Workspace, open_workspace
 from kit.outcomes import StageFailure
@@ -99,6 +99,8 @@ class Worker:
     native: Native
     name: str = "w0"
     mnn_version: str = ""
+    #: how the native build was compiled (its meta.json's ``build_flags``)
+    build_flags: str = ""
     #: node-local lock: builds/verification shared, timing exclusive (None: no exclusivity)
     gate: NodeGate | None = None
     #: the stage the current job is in ("build", "verify", "time"; "" between jobs), for progress displays
@@ -309,7 +311,8 @@ def setup_worker(cfg: EvalConfig, index: int | None = None, name: str | None = N
             box.remove()
         ws.release()
         raise
-    return Worker(cfg, ws, native, name=name or ws.root.name, mnn_version=cfg.mnn.version, gate=gate, host=host,
+    return Worker(cfg, ws, native, name=name or ws.root.name, mnn_version=cfg.mnn.version,
+                  build_flags=native_meta(native).get("build_flags", ""), gate=gate, host=host,
                   container=box, device=device)
 
 

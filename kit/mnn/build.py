@@ -1,7 +1,7 @@
 """Configure a workspace once, build it incrementally with ninja and ccache, parse compiler diagnostics.
 
 Configure: ``cmake -G Ninja <src> -DCMAKE_BUILD_TYPE=Release`` plus the engine's flags (for MNN: the
-converter and tools on; a cross build: the toolchain file and a static runtime, :mod:`kit.mnn.toolchain`)
+converter, trimmed to its ONNX front end by :mod:`kit.mnn.converter`, and tools on; a cross build: the toolchain file and a static runtime, :mod:`kit.mnn.toolchain`)
 and ``mnn.cmake_args``; rerun (``cmake .``) only when the workspace says so (a file was added or removed).
 A shared build's libraries refuse undefined symbols (:data:`kit.mnn.targets.NO_UNDEFINED`); a workspace
 configured with other arguments than today's (another ``mnn.cmake_args``, an older kit) is configured afresh.
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kit import proc
-from kit.mnn import buildwatch, runner_build, targets, toolchain
+from kit.mnn import buildwatch, converter, runner_build, targets, toolchain
 from kit.mnn.workspace import Workspace
 from kit.records import Diagnostic
 from kit.sandbox import Confinement, Policy, interpreter_paths
@@ -97,12 +97,15 @@ def build_env(cache_dir: Path, ws_root: Path) -> dict[str, str]:
 
 
 def cmake_command(opts: BuildOptions, src: Path) -> list[str]:
-    """The first configure's command line for the tree at ``src``."""
+    """The first configure's command line for the tree at ``src`` (a native MNN build: the converter trimmed to
+    the ONNX front end, :mod:`kit.mnn.converter`)."""
     args = ["cmake", "-G", "Ninja", str(src), "-DCMAKE_BUILD_TYPE=Release"]
     if opts.target.cross:
         args += toolchain.cross_cmake_args(opts.engine, opts.target)
     else:
         args += ENGINE_CMAKE_ARGS[opts.engine]
+        if opts.engine == "mnn":
+            args += converter.cmake_args()
     if not opts.target.static:
         args.append(targets.NO_UNDEFINED)
     if opts.ccache and proc.which("ccache"):

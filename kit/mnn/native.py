@@ -20,7 +20,7 @@ from pathlib import Path
 from kit import proc
 from kit.artefacts import Bundle, pack, runtime_libs
 from kit.mnn import build as mbuild
-from kit.mnn import targets, toolchain
+from kit.mnn import converter, targets, toolchain
 from kit.mnn.source import Pristine
 from kit.mnn.workspace import Workspace
 from kit.progress import BuildProgress
@@ -78,11 +78,11 @@ def runner_source_digest() -> str:
 
 def native_key(opts: mbuild.BuildOptions, pristine: Pristine) -> str:
     """sha256 (hex, 16 chars) of what the native build depends on: tree digest, engine, compiler, CMake
-    arguments and (for MNN) the runner's sources; for a cross target also its architecture and the content of
-    its toolchain file (not its path: the kit's install place does not change the build)."""
+    arguments and (for MNN) the runner's sources; for a cross target also its architecture.  A CMake argument
+    naming a file of the kit (a toolchain file, the converter's trim, :data:`_FILE_DEFINES`) counts by the
+    file's content, not its path: the kit's install place does not change the build."""
     t = opts.target
-    cmake = [a if not a.startswith("-DCMAKE_TOOLCHAIN_FILE=") else f"-DCMAKE_TOOLCHAIN_FILE=sha256:{_sha_of(a)}"
-             for a in mbuild.cmake_command(opts, Path("SRC"))[3:]]
+    cmake = [_by_content(a) for a in mbuild.cmake_command(opts, Path("SRC"))[3:]]
     parts = {
         "tree": pristine.digest,
         "engine": opts.engine,
@@ -97,9 +97,16 @@ def native_key(opts: mbuild.BuildOptions, pristine: Pristine) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _sha_of(define: str) -> str:
-    """sha256 of the file a ``-DNAME=PATH`` argument names."""
-    return hashlib.sha256(Path(define.split("=", 1)[1]).read_bytes()).hexdigest()[:16]
+#: CMake variables whose values are files of the kit: keyed by their content, not their path
+_FILE_DEFINES = ("CMAKE_TOOLCHAIN_FILE", *converter.file_defines())
+
+
+def _by_content(arg: str) -> str:
+    """``arg``, or for a ``-DNAME=PATH`` of :data:`_FILE_DEFINES` ``-DNAME=sha256:<16 hex of the file>``."""
+    name, sep, value = arg.partition("=")
+    if not sep or name.removeprefix("-D") not in _FILE_DEFINES:
+        return arg
+    return f"{name}=sha256:{hashlib.sha256(Path(value).read_bytes()).hexdigest()[:16]}"
 
 
 def workspace_lib_dir(ws: Workspace) -> Path:
@@ -165,7 +172,8 @@ def ensure_native(opts: mbuild.BuildOptions, pristine: Pristine, ws: Workspace) 
     except FileNotFoundError as exc:
         raise NativeBuildError(str(exc)) from exc
     meta = {"key": key, "tree_digest": pristine.digest, "engine": opts.engine,
-            "compiler": compiler_id(cxx=toolchain.cxx(t)), "arch": t.arch, "static": t.static}
+            "compiler": compiler_id(cxx=toolchain.cxx(t)), "arch": t.arch, "static": t.static,
+            "build_flags": converter.build_flags(opts.engine, t.cross)}
     (staging / "meta.json").write_text(json.dumps(meta, indent=1))
     (staging / "done").write_text("ok\n")
     if native.dir.exists():
