@@ -44,7 +44,9 @@ SYSTEM_LINKS = (("usr/lib", "/lib"), ("usr/lib64", "/lib64"), ("usr/bin", "/bin"
 
 
 class SandboxError(Exception):
-    """``sandbox.mode = "bwrap"`` but bubblewrap is missing or does not work here (the message says why)."""
+    """``sandbox.mode = "bwrap"`` but bubblewrap is missing or does not work here, or a sandbox cannot be made
+    as asked: a read-only path it must show does not exist, a writable one cannot be created (the message
+    says why and names the path and the step)."""
 
 
 @dataclass(frozen=True)
@@ -79,16 +81,19 @@ class Limits:
 @dataclass(frozen=True)
 class View:
     """What a sandboxed command sees besides :data:`SYSTEM_RO`: ``ro`` paths read-only and ``rw`` paths
-    writable, each at its own name (a path that does not exist is left out), and a private ``/tmp`` of at
-    most ``tmp_bytes``."""
+    writable, each at its own name, and a private ``/tmp`` of at most ``tmp_bytes``; ``step`` names the
+    command in errors ("build", "runner", ...).  Made into a sandbox (:func:`prefix`), every ``ro`` path must
+    exist (outside :data:`SYSTEM_RO`) and a missing ``rw`` directory is created."""
 
     ro: tuple[str, ...] = ()
     rw: tuple[str, ...] = ()
     tmp_bytes: int = 256 << 20
+    step: str = ""
 
     def with_paths(self, ro: Iterable[str | os.PathLike[str]] = (), rw: Iterable[str | os.PathLike[str]] = ()) -> View:
         """This view and more paths (absolute, normalised)."""
-        return View(self.ro + tuple(_abs(p) for p in ro), self.rw + tuple(_abs(p) for p in rw), self.tmp_bytes)
+        return View(self.ro + tuple(_abs(p) for p in ro), self.rw + tuple(_abs(p) for p in rw), self.tmp_bytes,
+                    self.step)
 
 
 @dataclass(frozen=True)
@@ -109,9 +114,11 @@ class Policy:
     limits: Limits = field(default_factory=Limits)
     tmp_bytes: int = 256 << 20
 
-    def confine(self, ro: Iterable[str | os.PathLike[str]] = (), rw: Iterable[str | os.PathLike[str]] = ()) -> Confinement:
-        """The :class:`Confinement` of one command that must see ``ro`` and write ``rw``."""
-        view = View(tmp_bytes=self.tmp_bytes).with_paths(ro, rw) if self.enabled else None
+    def confine(self, ro: Iterable[str | os.PathLike[str]] = (), rw: Iterable[str | os.PathLike[str]] = (),
+                step: str = "") -> Confinement:
+        """The :class:`Confinement` of one command (``step`` names it in errors) that must see ``ro`` (each must
+        exist when it starts) and write ``rw`` (directories, created when it starts if missing)."""
+        view = View(tmp_bytes=self.tmp_bytes, step=step).with_paths(ro, rw) if self.enabled else None
         return Confinement(self.limits, view)
 
 
@@ -276,11 +283,10 @@ def _bwrap_args(view: View) -> list[str]:
         if os.path.lexists(link):
             args += ["--symlink", target, link]
     for p in dict.fromkeys(view.ro):
-        if os.path.exists(p) and not _under_system(p):
+        if not _under_system(p):
             args += ["--ro-bind", p, p]
     for p in dict.fromkeys(view.rw):
-        if os.path.exists(p):
-            args += ["--bind", p, p]
+        args += ["--bind", p, p]
     # the sandbox's own root (a tmpfs holding the mount points) read-only: else the directories made for the
     # binds would be writable, unbounded in size, outside the private /tmp
     return args + ["--remount-ro", "/"]
@@ -288,6 +294,27 @@ def _bwrap_args(view: View) -> list[str]:
 
 def _under_system(p: str) -> bool:
     return any(p == s or p.startswith(s + "/") for s in SYSTEM_RO)
+
+
+def prepare(view: View) -> None:
+    """Make ``view``'s paths ready to bind: each missing ``rw`` path created as a directory (and its parents,
+    owned by this user, mode 0755 less the umask).  Why: bubblewrap cannot bind a path that does not exist,
+    and a writable directory left out would leave the step writing to the sandbox's read-only root (ccache's
+    ``<cache>/ccache`` on a fresh machine) or, under ``/tmp``, to a throwaway tmpfs.
+
+    Raises:
+        SandboxError: an ``ro`` path outside :data:`SYSTEM_RO` does not exist (a path under it may be absent:
+            the system bind shows what there is), or an ``rw`` path cannot be created; the message names the
+            path, its side and ``view.step``."""
+    step = view.step or "a sandboxed command"
+    for p in dict.fromkeys(view.rw):
+        try:
+            os.makedirs(p, mode=0o755, exist_ok=True)
+        except OSError as exc:
+            raise SandboxError(f"{step}: cannot create its writable path {p}: {exc.strerror}") from exc
+    for p in dict.fromkeys(view.ro):
+        if not _under_system(p) and not os.path.exists(p):
+            raise SandboxError(f"{step}: its read-only path {p} does not exist")
 
 
 def prefix(view: View, cwd: str | os.PathLike[str] | None = None) -> list[str]:
@@ -299,11 +326,15 @@ def prefix(view: View, cwd: str | os.PathLike[str] | None = None) -> list[str]:
     into its working directory was stopped by the file-size limit with the kit's cache under /tmp and wrote
     nothing (its writes failing silently) with the cache under /root.  The private /tmp is the same everywhere.
 
+    Missing writable directories are created first (:func:`prepare`).
+
     Raises:
-        SandboxError: bubblewrap is not installed."""
+        SandboxError: bubblewrap is not installed, a read-only path does not exist, or a writable one cannot
+            be created."""
     exe = bwrap_path()
     if exe is None:
         raise SandboxError("bubblewrap (bwrap) is not installed")
+    prepare(view)
     chdir = []
     if cwd is not None:
         here = _abs(cwd)
@@ -325,5 +356,7 @@ def lib_dirs(lib_dir: Path | None) -> list[str]:
         return []
     out = {_abs(lib_dir)}
     for entry in Path(lib_dir).iterdir():
-        out.add(_abs(entry.resolve().parent))
+        target = entry.resolve()
+        if target.exists():  # a dangling link (a library its build did not make) needs nothing shown
+            out.add(_abs(target.parent))
     return sorted(out)

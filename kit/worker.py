@@ -263,7 +263,9 @@ def _locked(base: Path, pristine: Pristine, index: int | None) -> Workspace:
 
 def _prepared(cfg: EvalConfig, ws: Workspace, opts: mbuild.BuildOptions, pristine: Pristine, gate: NodeGate) -> Native:
     """The native baseline of ``opts`` (built in ``ws`` unless cached) and ``ws`` configured and built whole."""
-    # the native lock first: never wait for another lock while holding the gate (see kit.gate)
+    # the native lock first: never wait for another lock while holding the gate (see kit.gate); its folder made
+    # here, not left to the steps before (a fresh cache has none)
+    cfg.mnn.cache_dir.mkdir(parents=True, exist_ok=True)
     with open(cfg.mnn.cache_dir / "native.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         with gate.shared():

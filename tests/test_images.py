@@ -139,3 +139,22 @@ def test_kit_image_runs_offline_with_every_pin(daemon: None) -> None:
     # check_probe is not vacuous: a wrong pin is reported
     wrong = dict(pins, numpy="0.0.1")
     assert images.check_probe(probe, wrong) == ["python numpy: pinned 0.0.1, installed " + pins["numpy"]]
+
+
+def test_seeding_a_cache_whose_parent_does_not_exist_yet(tmp_path):
+    """A fresh HOME: ``~/.cache`` is missing, and the seed lock lies beside the cache, in it."""
+    from types import SimpleNamespace
+
+    from kit.images.seed import CACHE_ENV, seed_cache
+
+    cache = tmp_path / "home" / ".cache" / "mkb"
+
+    def no_cache(*_a):
+        raise RuntimeError("Could not find the file /opt/mkb-cache in container")
+
+    api = SimpleNamespace(create_container=lambda *a, **k: {"Id": "c1"}, get_archive=no_cache,
+                          remove_container=lambda *a, **k: None)
+    image = SimpleNamespace(attrs={"Config": {"Env": [f"{CACHE_ENV}={cache}"]}})
+    client = SimpleNamespace(images=SimpleNamespace(get=lambda _id: image), api=api)
+    assert seed_cache(client, "sha256:abc", cache) is None  # the image has no cache: nothing copied
+    assert (cache.parent / "mkb.seed.lock").is_file()

@@ -4,6 +4,8 @@ can see and do, the rlimits and how their hits are named, and what happens where
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -165,3 +167,50 @@ def test_a_tree_configured_outside_builds_inside(fixture_engine, tmp_path):
                                                                                           rw=[build]))
     assert res.ok, res.output[-2000:]
     assert (build / "libMNN.so").is_file()
+
+
+@BWRAP
+def test_a_missing_writable_path_is_created_owned_by_the_user_and_writable_inside(tmp_path):
+    """Outside /tmp (the private tmpfs would hide a path left out): a cache folder under /var/tmp."""
+    base = Path(tempfile.mkdtemp(prefix="mkb-rw-", dir="/var/tmp"))
+    try:
+        want = base / "cache" / "ccache"  # neither it nor its parent exists
+        confine = sandbox.Policy(True).confine(rw=[want], step="build")
+        res = proc.run(["bash", "-c", f"echo data > {want}/f && echo wrote"], confine=confine)
+        assert res.stdout.strip() == "wrote", res.output
+        for d in (want, want.parent):
+            st = d.stat()
+            assert d.is_dir() and st.st_uid == os.getuid() and st.st_gid == os.getgid()
+            assert not st.st_mode & 0o022  # nobody else may write
+        assert (want / "f").read_text() == "data\n"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.skipif(sandbox.bwrap_path() is None, reason="bubblewrap is not installed")
+def test_a_missing_read_only_path_is_an_error_naming_it_and_its_step(tmp_path):
+    missing = tmp_path / "no_such_lib"
+    confine = sandbox.Policy(True).confine(ro=[missing, "/usr/no/such/dir"], rw=[tmp_path / "out"], step="runner x")
+    with pytest.raises(sandbox.SandboxError, match=f"runner x: its read-only path {missing} does not exist"):
+        sandbox.prefix(confine.view)
+    # under /usr is fine: the system bind shows whatever is there
+    ok = sandbox.Policy(True).confine(ro=["/usr/no/such/dir"], rw=[tmp_path / "out"])
+    assert "/usr/no/such/dir" not in sandbox.prefix(ok.view)
+
+
+@pytest.mark.skipif(sandbox.bwrap_path() is None, reason="bubblewrap is not installed")
+def test_a_writable_path_that_cannot_be_made_is_an_error_naming_it(tmp_path):
+    (tmp_path / "file").write_text("x")
+    confine = sandbox.Policy(True).confine(rw=[tmp_path / "file" / "sub"], step="build in w0")
+    with pytest.raises(sandbox.SandboxError, match=f"build in w0: cannot create its writable path {tmp_path}/file/sub"):
+        sandbox.prefix(confine.view)
+
+
+def test_lib_dirs_leave_out_dangling_links(tmp_path):
+    lib, built = tmp_path / "lib", tmp_path / "build"
+    lib.mkdir()
+    built.mkdir()
+    (built / "libA.so").write_text("")
+    (lib / "libA.so").symlink_to(built / "libA.so")
+    (lib / "libB.so").symlink_to(tmp_path / "gone" / "libB.so")  # a library its build did not make
+    assert sandbox.lib_dirs(lib) == sorted([str(lib), str(built)])

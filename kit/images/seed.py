@@ -46,7 +46,9 @@ def seed_cache(client, image_id: str, cache_dir: Path) -> float | None:
     cache_dir = Path(cache_dir)
     if want is None or want != cache_dir or (cache_dir / "native").is_dir():
         return None
-    # one worker copies, the others wait and find the baseline there
+    # one worker copies, the others wait and find the baseline there; the lock beside the cache, whose parent
+    # (~/.cache on a fresh HOME) may not exist yet
+    cache_dir.parent.mkdir(parents=True, exist_ok=True)
     with open(cache_dir.with_name(cache_dir.name + ".seed.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (cache_dir / "native").is_dir():
@@ -66,7 +68,6 @@ def _copy(client, image_id: str, want: Path, cache_dir: Path) -> float | None:
             raise ImageError(f"copying {want} out of image {image_id}: {exc}") from None
         if not stat.get("name"):
             return None
-        cache_dir.parent.mkdir(parents=True, exist_ok=True)
         # spooled to disk first: the build trees hold hard links, which a tar stream cannot extract (the link's
         # target is read again, a seek back)
         with tempfile.TemporaryFile(dir=cache_dir.parent) as spool:

@@ -70,7 +70,8 @@ class BuildOptions:
         """A build's confinement in ``ws``: it reads the workspace's sources (and this Python, for the tree's
         scripts; a cross build's toolchain file), writes its build directory and the ccache directory."""
         tools = toolchain.build_reads(self.target)  # the toolchain file, or an Android NDK
-        return self.policy.confine(ro=[ws.src, *interpreter_paths(), *tools], rw=[ws.build, self.cache_dir / "ccache"])
+        return self.policy.confine(ro=[ws.src, *interpreter_paths(), *tools], rw=[ws.build, self.cache_dir / "ccache"],
+                                   step=f"build in {ws.root}")
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,8 @@ def convert(
     result = proc.run(
         argv, cwd=out_mnn.parent, env=env if env is not None else proc.base_env(), timeout_s=timeout_s,
         memory_limit_bytes=memory_limit_bytes,
-        confine=policy.confine(ro=[mnnconvert, onnx_path, *sandbox.lib_dirs(lib_dir)], rw=[out_mnn.parent]),
+        confine=policy.confine(ro=[mnnconvert, onnx_path, *sandbox.lib_dirs(lib_dir)], rw=[out_mnn.parent],
+                               step=f"MNNConvert {mnnconvert}"),
     )
     log = result.output
     unsupported = parse_unsupported(log)

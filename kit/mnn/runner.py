@@ -403,7 +403,7 @@ class _Call:
         # anyway, for an emulator installed elsewhere
         emulator = [a for a in settings.emulator if a.startswith("/")]
         confine = settings.policy.confine(ro=[runner, model, in_dir, *sandbox.lib_dirs(lib_dir), *emulator],
-                                          rw=[out_dir])
+                                          rw=[out_dir], step=f"runner {runner}")
         if confine.view is not None and settings.remote is None:
             # the sandbox's PID namespace: the runner lists /proc (it cannot tell from bubblewrap's own /proc,
             # whose NSpid line shows one level)
