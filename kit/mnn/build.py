@@ -68,9 +68,18 @@ class BuildOptions:
 
     def confine(self, ws: Workspace) -> Confinement:
         """A build's confinement in ``ws``: it reads the workspace's sources (and this Python, for the tree's
-        scripts; a cross build's toolchain file), writes its build directory and the ccache directory."""
+        scripts; a cross build's toolchain file), writes its build directory and the ccache directory (made
+        here when missing)."""
         tools = toolchain.build_reads(self.target)  # the toolchain file, or an Android NDK
-        return self.policy.confine(ro=[ws.src, *interpreter_paths(), *tools], rw=[ws.build, self.cache_dir / "ccache"])
+        ccache_dir = self.cache_dir / "ccache"
+        # the sandbox binds only paths that exist: on a fresh cache ccache's folder was not bound, and every
+        # compile failed with "ccache: error: Failed to create directory <cache>/ccache/tmp: Read-only file
+        # system" (a cache outside /tmp; under /tmp it went to the sandbox's private tmpfs and was lost)
+        try:
+            ccache_dir.mkdir(parents=True, exist_ok=True)
+        except OSError:  # not a folder, or not writable: the build fails, and its first error says why
+            pass
+        return self.policy.confine(ro=[ws.src, *interpreter_paths(), *tools], rw=[ws.build, ccache_dir])
 
 
 @dataclass(frozen=True)
