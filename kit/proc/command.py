@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from kit.proc import container
@@ -31,6 +32,7 @@ def run(
     cpus: Sequence[int] = (),
     confine: Confinement | None = None,
     grace_s: float = 3.0,
+    stop_when: Callable[[float], bool] | None = None,
 ) -> ProcResult:
     """Run ``argv`` and wait for it.
 
@@ -45,18 +47,33 @@ def run(
         confine: further rlimits and a sandbox (:class:`kit.sandbox.Confinement`); ``memory_limit_bytes`` and
             ``cpu_limit_s`` win over its limits.
         log_limit: bytes kept of each of stdout and stderr.
+        stop_when: the caller's own limit, asked every :data:`kit.proc.PAUSE_POLL_S` (0.02 s) in this thread
+            with the seconds the command has run (paused time excluded; keep it cheap): True stops the command
+            as a timeout does, and the result says ``stopped`` (not ``timed_out``).  E.g. a build whose steps
+            stopped finishing (:mod:`kit.mnn.buildwatch`).
 
     Raises:
         FileNotFoundError: the program does not exist (nothing else is raised for a failing child).
+        what ``stop_when`` raises (the command is killed first).
     """
     args = [os.fspath(a) for a in argv]
     t0 = time.monotonic()
     proc, marker, boxed, group = _spawn(args, cwd, env, stdin_bytes is not None,
                                         confinement(confine, memory_limit_bytes, cpu_limit_s), cpus)
     pipes = _Pipes(proc, stdin_bytes)
+    stopped = False
+
+    def stop(running_s: float) -> bool:  # remembers why the wait ended: the caller's limit, not the timeout
+        nonlocal stopped
+        assert stop_when is not None
+        stopped = bool(stop_when(running_s))
+        return stopped
+
     try:
-        timed_out, paused = _await_pausable(proc.pid, pipes.step, timeout_s, _current_hook())
-        if timed_out:
+        timed_out, paused = _await_pausable(proc.pid, pipes.step, timeout_s, _current_hook(),
+                                            stop if stop_when is not None else None)
+        timed_out = timed_out and not stopped
+        if timed_out or stopped:
             _kill_group(proc, grace_s)
             pipes.drain()
     except BaseException:
@@ -72,7 +89,8 @@ def run(
             marker.unlink(missing_ok=True)
         if group is not None:
             group.release()
-    return _result(args, proc, out, err, time.monotonic() - t0, timed_out, paused, log_limit, boxed)
+    res = _result(args, proc, out, err, time.monotonic() - t0, timed_out, paused, log_limit, boxed)
+    return replace(res, stopped=True) if stopped else res
 
 
 #: seconds between reads of a command's output after :meth:`Waiting.go` (its exit is seen at once); a pipe of
