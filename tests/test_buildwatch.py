@@ -112,6 +112,52 @@ def test_the_native_build_logs_its_progress_without_a_terminal(fresh, caplog, mo
     assert all(re.match(r"\d\d:\d\d:\d\d ", line) for line in drawn.splitlines() if line.strip()), drawn
 
 
+#: a ninja that plans and configures as the real one (dry runs, cmake's checks), but whose build finishes one
+#: step (a line appended to .ninja_log, as ninja writes it) and then hangs, as a hung compiler would
+HANGING_NINJA = """#!/bin/sh
+case " $* " in
+  *" -k "*) printf '0\\t10\\t0\\tfake.o\\tdeadbeef\\n' >> .ninja_log
+            echo "[1/2] Building CXX object fake.o"
+            exec sleep 60 ;;
+esac
+exec {real} "$@"
+"""
+
+
+def hanging_ninja(folder: Path) -> Path:
+    """``folder`` with a ``ninja`` that hangs after the build's first step (:data:`HANGING_NINJA`); put it first on
+    PATH."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fake = folder / "ninja"
+    fake.write_text(HANGING_NINJA.format(real=shutil.which("ninja")))
+    fake.chmod(0o755)
+    return folder
+
+
+@pytest.mark.slow
+@needs_toolchain
+def test_a_build_that_stops_finishing_steps_is_stopped_by_the_stall_limit(fresh, monkeypatch, tmp_path):
+    _, ws, opts = fresh
+    monkeypatch.setenv("PATH", f"{hanging_ninja(tmp_path / 'bin')}:{os.environ['PATH']}")
+    monkeypatch.setattr(buildwatch, "POLL_S", 0.05)
+    res = mbuild.build(ws, opts, stall_s=1.0)  # and no total limit: opts.timeout_s (1200 s) is not applied
+    assert res.stalled and res.timed_out and not res.ok
+    assert res.steps_done == 1 and res.steps_total > 10  # the real dry run planned the fixture's 33 steps
+    assert 1.0 <= res.wall_s < 10
+    assert "[1/2] Building CXX object fake.o" in res.output
+
+
+def test_the_stall_limit_counts_running_seconds_since_the_last_finished_step(tmp_path: Path):
+    log = tmp_path / ".ninja_log"
+    w = buildwatch.BuildWatch(tmp_path, 3, None, poll_s=0.01, stall_s=10.0)
+    assert not w.stalled(0.0) and not w.stalled(9.9)
+    log.write_text("# ninja log v5\n" + _entry(0, 5, "a.o", "a1"))
+    w.counter.poll()  # what the watch's thread does every POLL_S
+    assert not w.stalled(12.0) and not w.stalled(21.9)  # a step finished: the 10 s count from 12 s on
+    assert w.stalled(22.0) and w.stalled_out and w.stalled(22.1)
+    assert not buildwatch.BuildWatch(tmp_path, 3, None).stalled(1e9)  # no stall limit
+
+
 def test_log_lines_every_5_percent_and_at_the_end(caplog, monkeypatch):
     monkeypatch.delenv("MKB_PROGRESS", raising=False)
     monkeypatch.setattr(sys, "stderr", io.StringIO())

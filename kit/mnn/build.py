@@ -46,8 +46,10 @@ class BuildOptions:
     """How workspaces (and the native baseline) are configured and built.
 
     ``engine``: ``mnn`` or ``fixture`` (the kit's test engine: its own CMake flags); ``cmake_args``: extra
-    CMake arguments; ``jobs``: ninja's ``-j``; ``timeout_s``: seconds for a build of the whole tree (the native
-    baseline), ``candidate_timeout_s`` for a candidate's build; ``ccache``: compile through ccache when it is
+    CMake arguments; ``jobs``: ninja's ``-j``; ``stall_timeout_s``: seconds a build of the whole tree (the native
+    baseline, a fresh workspace's first build) may go without finishing a step (0: no such limit; then
+    ``timeout_s`` bounds its total, the only limit of such a build before), ``candidate_timeout_s``: seconds
+    for a candidate's build; ``ccache``: compile through ccache when it is
     installed, its cache under ``cache_dir / "ccache"``; ``policy``: how the build's commands are confined
     (they compile candidate code: a memory cap for the compiler, no network); ``target``: what it builds for
     (a cross target: :mod:`kit.mnn.toolchain`)."""
@@ -58,6 +60,7 @@ class BuildOptions:
     jobs: int = 1
     timeout_s: float = 1200.0
     ccache: bool = True
+    stall_timeout_s: float = 600.0
     candidate_timeout_s: float = 300.0
     policy: Policy = Policy()
     target: Target = Target()
@@ -84,7 +87,10 @@ class BuildOptions:
 
 @dataclass(frozen=True)
 class BuildResult:
-    """Outcome of one build.  ``wall_s`` in seconds; ``diagnostics`` errors first."""
+    """Outcome of one build.  ``wall_s`` in seconds; ``diagnostics`` errors first.  ``timed_out`` also when
+    the stall limit stopped it (``stalled``); ``steps_done`` / ``steps_total``: the commands it finished and
+    planned (0 / 0 when not watched; a total of 0 with steps done: the dry run failed); ``output``: what ninja
+    printed (head and tail of 2 MiB)."""
 
     ok: bool
     timed_out: bool
@@ -92,6 +98,10 @@ class BuildResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     log_tail: str = ""
     configure_s: float = 0.0
+    stalled: bool = False
+    steps_done: int = 0
+    steps_total: int = 0
+    output: str = field(default="", repr=False)
 
 
 def build_env(cache_dir: Path, ws_root: Path) -> dict[str, str]:
@@ -176,7 +186,7 @@ def configure(ws: Workspace, opts: BuildOptions, timeout_s: float = 600.0) -> fl
 
 def build(
     ws: Workspace, opts: BuildOptions, timeout_s: float | None = None, goals: list[str] | None = None,
-    progress: buildwatch.ProgressFn | None = None,
+    progress: buildwatch.ProgressFn | None = None, stall_s: float | None = None,
 ) -> BuildResult:
     """Run ninja in ``ws.build`` for the targets ``goals`` (default: the native baseline's,
     :func:`kit.mnn.targets.native_targets`).
@@ -184,7 +194,10 @@ def build(
 
     ``progress``: called as ``progress(done, total, elapsed_s)`` (steps finished and planned, seconds) from a
     background thread while ninja runs (:mod:`kit.mnn.buildwatch`; a dry run first, 0.03 s for MNN); for the
-    native build.  Without it the build runs exactly as before.
+    native build.  ``stall_s``: stop the build once no step finished for that many seconds (running time; a
+    timing phase's pause not counted).  Limits: ``timeout_s`` seconds in all when given; else none with
+    ``stall_s`` (a build that makes progress runs to its end), ``opts.timeout_s`` without it.  Without
+    ``progress`` and ``stall_s`` the build runs unwatched.
 
     Raises:
         ConfigureError: the re-configure before the build failed (a harness problem).
@@ -193,19 +206,23 @@ def build(
     env = build_env(opts.cache_dir, ws.root)
     goals = goals if goals is not None else targets.native_targets(opts.engine, opts.target)
     argv = ["ninja", "-j", str(opts.jobs), "-k", "0", *goals]
-    watch = buildwatch.watch(ws.build, env, goals, progress) if progress is not None else None
+    watch = buildwatch.watch(ws.build, env, goals, progress, stall_s) if progress or stall_s else None
+    stalls = watch is not None and stall_s is not None  # no watch (no dry run): the fixed total instead
+    limit = timeout_s if timeout_s is not None else (None if stalls else opts.timeout_s)
     ok = False
     try:
-        res = proc.run(argv, cwd=ws.build, env=env, timeout_s=timeout_s or opts.timeout_s, log_limit=2 << 20,
-                       confine=opts.confine(ws))
+        res = proc.run(argv, cwd=ws.build, env=env, timeout_s=limit, log_limit=2 << 20, confine=opts.confine(ws),
+                       stop_when=watch.stalled if stalls and watch is not None else None)
         ok = res.ok
     finally:
-        if watch is not None:
-            watch.stop(ok)
-    diags = parse_diagnostics(res.output, ws.src)
-    tail = "\n".join(res.output.splitlines()[-60:])
+        counted = watch.stop(ok) if watch is not None else 0
+    total = watch.total if watch is not None else 0
+    # a build that succeeded ran all it had to (a step a restat rule pruned is never logged)
+    done = total if ok and total else (min(counted, total) if total else counted)
     return BuildResult(
-        ok=res.ok, timed_out=res.timed_out, wall_s=res.wall_s, diagnostics=diags, log_tail=tail, configure_s=configure_s
+        ok=res.ok, timed_out=res.timed_out or res.stopped, wall_s=res.wall_s,
+        diagnostics=parse_diagnostics(res.output, ws.src), log_tail="\n".join(res.output.splitlines()[-60:]),
+        configure_s=configure_s, stalled=res.stopped, steps_done=done, steps_total=total, output=res.output,
     )
 
 
