@@ -27,7 +27,14 @@ from kit.images import container as icontainer
 from kit.jobsettings import JobSettings, baseline_book, device_timing, job_settings, pin_timing
 from kit.mnn import build as mbuild
 from kit.mnn import toolchain
-from kit.mnn.native import Native, build_pristine, ensure_native, workspace_lib_dir
+from kit.mnn.native import (
+    Native,
+    NativeBuildError,
+    build_pristine,
+    check_build_tools,
+    ensure_native,
+    workspace_lib_dir,
+)
 from kit.mnn.source import Pristine, ensure_pristine
 from kit.mnn.workspace import Workspace, open_workspace
 from kit.outcomes import StageFailure
@@ -260,13 +267,21 @@ def _locked(base: Path, pristine: Pristine, index: int | None) -> Workspace:
 
 
 def _prepared(cfg: EvalConfig, ws: Workspace, opts: mbuild.BuildOptions, pristine: Pristine, gate: NodeGate) -> Native:
-    """The native baseline of ``opts`` (built in ``ws`` unless cached) and ``ws`` configured and built whole."""
+    """The native baseline of ``opts`` (built in ``ws`` unless cached) and ``ws`` configured and built whole.
+
+    Raises:
+        NativeBuildError: a program the builds need is missing (said before waiting for any lock), or the
+            pristine tree fails to configure or build."""
+    check_build_tools(opts, "the native build")
     # the native lock first: never wait for another lock while holding the gate (see kit.gate)
     with open(cfg.mnn.cache_dir / "native.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         with gate.shared():
             native = ensure_native(opts, pristine, ws)
-            mbuild.configure(ws, opts)
+            try:
+                mbuild.configure(ws, opts)
+            except mbuild.ConfigureError as exc:  # the pristine tree's: the run's setup failed, not a job
+                raise NativeBuildError(f"workspace {ws.root.name}: {exc.cause}", exc.log) from exc
     with gate.shared():
         # a fresh workspace's first build is the whole tree: done here, so that a candidate's build (and its
         # build.candidate_timeout_s) covers only what its files change

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kit import proc
-from kit.mnn import buildwatch, runner_build, targets, toolchain
+from kit.mnn import buildfail, buildwatch, runner_build, targets, toolchain
 from kit.mnn.workspace import Workspace
 from kit.records import Diagnostic
 from kit.sandbox import Confinement, Policy, interpreter_paths
@@ -152,7 +152,17 @@ def link_runner(ws: Workspace, opts: BuildOptions, out: Path) -> Path:
 
 
 class ConfigureError(Exception):
-    """CMake failed on a tree the kit controls (message holds its output)."""
+    """CMake failed on a tree the kit controls.  Its message: :attr:`cause`, one line naming cmake's first
+    error and what to do (:func:`kit.mnn.buildfail.failure_line`), then where cmake's whole output is kept
+    (:attr:`log`, a file of the workspace; None when it could not be written)."""
+
+    def __init__(self, cause: str, log: Path | None = None) -> None:
+        super().__init__(cause + (f"\n(cmake's whole output: {log})" if log is not None else ""))
+        self.cause = cause
+        self.log = log
+
+    def __reduce__(self) -> tuple[type, tuple[str, Path | None]]:  # pickled (Ray) with both fields, not the message
+        return type(self), (self.cause, self.log)
 
 
 #: workspace state key: digest of the command line its build directory was configured with
@@ -165,7 +175,7 @@ def configure(ws: Workspace, opts: BuildOptions, timeout_s: float = 600.0) -> fl
     changed), or a re-configure is pending; return seconds spent.
 
     Raises:
-        ConfigureError: cmake failed.
+        ConfigureError: cmake failed (its output kept in ``<workspace>/configure-failed.log``).
     """
     ws.build.mkdir(exist_ok=True)
     argv = cmake_command(opts, ws.src)
@@ -179,7 +189,10 @@ def configure(ws: Workspace, opts: BuildOptions, timeout_s: float = 600.0) -> fl
     res = proc.run(argv if fresh else ["cmake", "."], cwd=ws.build, env=build_env(opts.cache_dir, ws.root),
                    timeout_s=timeout_s, confine=opts.confine(ws))
     if not res.ok:
-        raise ConfigureError(f"cmake failed in {ws.build} (exit {res.returncode}):\n{res.output[-6000:]}")
+        what = f"cmake (in {ws.build})"
+        cause = (f"{what} timed out after {timeout_s:g} s" if res.timed_out
+                 else buildfail.failure_line(what, res.output, opts.cache_dir, ws.src, res.returncode))
+        raise ConfigureError(cause, buildfail.keep_log(ws.root / "configure-failed.log", res.output))
     ws.set_state(needs_configure=False, **{_CONFIGURED: digest})
     return res.wall_s
 
