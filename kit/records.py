@@ -65,6 +65,7 @@ class ErrorKind(enum.StrEnum):
     NO_NATIVE = "no_native"  # native baseline unavailable for timing
     WORKER_LOST = "worker_lost"  # built and verified, but the timing worker (or its node) died on every try
     INTERNAL = "internal"
+    SETUP = "setup"  # the worker's setup failed (native build, tree, tools): the job never ran (harness_error)
     INPUT_MODIFIED = "input_modified"  # a forward wrote into an input tensor (runner exit 4)
     THREADS_LEFT = "threads_left"  # a thread of the candidate was still running after a forward (runner exit 5)
     PROCESSES_LEFT = "processes_left"  # a process the candidate started existed after a forward (runner exit 7)

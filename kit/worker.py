@@ -33,6 +33,7 @@ from kit.mnn.native import (
     build_pristine,
     check_build_tools,
     ensure_native,
+    native_label,
     workspace_lib_dir,
 )
 from kit.mnn.source import Pristine, ensure_pristine
@@ -272,7 +273,7 @@ def _prepared(cfg: EvalConfig, ws: Workspace, opts: mbuild.BuildOptions, pristin
     Raises:
         NativeBuildError: a program the builds need is missing (said before waiting for any lock), or the
             pristine tree fails to configure or build."""
-    check_build_tools(opts, "the native build")
+    check_build_tools(opts, native_label(opts))
     # the native lock first: never wait for another lock while holding the gate (see kit.gate)
     with open(cfg.mnn.cache_dir / "native.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

@@ -238,15 +238,19 @@ def test_actor_death_retry_and_worker_lost(cluster, tmp_path):
 
 def test_setup_error_aborts_with_its_type(cluster, tmp_path):
     """A worker whose setup raises ends the run with that exception (the CLI prints it): its own message,
-    not Ray's wrapper whose message is the remote traceback."""
+    not Ray's wrapper whose message is the remote traceback; every job of the run is recorded once as a
+    harness_error with that message (a rerun retries them)."""
 
     cfg = _cfg(tmp_path, workers=1, timing_resource="aarch64")
-    jobs = _jobs(cfg, ["ok-1"])
+    jobs = _jobs(cfg, ["ok-1", "ok-2"])
     with pytest.raises(FileNotFoundError, match="no such tree") as ei:
         run_distributed(cfg, jobs, cfg.run.dir, setup_fn=failing_setup, job_fn=work)
     assert str(ei.value) == f"{cfg.mnn.cache_dir}/no such tree"
     assert any("setup of Ray worker slot w0" in note for note in getattr(ei.value, "__notes__", []))
-    assert _records(cfg.run.dir) == []
+    recs = _records(cfg.run.dir)
+    assert sorted(r["job_id"] for r in recs) == sorted(j.job_id for j in jobs)
+    assert {(r["status"], r["error_kind"], r["error_message"], r["worker"]) for r in recs} == {
+        ("harness_error", "setup", f"{cfg.mnn.cache_dir}/no such tree", "w0")}
 
 
 def failing_setup(cfg: EvalConfig, index: int, name: str) -> dict:

@@ -180,13 +180,13 @@ def ensure_native(opts: mbuild.BuildOptions, pristine: Pristine, ws: Workspace) 
         NativeBuildError: a program the build needs is missing, the pristine tree fails to configure or build,
             or an expected output is missing.
     """
-    check_build_tools(opts, _label(opts))  # first: the key runs the compiler
+    check_build_tools(opts, native_label(opts))  # first: the key runs the compiler
     key = native_key(opts, pristine)
     native = Native(key, opts.cache_dir / "native" / key)
     if (native.dir / "done").is_file():
         return native
     t = opts.target
-    build_pristine(ws, opts, _label(opts))
+    build_pristine(ws, opts, native_label(opts))
     staging = native.dir.with_name(native.dir.name + ".partial")
     if staging.exists():
         shutil.rmtree(staging)
@@ -209,7 +209,7 @@ def ensure_native(opts: mbuild.BuildOptions, pristine: Pristine, ws: Workspace) 
     return native
 
 
-def _label(opts: mbuild.BuildOptions) -> str:
+def native_label(opts: mbuild.BuildOptions) -> str:
     """The native build's name in its progress lines and errors: ``native MNN build`` (``... for aarch64``)."""
     t = opts.target
     return f"native {_ENGINE_NAMES.get(opts.engine, opts.engine)} build" + (f" for {t.arch}" if t.cross else "")
