@@ -23,7 +23,7 @@ from kit.mnn import build as mbuild
 from kit.mnn import buildfail, targets, toolchain
 from kit.mnn.source import Pristine
 from kit.mnn.workspace import Workspace
-from kit.progress import BuildProgress
+from kit.progress import BuildProgress, duration_text
 
 #: the engine's name in the native build's progress line
 _ENGINE_NAMES = {"mnn": "MNN"}
@@ -169,12 +169,16 @@ def build_pristine(ws: Workspace, opts: mbuild.BuildOptions, label: str) -> mbui
         cause = buildfail.failure_line(label, res.output, opts.cache_dir, ws.src)
     else:
         ws.set_state(**{targets.CONVERTER_STATE: False})  # its converter (rebuilt with the rest) is the pristine one
+        if res.steps_done:  # (an up-to-date tree: nothing was built, nothing to say)
+            log.info("%s: %d steps in %s", label, res.steps_done, duration_text(res.wall_s + res.configure_s))
         return res
     raise NativeBuildError(cause, buildfail.keep_log(ws.root / "build-failed.log", res.output))
 
 
 def ensure_native(opts: mbuild.BuildOptions, pristine: Pristine, ws: Workspace) -> Native:
-    """Build the pristine tree in ``ws`` (which must be clean) and save the baseline, unless cached.
+    """Build the pristine tree in ``ws`` (which must be clean) and save the baseline, unless cached.  Its
+    ``meta.json`` (:func:`native_meta`) records the build's wall seconds (``build_s``, configure included) and
+    the steps it ran (``build_steps``).
 
     Raises:
         NativeBuildError: a program the build needs is missing, the pristine tree fails to configure or build,
@@ -186,7 +190,7 @@ def ensure_native(opts: mbuild.BuildOptions, pristine: Pristine, ws: Workspace) 
     if (native.dir / "done").is_file():
         return native
     t = opts.target
-    build_pristine(ws, opts, native_label(opts))
+    built = build_pristine(ws, opts, native_label(opts))
     staging = native.dir.with_name(native.dir.name + ".partial")
     if staging.exists():
         shutil.rmtree(staging)
@@ -199,8 +203,10 @@ def ensure_native(opts: mbuild.BuildOptions, pristine: Pristine, ws: Workspace) 
         mbuild.link_runner(ws, opts, staging / "bin" / "mkb_runner")
     except FileNotFoundError as exc:
         raise NativeBuildError(str(exc)) from exc
+    # build_s / build_steps: what the first run on a machine costs (CI prints them); configure included
     meta = {"key": key, "tree_digest": pristine.digest, "engine": opts.engine,
-            "compiler": compiler_id(cxx=toolchain.cxx(t)), "arch": t.arch, "static": t.static}
+            "compiler": compiler_id(cxx=toolchain.cxx(t)), "arch": t.arch, "static": t.static,
+            "build_s": round(built.wall_s + built.configure_s, 1), "build_steps": built.steps_done}
     (staging / "meta.json").write_text(json.dumps(meta, indent=1))
     (staging / "done").write_text("ok\n")
     if native.dir.exists():
