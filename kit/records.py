@@ -24,7 +24,7 @@ class Status(enum.StrEnum):
     OK = "ok"
     REJECTED_INPUT = "rejected_input"  # candidate files refused before any build (allowlist, parse, size)
     COMPILE_ERROR = "compile_error"  # build finished with errors (compiler or linker)
-    COMPILE_TIMEOUT = "compile_timeout"  # build killed at build.timeout_s
+    COMPILE_TIMEOUT = "compile_timeout"  # build killed at build.candidate_timeout_s
     VERIFY_MISMATCH = "verify_mismatch"  # ran, but outputs differ from ONNX Runtime (or convert produced a wrong graph)
     RUNTIME_CRASH = "runtime_crash"  # converter or runner died (signal or abort) or reported an error
     RUNTIME_TIMEOUT = "runtime_timeout"  # converter or runner killed at its timeout
