@@ -47,10 +47,9 @@ def run(
         confine: further rlimits and a sandbox (:class:`kit.sandbox.Confinement`); ``memory_limit_bytes`` and
             ``cpu_limit_s`` win over its limits.
         log_limit: bytes kept of each of stdout and stderr.
-        stop_when: the caller's own limit, asked every :data:`kit.proc.PAUSE_POLL_S` (0.02 s) in this thread
-            with the seconds the command has run (paused time excluded; keep it cheap): True stops the command
-            as a timeout does, and the result says ``stopped`` (not ``timed_out``).  E.g. a build whose steps
-            stopped finishing (:mod:`kit.mnn.buildwatch`).
+        stop_when: the caller's own limit, asked every :data:`PAUSE_POLL_S` in this thread with the seconds
+            the command has run, pauses excluded (keep it cheap): True stops it as the timeout does, the result
+            ``stopped`` (a build whose steps stopped finishing, :mod:`kit.mnn.buildwatch`).
 
     Raises:
         FileNotFoundError: the program does not exist (nothing else is raised for a failing child).
@@ -61,17 +60,10 @@ def run(
     proc, marker, boxed, group = _spawn(args, cwd, env, stdin_bytes is not None,
                                         confinement(confine, memory_limit_bytes, cpu_limit_s), cpus)
     pipes = _Pipes(proc, stdin_bytes)
-    stopped = False
-
-    def stop(running_s: float) -> bool:  # remembers why the wait ended: the caller's limit, not the timeout
-        nonlocal stopped
-        assert stop_when is not None
-        stopped = bool(stop_when(running_s))
-        return stopped
-
+    stop = _StopWhen(stop_when) if stop_when is not None else None
     try:
-        timed_out, paused = _await_pausable(proc.pid, pipes.step, timeout_s, _current_hook(),
-                                            stop if stop_when is not None else None)
+        timed_out, paused = _await_pausable(proc.pid, pipes.step, timeout_s, _current_hook(), stop)
+        stopped = stop is not None and stop.said
         timed_out = timed_out and not stopped
         if timed_out or stopped:
             _kill_group(proc, grace_s)
@@ -91,6 +83,19 @@ def run(
             group.release()
     res = _result(args, proc, out, err, time.monotonic() - t0, timed_out, paused, log_limit, boxed)
     return replace(res, stopped=True) if stopped else res
+
+
+class _StopWhen:
+    """A ``stop_when`` that remembers whether it said stop: the wait then ended by the caller's limit, not the
+    timeout."""
+
+    def __init__(self, fn: Callable[[float], bool]) -> None:
+        self.fn = fn
+        self.said = False
+
+    def __call__(self, running_s: float) -> bool:
+        self.said = bool(self.fn(running_s))
+        return self.said
 
 
 #: seconds between reads of a command's output after :meth:`Waiting.go` (its exit is seen at once); a pipe of
