@@ -257,6 +257,28 @@ def failing_setup(cfg: EvalConfig, index: int, name: str) -> dict:
     raise FileNotFoundError(f"{cfg.mnn.cache_dir}/no such tree")
 
 
+def failing_native_build(cfg: EvalConfig, index: int, name: str) -> dict:
+    from kit.mnn.native import NativeBuildError
+
+    raise NativeBuildError("native MNN build failed: ccache: error: x: Read-only file system; fix it",
+                           cfg.mnn.cache_dir / "build-failed.log")
+
+
+def test_a_native_build_error_reaches_the_driver_with_its_cause(cluster, tmp_path):
+    """The one-line cause and the log's path survive Ray's pickling; every job's record carries the line."""
+    from kit.mnn.native import NativeBuildError
+
+    cfg = _cfg(tmp_path, workers=1, timing_resource="aarch64")
+    jobs = _jobs(cfg, ["ok-1", "ok-2", "ok-3"])
+    with pytest.raises(NativeBuildError) as ei:
+        run_distributed(cfg, jobs, cfg.run.dir, setup_fn=failing_native_build, job_fn=work)
+    line = "native MNN build failed: ccache: error: x: Read-only file system; fix it"
+    assert ei.value.cause == line and ei.value.log == cfg.mnn.cache_dir / "build-failed.log"
+    assert str(ei.value).splitlines()[0] == line
+    recs = _records(cfg.run.dir)
+    assert len(recs) == 3 and {(r["status"], r["error_message"]) for r in recs} == {("harness_error", line)}
+
+
 def test_missing_timing_resource_is_a_clear_error(cluster, tmp_path):
     from kit.dispatch import DispatchError
 
