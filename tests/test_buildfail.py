@@ -72,6 +72,11 @@ def test_the_cause_is_the_first_real_error_not_ninjas_summary():
      "  Could not find compiler set in environment variable CXX:\n\n  /nonexistent/g++.\n\nCall Stack (most recent "
      "call first):\n", "CMake Error at /usr/share/cmake-3.25/Modules/CMakeDetermineCXXCompiler.cmake:48 (message): "
      "Could not find compiler set in environment variable CXX: /nonexistent/g++.", "install c++"),
+    ("-- The CXX compiler identification is unknown\nCMake Error at CMakeLists.txt:6 (project):\n  The "
+     "CMAKE_CXX_COMPILER:\n\n    /nonexistent/g++\n\n  is not a full path to an existing compiler tool.\n\n  Tell "
+     "CMake where to find the compiler by setting either the environment\n\n\n-- Configuring incomplete\n",
+     "CMake Error at CMakeLists.txt:6 (project): The CMAKE_CXX_COMPILER: /nonexistent/g++ is not a full path to an "
+     "existing compiler tool.", "check the compiler mnn.cmake_args names"),
     ('CMake Error: CMake was unable to find a build program corresponding to "Ninja".  CMAKE_MAKE_PROGRAM is not '
      'set.\nCMake Error: CMAKE_CXX_COMPILER not set, after EnableLanguage\n',
      'CMake Error: CMake was unable to find a build program corresponding to "Ninja". CMAKE_MAKE_PROGRAM is not set.',
@@ -194,3 +199,14 @@ def test_a_build_that_hangs_is_stopped_by_the_stall_limit_at_its_step(tmp_path, 
     assert re.fullmatch(r"native fixture build timed out after \d s at step 1/\d\d \(no step finished in 1 s\); if "
                         r"the machine is only slow or busy, raise build.stall_timeout_s", exc.cause), exc.cause
     assert exc.log is not None and "[1/2] Building CXX object fake.o" in exc.log.read_text()
+
+
+@needs_toolchain
+def test_a_failed_configure(tmp_path, fixture_engine):
+    exc = native_failure(tmp_path, fixture_engine, cmake_args=("-DCMAKE_CXX_COMPILER=/nonexistent/g++",))
+    build_dir = tmp_path / "cache" / "ws" / "w0" / "build"
+    assert exc.cause == (f"native fixture build: cmake (in {build_dir}) failed: CMake Error at CMakeLists.txt:6 "
+                         f"(project): The CMAKE_CXX_COMPILER: /nonexistent/g++ is not a full path to an existing "
+                         f"compiler tool; check the compiler mnn.cmake_args names (CMAKE_CXX_COMPILER, "
+                         f"CMAKE_C_COMPILER)")
+    assert exc.log == build_dir.parent / "configure-failed.log" and "Configuring incomplete" in exc.log.read_text()

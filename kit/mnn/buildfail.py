@@ -68,19 +68,22 @@ def first_error(output: str, src: Path | None = None) -> str:
 
 
 def _cmake_message(rest: list[str]) -> str:
-    """The indented message under a ``CMake Error at ...:`` line: its first paragraph, and the next one too when
-    the first ends with a colon (``Could not find compiler set in environment variable CXX:`` / ``/x/g++.``)."""
-    paragraphs: list[list[str]] = [[]]
-    for line in rest:
-        if line.strip() == "":
-            if len(paragraphs) == 2 or not paragraphs[0][-1:] or not paragraphs[0][-1].endswith(":"):
-                break
-            paragraphs.append([])
-        elif line.startswith(" "):
-            paragraphs[-1].append(line.strip())
-        else:
-            break
-    return " ".join(" ".join(p) for p in paragraphs if p)
+    """The indented message under a ``CMake Error at ...:`` line, up to the end of its first sentence: its first
+    paragraph, and the next ones while the text so far does not end with a full stop (``The CMAKE_CXX_COMPILER:``
+    / ``/nonexistent/g++`` / ``is not a full path to an existing compiler tool.``), at most 4."""
+    said: list[str] = []
+    paragraph: list[str] = []
+    for line in [*rest, ""]:
+        if line.strip() and line.startswith(" "):
+            paragraph.append(line.strip())
+            continue
+        if paragraph:
+            said.append(" ".join(paragraph))
+            paragraph = []
+        if not line.strip() and said and not said[-1].endswith(".") and len(said) < 4:
+            continue  # a blank line inside the sentence
+        break
+    return " ".join(said)
 
 
 def _in_tree(path: str, src: Path | None) -> str:
@@ -136,6 +139,8 @@ _HINTS: list[tuple[re.Pattern[str], Callable[[str, Path], str]]] = [
     (re.compile(r"No CMAKE_C_COMPILER could be found|Could not find compiler set in environment variable CC\b"),
      lambda e, c: install_hint("cc")),
     (re.compile(r"unable to find a build program corresponding to \"Ninja\""), lambda e, c: install_hint("ninja")),
+    (re.compile(r"COMPILER: .* is not a full path to an existing compiler tool"),
+     lambda e, c: "check the compiler mnn.cmake_args names (CMAKE_CXX_COMPILER, CMAKE_C_COMPILER)"),
     (re.compile(r"not found$|No such file or directory"), _program_hint),
     (_COMPILER, lambda e, c: "the pristine tree does not compile with this compiler: check mnn.source_dir "
                              "(or mnn.version) and the compiler (c++ --version)"),
@@ -151,7 +156,7 @@ def failure_line(what: str, output: str, cache_dir: Path, src: Path | None = Non
         status = f" (exit {exit_code})" if exit_code is not None else ""
         return _short(f"{what} failed{status} with no compiler or tool error in its output; its last line: {last}")
     advice = hint(error, cache_dir)
-    return f"{what} failed: {error}" + (f"; {advice}" if advice else "")
+    return f"{what} failed: {error.rstrip('.')}; {advice}" if advice else f"{what} failed: {error}"
 
 
 def timeout_line(what: str, wall_s: float, done: int, total: int, stalled: bool, limit_s: float) -> str:
