@@ -5,12 +5,14 @@ sample, the candidate's sha256 and the config digest, so a resumed run skips exa
 :func:`plan_jobs` makes the jobs of a configuration and reads the run directory's resume set;
 :func:`job_record` turns what a job gathered (:class:`kit.outcomes.Outcome`) and how it failed into its
 :class:`~kit.records.Record`; the other factories build the records of jobs that produced none themselves
-(rejected before any build, unknown task ids, lost workers).
+(rejected before any build, unknown task ids, lost workers, a worker whose setup failed).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +29,9 @@ from kit.tasks import Task
 if TYPE_CHECKING:
     from kit.artefacts import BuildHalf
     from kit.config import EvalConfig
+    from kit.shards import RecordSink
+
+log = logging.getLogger("kit")
 
 #: longest ``error_message`` a record keeps (characters)
 MAX_MESSAGE = 4000
@@ -131,6 +136,41 @@ def lost_record(job: Job, attempts: int, status: Status, message: str, worker: s
     """The record of a job that produced none itself (``worker_lost`` or ``harness_error``)."""
     failure = StageFailure(status, ErrorKind.INTERNAL, message)
     return job_record(job, Where(worker=worker, started_at=started_at), Outcome(), failure, attempts=attempts)
+
+
+def setup_cause(exc: BaseException) -> str:
+    """The one line that says why a worker's setup failed: the error's own ``cause`` (a
+    :class:`kit.mnn.native.NativeBuildError`'s: the build's first real error and what to do) or its message's
+    first line (the type's name for an empty message)."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, str) and cause.strip():
+        return cause.strip()
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def setup_failed_record(job: Job, message: str, worker: str = "") -> Record:
+    """The record of a job that never ran because the setup of the run's worker failed (``worker``: its name,
+    when it had one): ``harness_error`` of error kind ``setup`` with ``message``, the one-line cause
+    (:func:`setup_cause`).  The kit's fault, so the next run of the same command retries the job."""
+    failure = StageFailure(Status.HARNESS_ERROR, ErrorKind.SETUP, message)
+    return job_record(job, Where(worker=worker, started_at=now_utc()), Outcome(), failure)
+
+
+def record_setup_failure(jobs: Sequence[Job], recorded: set[str], exc: BaseException, sink: RecordSink,
+                         worker: str = "") -> int:
+    """Give each job of ``jobs`` (a run's pending jobs) whose id is not in ``recorded`` (those this session
+    recorded already) its :func:`setup_failed_record`, written to ``sink``'s ``setup`` shard, each job id once;
+    the executors call it when a worker's setup raised ``exc``, before re-raising it.  Returns the records
+    written.  Raises what writing a shard raises."""
+    line = setup_cause(exc)
+    todo = pending(list(jobs), recorded)
+    for job in todo:
+        sink.append("setup", setup_failed_record(job, line, worker))
+    if todo:
+        log.warning("the setup of %s failed; the %d job(s) of this run not recorded yet are recorded as "
+                    "harness_error (rerun the same command to retry them): %s", worker or "the worker", len(todo), line)
+    return len(todo)
 
 
 def timing_lost_record(job: Job, built: BuildHalf, attempts: int, message: str, timing_worker: str) -> Record:

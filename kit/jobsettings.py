@@ -67,6 +67,7 @@ def job_settings(cfg: EvalConfig) -> JobSettings:
         build=mbuild.BuildOptions(engine=cfg.mnn.engine, cache_dir=cfg.mnn.cache_dir,
                                   cmake_args=tuple(cfg.mnn.cmake_args), jobs=cfg.build.jobs,
                                   timeout_s=cfg.build.timeout_s, ccache=cfg.build.ccache,
+                                  stall_timeout_s=cfg.build.stall_timeout_s,
                                   candidate_timeout_s=cfg.build.candidate_timeout_s, policy=build_policy,
                                   target=target),
         verify=VerifyOptions(trials=v.trials, seed=v.seed, convert_timeout_s=v.convert_timeout_s,

@@ -29,18 +29,19 @@ from kit.records import Record, Status
 log = logging.getLogger("kit")
 
 
-def job_progress() -> Progress:
+def job_progress(remaining: bool = True) -> Progress:
     """A :class:`rich.progress.Progress` drawn on stderr; add a task with a ``status`` field:
     ``add_task(label, total=n, status="")``.  ``MKB_PROGRESS=1`` draws it even when stderr is not a
-    terminal (as terminal output: redraws with escape codes), e.g. under ``script`` or a CI log viewer."""
+    terminal (as terminal output: redraws with escape codes), e.g. under ``script`` or a CI log viewer.
+    ``remaining``: rich's own ETA column (off: the caller says what is left in its status)."""
     forced = os.environ.get("MKB_PROGRESS") == "1"
+    eta = [TextColumn("ETA"), TimeRemainingColumn()] if remaining else []
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
+        *eta,
         TextColumn("{task.fields[status]}"),
         console=Console(stderr=True, force_terminal=True if forced else None),
         disable=not progress_shown(),
@@ -71,19 +72,58 @@ def duration_text(seconds: float) -> str:
     return f"{s // 3600} h {s % 3600 // 60:02d} min"
 
 
+class StepRate:
+    """The rate of a build's steps over its last ``window_s`` seconds, for an estimate of what is left: a build's
+    pace changes (MNN's converter sources compile slower than its kernels), so the recent rate predicts better
+    than the average since the start."""
+
+    #: seconds of the build the rate is taken over (a shorter build: all of it)
+    WINDOW_S = 120.0
+    #: seconds of observation, and steps, before any estimate is given
+    MIN_SPAN_S = 10.0
+
+    def __init__(self, window_s: float = WINDOW_S) -> None:
+        self.window_s = window_s
+        self._seen: collections.deque[tuple[float, int]] = collections.deque()  # (elapsed_s, done), oldest first
+
+    def add(self, done: int, elapsed_s: float) -> None:
+        """Note ``done`` steps finished at ``elapsed_s`` seconds."""
+        self._seen.append((elapsed_s, done))
+        # keep one point at or before the window's start, so the rate spans the whole window
+        while len(self._seen) > 2 and self._seen[1][0] <= elapsed_s - self.window_s:
+            self._seen.popleft()
+
+    def left_s(self, total: int) -> float | None:
+        """Seconds until ``total`` steps at the recent rate; None before :data:`MIN_SPAN_S` seconds with a
+        finished step have been seen, or when nothing is left."""
+        if len(self._seen) < 2:
+            return None
+        (t0, d0), (t1, d1) = self._seen[0], self._seen[-1]
+        if t1 - t0 < self.MIN_SPAN_S or d1 <= d0 or d1 >= total:
+            return None
+        return (total - d1) * (t1 - t0) / (d1 - d0)
+
+
+def left_text(left_s: float | None) -> str:
+    """``about 1 min 5 s left`` (:func:`duration_text`), "" without an estimate."""
+    return "" if left_s is None else f"about {duration_text(left_s)} left"
+
+
 class BuildProgress:
     """The progress of one long build (the native baseline: ~10 min for MNN), as a context manager whose value
     is the ``progress(done, total, elapsed_s)`` callback of :func:`kit.mnn.build.build` (steps finished and
     planned, seconds since the build began; called from the build's watch thread).
 
-    With a progress bar (:func:`progress_shown`) it draws ``label``, bar, ``done/total``, elapsed and ETA like
-    :func:`job_progress`; without one it logs (logger ``kit``, INFO) ``label: 412/1310 steps (31 %), 3 min 10 s``
-    each time ``done`` reaches a further multiple of ``log_every_pct`` percent of ``total``, and the last
-    report on leaving if that one was not logged yet (a failed build ends short of 100 %)."""
+    With a progress bar (:func:`progress_shown`) it draws ``label``, bar, ``done/total``, elapsed and what is left
+    (:class:`StepRate`); without one it logs (logger ``kit``, INFO) ``label: 412/558 steps (73 %), 3 min 10 s,
+    about 1 min 5 s left`` each time ``done`` reaches a further multiple of ``log_every_pct`` percent of
+    ``total``, and the last report on leaving if that one was not logged yet (a failed build ends short of
+    100 %).  The estimate is left out until the rate is known (10 s with a finished step)."""
 
     def __init__(self, label: str, log_every_pct: int = 5) -> None:
         self.label = label
         self.log_every_pct = log_every_pct
+        self.rate = StepRate()
         self._bar: Progress | None = None
         self._task: TaskID | None = None
         self._next_pct = 0  # the next percentage that gets a log line
@@ -92,7 +132,7 @@ class BuildProgress:
 
     def __enter__(self) -> BuildProgress:
         if progress_shown():
-            self._bar = job_progress()
+            self._bar = job_progress(remaining=False)  # rich's ETA column: the rate since the start
             self._bar.start()
         return self
 
@@ -104,10 +144,12 @@ class BuildProgress:
 
     def __call__(self, done: int, total: int, elapsed_s: float) -> None:
         self._last = (done, total, elapsed_s)
+        self.rate.add(done, elapsed_s)
         if self._bar is not None:
+            status = ", ".join(filter(None, ("steps", left_text(self.rate.left_s(total)))))
             if self._task is None:
-                self._task = self._bar.add_task(self.label, total=total, status="steps")
-            self._bar.update(self._task, completed=done, total=total)
+                self._task = self._bar.add_task(self.label, total=total, status=status)
+            self._bar.update(self._task, completed=done, total=total, status=status)
             return
         pct = 100 * done // total if total else 100
         self._logged = False
@@ -117,7 +159,9 @@ class BuildProgress:
 
     def _log(self, done: int, total: int, elapsed_s: float) -> None:
         pct = 100 * done // total if total else 100
-        log.info("%s: %d/%d steps (%d %%), %s", self.label, done, total, pct, duration_text(elapsed_s))
+        left = left_text(self.rate.left_s(total))
+        log.info("%s: %d/%d steps (%d %%), %s%s", self.label, done, total, pct, duration_text(elapsed_s),
+                 f", {left}" if left else "")
         self._logged = True
 
 

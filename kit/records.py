@@ -24,7 +24,7 @@ class Status(enum.StrEnum):
     OK = "ok"
     REJECTED_INPUT = "rejected_input"  # candidate files refused before any build (allowlist, parse, size)
     COMPILE_ERROR = "compile_error"  # build finished with errors (compiler or linker)
-    COMPILE_TIMEOUT = "compile_timeout"  # build killed at build.timeout_s
+    COMPILE_TIMEOUT = "compile_timeout"  # build killed at build.candidate_timeout_s
     VERIFY_MISMATCH = "verify_mismatch"  # ran, but outputs differ from ONNX Runtime (or convert produced a wrong graph)
     RUNTIME_CRASH = "runtime_crash"  # converter or runner died (signal or abort) or reported an error
     RUNTIME_TIMEOUT = "runtime_timeout"  # converter or runner killed at its timeout
@@ -65,6 +65,7 @@ class ErrorKind(enum.StrEnum):
     NO_NATIVE = "no_native"  # native baseline unavailable for timing
     WORKER_LOST = "worker_lost"  # built and verified, but the timing worker (or its node) died on every try
     INTERNAL = "internal"
+    SETUP = "setup"  # the worker's setup failed (native build, tree, tools): the job never ran (harness_error)
     INPUT_MODIFIED = "input_modified"  # a forward wrote into an input tensor (runner exit 4)
     THREADS_LEFT = "threads_left"  # a thread of the candidate was still running after a forward (runner exit 5)
     PROCESSES_LEFT = "processes_left"  # a process the candidate started existed after a forward (runner exit 7)

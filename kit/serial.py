@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from kit.config import EvalConfig
 from kit.jobqueue import JobQueue
-from kit.jobs import Job, RunStats
+from kit.jobs import Job, RunStats, record_setup_failure
 from kit.pipeline import run_job
 from kit.progress import LiveStatus, StageTally, job_progress, log_record
 from kit.provenance import SessionLog, collect
@@ -42,12 +42,17 @@ class SerialExecutor:
 
     def run(self, jobs: Sequence[Job], sink: RecordSink, notes: SessionLog, label: str = "eval") -> RunStats:
         """Set up the worker, then run ``jobs`` one by one in it (task-grouped order); each record goes to
-        ``sink`` as it comes.
+        ``sink`` as it comes.  A setup that fails gives every job a ``harness_error`` record with its one-line
+        cause (:func:`kit.jobs.record_setup_failure`) before its exception is re-raised.
 
         Raises:
             what the setup raises (:class:`kit.mnn.source.SourceError`, :class:`kit.mnn.native.NativeBuildError`).
         """
-        worker = self.setup(self.cfg)
+        try:
+            worker = self.setup(self.cfg)
+        except Exception as exc:
+            record_setup_failure(jobs, set(), exc, sink)
+            raise
         try:
             notes.start(collect(self.cfg, worker))
             ready = time.monotonic()

@@ -27,7 +27,16 @@ from kit.images import container as icontainer
 from kit.jobsettings import JobSettings, baseline_book, device_timing, job_settings, pin_timing
 from kit.mnn import build as mbuild
 from kit.mnn import toolchain
-from kit.mnn.native import Native, build_pristine, ensure_native, native_meta, workspace_lib_dir
+from kit.mnn.native import (
+    Native,
+    NativeBuildError,
+    build_pristine,
+    check_build_tools,
+    ensure_native,
+    native_label,
+    native_meta,
+    workspace_lib_dir,
+)
 from kit.mnn.source import Pristine, ensure_pristine
 from kit.mnn.workspace import Workspace, open_workspace
 from kit.outcomes import StageFailure
@@ -262,7 +271,12 @@ def _locked(base: Path, pristine: Pristine, index: int | None) -> Workspace:
 
 
 def _prepared(cfg: EvalConfig, ws: Workspace, opts: mbuild.BuildOptions, pristine: Pristine, gate: NodeGate) -> Native:
-    """The native baseline of ``opts`` (built in ``ws`` unless cached) and ``ws`` configured and built whole."""
+    """The native baseline of ``opts`` (built in ``ws`` unless cached) and ``ws`` configured and built whole.
+
+    Raises:
+        NativeBuildError: a program the builds need is missing (said before waiting for any lock), or the
+            pristine tree fails to configure or build."""
+    check_build_tools(opts, native_label(opts))
     # the native lock first: never wait for another lock while holding the gate (see kit.gate); its folder made
     # here, not left to the steps before (a fresh cache has none)
     cfg.mnn.cache_dir.mkdir(parents=True, exist_ok=True)
@@ -270,7 +284,10 @@ def _prepared(cfg: EvalConfig, ws: Workspace, opts: mbuild.BuildOptions, pristin
         fcntl.flock(lock, fcntl.LOCK_EX)
         with gate.shared():
             native = ensure_native(opts, pristine, ws)
-            mbuild.configure(ws, opts)
+            try:
+                mbuild.configure(ws, opts)
+            except mbuild.ConfigureError as exc:  # the pristine tree's: the run's setup failed, not a job
+                raise NativeBuildError(f"workspace {ws.root.name}: {exc.cause}", exc.log) from exc
     with gate.shared():
         # a fresh workspace's first build is the whole tree: done here, so that a candidate's build (and its
         # build.candidate_timeout_s) covers only what its files change

@@ -238,19 +238,45 @@ def test_actor_death_retry_and_worker_lost(cluster, tmp_path):
 
 def test_setup_error_aborts_with_its_type(cluster, tmp_path):
     """A worker whose setup raises ends the run with that exception (the CLI prints it): its own message,
-    not Ray's wrapper whose message is the remote traceback."""
+    not Ray's wrapper whose message is the remote traceback; every job of the run is recorded once as a
+    harness_error with that message (a rerun retries them)."""
 
     cfg = _cfg(tmp_path, workers=1, timing_resource="aarch64")
-    jobs = _jobs(cfg, ["ok-1"])
+    jobs = _jobs(cfg, ["ok-1", "ok-2"])
     with pytest.raises(FileNotFoundError, match="no such tree") as ei:
         run_distributed(cfg, jobs, cfg.run.dir, setup_fn=failing_setup, job_fn=work)
     assert str(ei.value) == f"{cfg.mnn.cache_dir}/no such tree"
     assert any("setup of Ray worker slot w0" in note for note in getattr(ei.value, "__notes__", []))
-    assert _records(cfg.run.dir) == []
+    recs = _records(cfg.run.dir)
+    assert sorted(r["job_id"] for r in recs) == sorted(j.job_id for j in jobs)
+    assert {(r["status"], r["error_kind"], r["error_message"], r["worker"]) for r in recs} == {
+        ("harness_error", "setup", f"{cfg.mnn.cache_dir}/no such tree", "w0")}
 
 
 def failing_setup(cfg: EvalConfig, index: int, name: str) -> dict:
     raise FileNotFoundError(f"{cfg.mnn.cache_dir}/no such tree")
+
+
+def failing_native_build(cfg: EvalConfig, index: int, name: str) -> dict:
+    from kit.mnn.native import NativeBuildError
+
+    raise NativeBuildError("native MNN build failed: ccache: error: x: Read-only file system; fix it",
+                           cfg.mnn.cache_dir / "build-failed.log")
+
+
+def test_a_native_build_error_reaches_the_driver_with_its_cause(cluster, tmp_path):
+    """The one-line cause and the log's path survive Ray's pickling; every job's record carries the line."""
+    from kit.mnn.native import NativeBuildError
+
+    cfg = _cfg(tmp_path, workers=1, timing_resource="aarch64")
+    jobs = _jobs(cfg, ["ok-1", "ok-2", "ok-3"])
+    with pytest.raises(NativeBuildError) as ei:
+        run_distributed(cfg, jobs, cfg.run.dir, setup_fn=failing_native_build, job_fn=work)
+    line = "native MNN build failed: ccache: error: x: Read-only file system; fix it"
+    assert ei.value.cause == line and ei.value.log == cfg.mnn.cache_dir / "build-failed.log"
+    assert str(ei.value).splitlines()[0] == line
+    recs = _records(cfg.run.dir)
+    assert len(recs) == 3 and {(r["status"], r["error_message"]) for r in recs} == {("harness_error", line)}
 
 
 def test_missing_timing_resource_is_a_clear_error(cluster, tmp_path):

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,41 @@ def test_timeout_kills_the_process_group(tmp_path):
             st = Path(f"/proc/{child}/stat").read_text().split()[2]
             if st == "Z":
                 raise ProcessLookupError
+
+
+def test_stop_when_stops_the_command_with_running_seconds_that_exclude_pauses():
+    """The caller's own limit (a stalled build, kit.mnn.buildwatch): asked with the seconds of running time,
+    True kills the command as a timeout would and the result says ``stopped``, not ``timed_out``."""
+    asked: list[float] = []
+
+    def after_half_a_second(running_s: float) -> bool:
+        asked.append(running_s)
+        return running_s >= 0.5
+
+    t0 = time.monotonic()
+    r = proc.run(["sleep", "30"], stop_when=after_half_a_second, grace_s=0.5)
+    assert r.stopped and not r.timed_out and not r.ok and r.signal == 15
+    assert 0.5 <= time.monotonic() - t0 < 5
+    assert asked == sorted(asked) and len(asked) > 5  # asked every poll, not once
+    done = proc.run(["true"], stop_when=lambda running_s: False)
+    assert done.ok and not done.stopped
+
+    class PauseOnce:  # a timing phase that holds the node for 1 s while the command runs
+        def __init__(self) -> None:
+            self.asked = False
+
+        def requested(self) -> bool:
+            first, self.asked = not self.asked, True
+            return first
+
+        def pause(self, sid: int) -> float:
+            time.sleep(1.0)
+            return 1.0
+
+    t0 = time.monotonic()
+    with proc.pausable(PauseOnce()):
+        r = proc.run(["sleep", "30"], stop_when=lambda running_s: running_s >= 0.5, grace_s=0.5)
+    assert r.stopped and time.monotonic() - t0 >= 1.5 and r.paused_s == 1.0  # the paused second not counted
 
 
 def test_output_is_truncated_head_and_tail():

@@ -39,7 +39,7 @@ from kit.dispatch.actors import JobActor, JobFn, SetupFn, TimeActor, TimeFn
 from kit.dispatch.cluster import DispatchError, actor_requests, kit_digest, timer_nodes
 from kit.dispatch.slots import Slot, check_alive, check_placeable, first_lines, ray_options, setup_error
 from kit.jobqueue import JobQueue
-from kit.jobs import Job, lost_record, timing_lost_record
+from kit.jobs import Job, lost_record, record_setup_failure, timing_lost_record
 from kit.progress import StageTally, log_record
 from kit.provenance import SessionLog
 from kit.records import Record, Status
@@ -96,6 +96,9 @@ class Driver:
         #: monotonic time the first worker became ready and the last record arrived (Ray's fixed start excluded)
         self.first_ready: float | None = None
         self.last_record: float | None = None
+        #: the run's jobs (set by :meth:`run`) and the ids of those recorded so far: a failed setup records the rest
+        self.jobs: list[Job] = []
+        self.recorded: set[str] = set()
 
     # -- actors ---------------------------------------------------------------------------------------
     def _spawn(self, slot: Slot) -> None:
@@ -197,7 +200,14 @@ class Driver:
         check_alive(self.slots, self.cfg, left)
 
     def run(self, jobs: Sequence[Job], progress: Any, bar: Any, tally: StageTally) -> None:
-        """Run every job of ``jobs`` to its record (the actors are started by :meth:`start`)."""
+        """Run every job of ``jobs`` to its record (the actors are started by :meth:`start`).
+
+        Raises:
+            DispatchError: no worker is left, or the workers are not alike.
+            Exception: what a worker's setup raised (:func:`kit.dispatch.slots.setup_error`), after every job
+                not recorded yet got a ``harness_error`` record with its cause (:func:`kit.jobs.record_setup_failure`).
+        """
+        self.jobs = list(jobs)
         queue = JobQueue(jobs)
         while queue or self.time_queue or self._jobs_inflight():
             self._check_alive(queue)
@@ -232,6 +242,7 @@ class Driver:
         if rec is not None:
             self.last_record = time.monotonic()
             self.sink.append(shard, rec)
+            self.recorded.add(rec.job_id)
             tally.add(rec)
             log_record(rec)
 
@@ -254,7 +265,11 @@ class Driver:
                 self._spawn(slot)
             return
         except RayTaskError as exc:  # setup raised: a setup error (bad tree, failed native build) ends the run
-            raise setup_error(exc, slot) from exc
+            error = setup_error(exc, slot)
+            # the jobs running on other workers now are abandoned with the run: they are recorded too
+            worker = f"{'t' if slot.role == 'time' else 'w'}{slot.index}"  # as setup_error names it
+            record_setup_failure(self.jobs, self.recorded, error, self.sink, worker)
+            raise error from exc
         self._check_alike(info, slot)
         slot.ready, slot.setup_deaths, slot.name, slot.info = True, 0, info["name"], info
         self.infos.append(info)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kit import proc
-from kit.mnn import buildwatch, converter, runner_build, targets, toolchain
+from kit.mnn import buildfail, buildwatch, converter, runner_build, targets, toolchain
 from kit.mnn.workspace import Workspace
 from kit.records import Diagnostic
 from kit.sandbox import Confinement, Policy, interpreter_paths
@@ -46,8 +46,10 @@ class BuildOptions:
     """How workspaces (and the native baseline) are configured and built.
 
     ``engine``: ``mnn`` or ``fixture`` (the kit's test engine: its own CMake flags); ``cmake_args``: extra
-    CMake arguments; ``jobs``: ninja's ``-j``; ``timeout_s``: seconds for a build of the whole tree (the native
-    baseline), ``candidate_timeout_s`` for a candidate's build; ``ccache``: compile through ccache when it is
+    CMake arguments; ``jobs``: ninja's ``-j``; ``stall_timeout_s``: seconds a build of the whole tree (the native
+    baseline, a fresh workspace's first build) may go without finishing a step (0: no such limit; then
+    ``timeout_s`` bounds its total, the only limit of such a build before), ``candidate_timeout_s``: seconds
+    for a candidate's build; ``ccache``: compile through ccache when it is
     installed, its cache under ``cache_dir / "ccache"``; ``policy``: how the build's commands are confined
     (they compile candidate code: a memory cap for the compiler, no network); ``target``: what it builds for
     (a cross target: :mod:`kit.mnn.toolchain`)."""
@@ -58,6 +60,7 @@ class BuildOptions:
     jobs: int = 1
     timeout_s: float = 1200.0
     ccache: bool = True
+    stall_timeout_s: float = 600.0
     candidate_timeout_s: float = 300.0
     policy: Policy = Policy()
     target: Target = Target()
@@ -68,7 +71,8 @@ class BuildOptions:
 
     def confine(self, ws: Workspace) -> Confinement:
         """A build's confinement in ``ws``: it reads the workspace's sources (and this Python, for the tree's
-        scripts; a cross build's toolchain file), writes its build directory and the ccache directory."""
+        scripts; a cross build's toolchain file), writes its build directory and the ccache directory (made
+        here when missing)."""
         tools = toolchain.build_reads(self.target)  # the toolchain file, or an Android NDK
         return self.policy.confine(ro=[ws.src, *interpreter_paths(), *tools], rw=[ws.build, self.cache_dir / "ccache"],
                                    step=f"build in {ws.root}")
@@ -76,7 +80,10 @@ class BuildOptions:
 
 @dataclass(frozen=True)
 class BuildResult:
-    """Outcome of one build.  ``wall_s`` in seconds; ``diagnostics`` errors first."""
+    """Outcome of one build.  ``wall_s`` in seconds; ``diagnostics`` errors first.  ``timed_out`` also when
+    the stall limit stopped it (``stalled``); ``steps_done`` / ``steps_total``: the commands it finished and
+    planned (0 / 0 when not watched; a total of 0 with steps done: the dry run failed); ``output``: what ninja
+    printed (head and tail of 2 MiB)."""
 
     ok: bool
     timed_out: bool
@@ -84,6 +91,10 @@ class BuildResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     log_tail: str = ""
     configure_s: float = 0.0
+    stalled: bool = False
+    steps_done: int = 0
+    steps_total: int = 0
+    output: str = field(default="", repr=False)
 
 
 def build_env(cache_dir: Path, ws_root: Path) -> dict[str, str]:
@@ -137,7 +148,17 @@ def link_runner(ws: Workspace, opts: BuildOptions, out: Path) -> Path:
 
 
 class ConfigureError(Exception):
-    """CMake failed on a tree the kit controls (message holds its output)."""
+    """CMake failed on a tree the kit controls.  Its message: :attr:`cause`, one line naming cmake's first
+    error and what to do (:func:`kit.mnn.buildfail.failure_line`), then where cmake's whole output is kept
+    (:attr:`log`, a file of the workspace; None when it could not be written)."""
+
+    def __init__(self, cause: str, log: Path | None = None) -> None:
+        super().__init__(cause + (f"\n(cmake's whole output: {log})" if log is not None else ""))
+        self.cause = cause
+        self.log = log
+
+    def __reduce__(self) -> tuple[type, tuple[str, Path | None]]:  # pickled (Ray) with both fields, not the message
+        return type(self), (self.cause, self.log)
 
 
 #: workspace state key: digest of the command line its build directory was configured with
@@ -150,7 +171,7 @@ def configure(ws: Workspace, opts: BuildOptions, timeout_s: float = 600.0) -> fl
     changed), or a re-configure is pending; return seconds spent.
 
     Raises:
-        ConfigureError: cmake failed.
+        ConfigureError: cmake failed (its output kept in ``<workspace>/configure-failed.log``).
     """
     ws.build.mkdir(exist_ok=True)
     argv = cmake_command(opts, ws.src)
@@ -164,14 +185,17 @@ def configure(ws: Workspace, opts: BuildOptions, timeout_s: float = 600.0) -> fl
     res = proc.run(argv if fresh else ["cmake", "."], cwd=ws.build, env=build_env(opts.cache_dir, ws.root),
                    timeout_s=timeout_s, confine=opts.confine(ws))
     if not res.ok:
-        raise ConfigureError(f"cmake failed in {ws.build} (exit {res.returncode}):\n{res.output[-6000:]}")
+        what = f"cmake (in {ws.build})"
+        cause = (f"{what} timed out after {timeout_s:g} s" if res.timed_out
+                 else buildfail.failure_line(what, res.output, opts.cache_dir, ws.src, res.returncode))
+        raise ConfigureError(cause, buildfail.keep_log(ws.root / "configure-failed.log", res.output))
     ws.set_state(needs_configure=False, **{_CONFIGURED: digest})
     return res.wall_s
 
 
 def build(
     ws: Workspace, opts: BuildOptions, timeout_s: float | None = None, goals: list[str] | None = None,
-    progress: buildwatch.ProgressFn | None = None,
+    progress: buildwatch.ProgressFn | None = None, stall_s: float | None = None,
 ) -> BuildResult:
     """Run ninja in ``ws.build`` for the targets ``goals`` (default: the native baseline's,
     :func:`kit.mnn.targets.native_targets`).
@@ -179,7 +203,10 @@ def build(
 
     ``progress``: called as ``progress(done, total, elapsed_s)`` (steps finished and planned, seconds) from a
     background thread while ninja runs (:mod:`kit.mnn.buildwatch`; a dry run first, 0.03 s for MNN); for the
-    native build.  Without it the build runs exactly as before.
+    native build.  ``stall_s``: stop the build once no step finished for that many seconds (running time; a
+    timing phase's pause not counted).  Limits: ``timeout_s`` seconds in all when given; else none with
+    ``stall_s`` (a build that makes progress runs to its end), ``opts.timeout_s`` without it.  Without
+    ``progress`` and ``stall_s`` the build runs unwatched.
 
     Raises:
         ConfigureError: the re-configure before the build failed (a harness problem).
@@ -188,19 +215,23 @@ def build(
     env = build_env(opts.cache_dir, ws.root)
     goals = goals if goals is not None else targets.native_targets(opts.engine, opts.target)
     argv = ["ninja", "-j", str(opts.jobs), "-k", "0", *goals]
-    watch = buildwatch.watch(ws.build, env, goals, progress) if progress is not None else None
+    watch = buildwatch.watch(ws.build, env, goals, progress, stall_s) if progress or stall_s else None
+    stalls = watch is not None and stall_s is not None  # no watch (no dry run): the fixed total instead
+    limit = timeout_s if timeout_s is not None else (None if stalls else opts.timeout_s)
     ok = False
     try:
-        res = proc.run(argv, cwd=ws.build, env=env, timeout_s=timeout_s or opts.timeout_s, log_limit=2 << 20,
-                       confine=opts.confine(ws))
+        res = proc.run(argv, cwd=ws.build, env=env, timeout_s=limit, log_limit=2 << 20, confine=opts.confine(ws),
+                       stop_when=watch.stalled if stalls and watch is not None else None)
         ok = res.ok
     finally:
-        if watch is not None:
-            watch.stop(ok)
-    diags = parse_diagnostics(res.output, ws.src)
-    tail = "\n".join(res.output.splitlines()[-60:])
+        counted = watch.stop(ok) if watch is not None else 0
+    total = watch.total if watch is not None else 0
+    # a build that succeeded ran all it had to (a step a restat rule pruned is never logged)
+    done = total if ok and total else (min(counted, total) if total else counted)
     return BuildResult(
-        ok=res.ok, timed_out=res.timed_out, wall_s=res.wall_s, diagnostics=diags, log_tail=tail, configure_s=configure_s
+        ok=res.ok, timed_out=res.timed_out or res.stopped, wall_s=res.wall_s,
+        diagnostics=parse_diagnostics(res.output, ws.src), log_tail="\n".join(res.output.splitlines()[-60:]),
+        configure_s=configure_s, stalled=res.stopped, steps_done=done, steps_total=total, output=res.output,
     )
 
 

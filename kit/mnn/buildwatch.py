@@ -10,7 +10,11 @@ started count; a log that ninja rewrote at its start (recompaction: the file shr
 from its new end.
 
 The watch never fails or slows the build: the thread only reads files, an exception in the callback is logged
-once and ignored, and a dry run that fails leaves the build unwatched.
+once and ignored, and a dry run that fails leaves the build unplanned (no total; a stall limit still works).
+
+Stall limit: :meth:`BuildWatch.stalled` is the ``stop_when`` of the build's :func:`kit.proc.run`: True once no
+command finished for ``stall_s`` seconds of the build's running time (a timing phase's pause not counted), so a
+long build runs as long as it makes progress and a hung one stops (``build.stall_timeout_s``).
 """
 
 from __future__ import annotations
@@ -96,19 +100,26 @@ class LogCounter:
 
 
 class BuildWatch:
-    """Reports ``callback(done, total, elapsed_s)`` every :data:`POLL_S` seconds while ``done`` changes (and once
-    at the start), from a daemon thread; :meth:`stop` ends it with a last report.  ``done`` never exceeds
-    ``total`` and never decreases."""
+    """Counts the build's finished commands every :data:`POLL_S` seconds from a daemon thread and reports
+    ``callback(done, total, elapsed_s)`` while ``done`` changes (and once at the start; no reports without a
+    callback); :meth:`stop` ends it with a last report.  ``done`` never exceeds ``total`` (0: not planned) and
+    never decreases.  With ``stall_s`` (seconds), :meth:`stalled` says when no command finished for that long."""
 
-    def __init__(self, build_dir: Path, total: int, callback: ProgressFn, poll_s: float | None = None) -> None:
+    def __init__(self, build_dir: Path, total: int, callback: ProgressFn | None, poll_s: float | None = None,
+                 stall_s: float | None = None) -> None:
         self.total = total
         self.counter = LogCounter(build_dir / ".ninja_log")
+        self.stall_s = stall_s
+        #: the build was stopped by :meth:`stalled` (set by it)
+        self.stalled_out = False
         self._callback = callback
         self._poll_s = POLL_S if poll_s is None else poll_s
         self._t0 = time.monotonic()
         self._reported = -1
         self._failed = False
         self._ok = False
+        self._seen = 0  # the count :meth:`stalled` last saw, and the running seconds it changed at
+        self._seen_at = 0.0
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="ninja-progress", daemon=True)
 
@@ -116,7 +127,25 @@ class BuildWatch:
         self._thread.start()
         return self
 
+    @property
+    def done(self) -> int:
+        """Commands finished so far (at most ``total`` when planned)."""
+        return min(self.counter.count, self.total) if self.total else self.counter.count
+
+    def stalled(self, running_s: float) -> bool:
+        """True (and :attr:`stalled_out` set) once no command finished in the last ``stall_s`` seconds of the
+        build's running time ``running_s`` (as :func:`kit.proc.run` asks its ``stop_when``: paused time
+        excluded); always False without ``stall_s``.  Cheap: it reads the count the thread keeps."""
+        count = self.counter.count  # the raw count: a regenerated build.ninja may run more steps than planned
+        if count != self._seen:
+            self._seen, self._seen_at = count, running_s
+        if self.stall_s is not None and running_s - self._seen_at >= self.stall_s:
+            self.stalled_out = True
+        return self.stalled_out
+
     def _report(self, done: int) -> None:
+        if self._callback is None:
+            return
         done = max(min(done, self.total), self._reported)
         if done == self._reported:
             return
@@ -152,12 +181,17 @@ class BuildWatch:
         return self.counter.count
 
 
-def watch(build_dir: Path, env: dict[str, str], targets: Sequence[str], callback: ProgressFn) -> BuildWatch | None:
-    """Plan (dry run) and start watching the build that is about to run in ``build_dir``; None when there is
-    nothing to watch (no steps, or the dry run could not run)."""
+def watch(build_dir: Path, env: dict[str, str], targets: Sequence[str], callback: ProgressFn | None,
+          stall_s: float | None = None) -> BuildWatch | None:
+    """Plan (dry run) and start watching the build that is about to run in ``build_dir``, with the stall limit
+    ``stall_s`` (seconds; None: none); None when there is nothing to watch (no steps and no stall limit, or
+    the dry run could not run at all)."""
     try:
         total = planned_steps(build_dir, env, targets)
     except Exception:  # e.g. ninja missing: the build itself will say so
         log.debug("no progress for the build in %s", build_dir, exc_info=True)
         return None
-    return BuildWatch(build_dir, total, callback).start() if total > 0 else None
+    if total <= 0 and stall_s is None:
+        return None
+    # no plan: no progress to show (an up-to-date tree would show "0/0 steps"), but the stall limit holds
+    return BuildWatch(build_dir, total, callback if total > 0 else None, stall_s=stall_s).start()

@@ -20,10 +20,11 @@ from pathlib import Path
 from kit import proc
 from kit.artefacts import Bundle, pack, runtime_libs
 from kit.mnn import build as mbuild
-from kit.mnn import converter, targets, toolchain
+from kit.mnn import buildfail, converter, targets, toolchain
 from kit.mnn.source import Pristine
 from kit.mnn.workspace import Workspace
-from kit.progress import BuildProgress
+from kit.progress import BuildProgress, duration_text
+from kit.sandbox import SandboxError
 
 #: the engine's name in the native build's progress line
 _ENGINE_NAMES = {"mnn": "MNN"}
@@ -32,7 +33,19 @@ log = logging.getLogger("kit")
 
 
 class NativeBuildError(Exception):
-    """The pristine tree did not build: nothing can be evaluated (message holds the build log tail)."""
+    """The pristine tree did not build: nothing can be evaluated.  Its message: :attr:`cause`, one line saying
+    why and what to do (:mod:`kit.mnn.buildfail`: the first real error of the build's output, a missing program,
+    a timeout at step k/n), then where the build's whole output is kept (:attr:`log`, a file of the workspace;
+    None when there is none).  The records of a run whose setup failed carry the cause
+    (:func:`kit.jobs.setup_failed_record`)."""
+
+    def __init__(self, cause: str, log: Path | None = None) -> None:
+        super().__init__(cause + (f"\n(the build's whole output: {log})" if log is not None else ""))
+        self.cause = cause
+        self.log = log
+
+    def __reduce__(self) -> tuple[type, tuple[str, Path | None]]:  # pickled (Ray) with both fields, not the message
+        return type(self), (self.cause, self.log)
 
 
 @dataclass(frozen=True)
@@ -123,42 +136,71 @@ def workspace_lib_dir(ws: Workspace) -> Path:
     return libs
 
 
-def build_pristine(ws: Workspace, opts: mbuild.BuildOptions, label: str) -> None:
-    """Build ``ws`` (which must hold the pristine sources) within ``opts.timeout_s``, its steps shown as
-    ``label`` (:class:`kit.progress.BuildProgress`): the native build, and a fresh workspace's first build
-    (the whole tree, ~10 min for MNN on 2 cores, 13 from a cold ccache; up to date: a no-op of ~0.3 s).
+def check_build_tools(opts: mbuild.BuildOptions, what: str) -> None:
+    """Refuse to start ``what`` (a build) when a program it needs is not installed (:func:`kit.mnn.buildfail.
+    missing_tool`: cmake, ninja, the compiler), before anything is configured or locked for long.
+
+    Raises:
+        NativeBuildError: names the programs, the PATH searched and the Debian packages."""
+    if missing := buildfail.missing_tool(opts.engine, opts.target, what):
+        raise NativeBuildError(missing)
+
+
+def build_pristine(ws: Workspace, opts: mbuild.BuildOptions, label: str) -> mbuild.BuildResult:
+    """Build ``ws`` (which must hold the pristine sources), its steps shown as ``label``
+    (:class:`kit.progress.BuildProgress`): the native build, and a fresh workspace's first build (the whole
+    tree, ~10 min for MNN on 2 cores, 13 from a cold ccache; up to date: a no-op of ~0.3 s).  It runs as long
+    as steps keep finishing: stopped when none finished in ``opts.stall_timeout_s`` seconds (0: after
+    ``opts.timeout_s`` seconds in all).  Returns the build's result (``wall_s``, ``steps_done``).
 
     A workspace a killed job left changed is restored first (and said in the log).
 
     Raises:
-        NativeBuildError: the pristine tree fails to configure or build."""
+        NativeBuildError: a program the build needs is missing, or the pristine tree fails to configure or
+            build, or timed out: one line naming the first real error (the whole output is kept in
+            ``<workspace>/build-failed.log`` or ``configure-failed.log``)."""
+    check_build_tools(opts, label)
     repaired = ws.check_and_repair()
     if repaired:  # a job killed in the middle left them; restored from the pristine tree
         log.warning("workspace %s: restored %d file(s) a killed job left changed: %s", ws.root, len(repaired),
                     ", ".join(repaired[:5]))
+    stall_s = opts.stall_timeout_s or None
     try:
         with BuildProgress(label) as progress:
-            res = mbuild.build(ws, opts, progress=progress)
+            res = mbuild.build(ws, opts, progress=progress, stall_s=stall_s)
     except mbuild.ConfigureError as exc:
-        raise NativeBuildError(str(exc)) from exc
-    if not res.ok:
-        raise NativeBuildError(f"the pristine tree failed to build in {ws.build}:\n{res.log_tail}")
-    ws.set_state(**{targets.CONVERTER_STATE: False})  # its converter (rebuilt with the rest) is the pristine one
+        raise NativeBuildError(f"{label}: {exc.cause}", exc.log) from exc
+    except SandboxError as exc:  # a folder the build writes cannot be made (e.g. the ccache path is a file)
+        raise NativeBuildError(f"{label}: {exc}; make it a writable folder or point mnn.cache_dir elsewhere") from exc
+    if res.timed_out:
+        cause = buildfail.timeout_line(label, res.wall_s, res.steps_done, res.steps_total, res.stalled,
+                                       stall_s if res.stalled and stall_s else opts.timeout_s)
+    elif not res.ok:
+        cause = buildfail.failure_line(label, res.output, opts.cache_dir, ws.src)
+    else:
+        ws.set_state(**{targets.CONVERTER_STATE: False})  # its converter (rebuilt with the rest) is the pristine one
+        if res.steps_done:  # (an up-to-date tree: nothing was built, nothing to say)
+            log.info("%s: %d steps in %s", label, res.steps_done, duration_text(res.wall_s + res.configure_s))
+        return res
+    raise NativeBuildError(cause, buildfail.keep_log(ws.root / "build-failed.log", res.output))
 
 
 def ensure_native(opts: mbuild.BuildOptions, pristine: Pristine, ws: Workspace) -> Native:
-    """Build the pristine tree in ``ws`` (which must be clean) and save the baseline, unless cached.
+    """Build the pristine tree in ``ws`` (which must be clean) and save the baseline, unless cached.  Its
+    ``meta.json`` (:func:`native_meta`) records the build's wall seconds (``build_s``, configure included) and
+    the steps it ran (``build_steps``).
 
     Raises:
-        NativeBuildError: the pristine tree fails to configure or build, or an expected output is missing.
+        NativeBuildError: a program the build needs is missing, the pristine tree fails to configure or build,
+            or an expected output is missing.
     """
+    check_build_tools(opts, native_label(opts))  # first: the key runs the compiler
     key = native_key(opts, pristine)
     native = Native(key, opts.cache_dir / "native" / key)
     if (native.dir / "done").is_file():
         return native
     t = opts.target
-    build_pristine(ws, opts, f"native {_ENGINE_NAMES.get(opts.engine, opts.engine)} build"
-                   + (f" for {t.arch}" if t.cross else ""))
+    built = build_pristine(ws, opts, native_label(opts))
     staging = native.dir.with_name(native.dir.name + ".partial")
     if staging.exists():
         shutil.rmtree(staging)
@@ -171,15 +213,23 @@ def ensure_native(opts: mbuild.BuildOptions, pristine: Pristine, ws: Workspace) 
         mbuild.link_runner(ws, opts, staging / "bin" / "mkb_runner")
     except FileNotFoundError as exc:
         raise NativeBuildError(str(exc)) from exc
+    # build_s / build_steps: what the first run on a machine costs (CI prints them); configure included
     meta = {"key": key, "tree_digest": pristine.digest, "engine": opts.engine,
             "compiler": compiler_id(cxx=toolchain.cxx(t)), "arch": t.arch, "static": t.static,
-            "build_flags": converter.build_flags(opts.engine, t.cross)}
+            "build_flags": converter.build_flags(opts.engine, t.cross),
+            "build_s": round(built.wall_s + built.configure_s, 1), "build_steps": built.steps_done}
     (staging / "meta.json").write_text(json.dumps(meta, indent=1))
     (staging / "done").write_text("ok\n")
     if native.dir.exists():
         shutil.rmtree(native.dir)
     os.replace(staging, native.dir)
     return native
+
+
+def native_label(opts: mbuild.BuildOptions) -> str:
+    """The native build's name in its progress lines and errors: ``native MNN build`` (``... for aarch64``)."""
+    t = opts.target
+    return f"native {_ENGINE_NAMES.get(opts.engine, opts.engine)} build" + (f" for {t.arch}" if t.cross else "")
 
 
 def _save_shared(ws: Workspace, staging: Path) -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from kit.proc import container
@@ -31,6 +32,7 @@ def run(
     cpus: Sequence[int] = (),
     confine: Confinement | None = None,
     grace_s: float = 3.0,
+    stop_when: Callable[[float], bool] | None = None,
 ) -> ProcResult:
     """Run ``argv`` and wait for it.
 
@@ -45,18 +47,25 @@ def run(
         confine: further rlimits and a sandbox (:class:`kit.sandbox.Confinement`); ``memory_limit_bytes`` and
             ``cpu_limit_s`` win over its limits.
         log_limit: bytes kept of each of stdout and stderr.
+        stop_when: the caller's own limit, asked every :data:`PAUSE_POLL_S` in this thread with the seconds
+            the command has run, pauses excluded (keep it cheap): True stops it as the timeout does, the result
+            ``stopped`` (a build whose steps stopped finishing, :mod:`kit.mnn.buildwatch`).
 
     Raises:
         FileNotFoundError: the program does not exist (nothing else is raised for a failing child).
+        what ``stop_when`` raises (the command is killed first).
     """
     args = [os.fspath(a) for a in argv]
     t0 = time.monotonic()
     proc, marker, boxed, group = _spawn(args, cwd, env, stdin_bytes is not None,
                                         confinement(confine, memory_limit_bytes, cpu_limit_s), cpus)
     pipes = _Pipes(proc, stdin_bytes)
+    stop = _StopWhen(stop_when) if stop_when is not None else None
     try:
-        timed_out, paused = _await_pausable(proc.pid, pipes.step, timeout_s, _current_hook())
-        if timed_out:
+        timed_out, paused = _await_pausable(proc.pid, pipes.step, timeout_s, _current_hook(), stop)
+        stopped = stop is not None and stop.said
+        timed_out = timed_out and not stopped
+        if timed_out or stopped:
             _kill_group(proc, grace_s)
             pipes.drain()
     except BaseException:
@@ -72,7 +81,21 @@ def run(
             marker.unlink(missing_ok=True)
         if group is not None:
             group.release()
-    return _result(args, proc, out, err, time.monotonic() - t0, timed_out, paused, log_limit, boxed)
+    res = _result(args, proc, out, err, time.monotonic() - t0, timed_out, paused, log_limit, boxed)
+    return replace(res, stopped=True) if stopped else res
+
+
+class _StopWhen:
+    """A ``stop_when`` that remembers whether it said stop: the wait then ended by the caller's limit, not the
+    timeout."""
+
+    def __init__(self, fn: Callable[[float], bool]) -> None:
+        self.fn = fn
+        self.said = False
+
+    def __call__(self, running_s: float) -> bool:
+        self.said = bool(self.fn(running_s))
+        return self.said
 
 
 #: seconds between reads of a command's output after :meth:`Waiting.go` (its exit is seen at once); a pipe of

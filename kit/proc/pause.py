@@ -50,13 +50,17 @@ def _current_hook() -> Pausable | None:
 
 
 def _await_pausable(
-    sid: int, done: Callable[[float], bool], timeout_s: float | None, hook: Pausable | None
+    sid: int, done: Callable[[float], bool], timeout_s: float | None, hook: Pausable | None,
+    stop: Callable[[float], bool] | None = None,
 ) -> tuple[bool, float]:
     """Wait until ``done(wait_s)`` (which itself waits up to ``wait_s`` seconds) returns True or ``timeout_s``
     seconds of running (not paused) time have passed.  ``hook`` is polled first and then every
     :data:`PAUSE_POLL_S`: a command started while a timing phase waits is paused at once, not a poll later.
-    Returns (timed_out, paused seconds); kills nothing."""
-    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    ``stop(running_s)``, asked as often with the seconds of running (not paused) time so far, ends the wait
+    like the timeout when it returns True (a caller's own limit: a build that stopped making progress).
+    Returns (timed_out or stopped, paused seconds); kills nothing."""
+    start = time.monotonic()
+    deadline = None if timeout_s is None else start + timeout_s
     paused = 0.0
     while True:
         if hook is not None and hook.requested():
@@ -64,8 +68,11 @@ def _await_pausable(
             paused += waited
             if deadline is not None:
                 deadline += waited
-        left = None if deadline is None else deadline - time.monotonic()
+        now = time.monotonic()
+        left = None if deadline is None else deadline - now
         if left is not None and left <= 0:
+            return True, paused
+        if stop is not None and stop(now - start - paused):
             return True, paused
         if done(PAUSE_POLL_S if left is None else min(PAUSE_POLL_S, left)):
             return False, paused

@@ -15,6 +15,7 @@ class ProcResult:
     ``stdout``/``stderr`` are decoded (UTF-8, replacement) and truncated to ``log_limit`` bytes each,
     keeping the head and the tail.  ``wall_s`` is wall-clock seconds the command ran, not counting
     ``paused_s``, the seconds it was stopped while a timing phase had the node (see :func:`pausable`).
+    ``stopped``: killed because the caller's ``stop_when`` said so (:func:`kit.proc.run`), not by the timeout.
     """
 
     argv: tuple[str, ...]
@@ -26,10 +27,11 @@ class ProcResult:
     signal: int | None = None
     truncated: bool = False
     paused_s: float = 0.0
+    stopped: bool = False
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out
+        return self.returncode == 0 and not self.timed_out and not self.stopped
 
     @property
     def output(self) -> str:

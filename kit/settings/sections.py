@@ -75,7 +75,14 @@ class MnnSection(Section):
 
 class BuildSection(Section):
     jobs: int = Field(default=max(1, os.cpu_count() or 1), ge=1)
-    #: seconds for a build of the native baseline (the whole tree: about 13 minutes on 2 cores from cold)
+    #: seconds a build of the whole tree (the native baseline, a fresh workspace's first build: about 13 minutes
+    #: for MNN on 2 idle cores from a cold ccache, 20 and more on busy ones) may go without finishing a build step
+    #: before it is stopped ("timed out after N s at step k/n (no step finished in M s)"); a build that keeps
+    #: finishing steps runs to its end.  0: no such limit, ``timeout_s`` bounds the whole build instead
+    stall_timeout_s: float = Field(default=600.0, ge=0)
+    #: seconds for a build of the whole tree when ``stall_timeout_s = 0`` (or when ninja's dry run cannot plan
+    #: it); with the stall limit on it no longer bounds that build (1200 s stopped MNN's at 505 of 750 steps on
+    #: a busy machine).  Kept in the config digest as before, so existing run directories resume
     timeout_s: float = Field(default=1200.0, gt=0)
     #: seconds for a candidate's build (its files and what depends on them: seconds, measured 1.5-4.3 s for a
     #: swapped kernel; a compile-time bomb would otherwise hold a worker for the native build's 20 minutes)
