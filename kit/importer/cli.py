@@ -14,18 +14,27 @@ from pathlib import Path
 
 def _sources(args: argparse.Namespace):
     from kit.importer import find_sources
-    from kit.importer.official import download, load_pins, official_sources
+    from kit.importer.official import download, load_pins, official_sources, select
 
+    only, per_category = getattr(args, "only", None), getattr(args, "per_category", None)
     if args.official:
         if len(args.sources) > 1:
             raise ValueError("--official takes one SRC: a checkout of the pinned folder")
+        folders = [n for n in only or () if Path(n).is_dir()]
+        if folders:
+            raise ValueError(f"--only {folders[0]}: a folder, not a pinned file; give the checkout before --only "
+                             "(mkb tasks import --official CHECKOUT --only Binary/Mul.py ... --out DIR)")
+        pins = load_pins()
+        chosen = select(pins, only, per_category) if only is not None or per_category is not None else None
         if args.sources:
             root = args.sources[0]
         elif args.download is not None:
             root = download(args.download)
         else:
             raise ValueError("--official needs SRC (a checkout of the pinned folder) or --download CACHE")
-        return official_sources(root), load_pins().id_prefix
+        return official_sources(root, pins, chosen), pins.id_prefix
+    if only is not None or per_category is not None:
+        raise ValueError("--only and --per-category select files of the paper's pinned folder: add --official")
     if not args.sources:
         raise ValueError("give at least one SRC (problem file, .onnx model or folder)")
     return find_sources(list(args.sources)), ""
