@@ -5,6 +5,7 @@ its pinned sha256.  A folder of our own stands in for the checkout (the real one
 from __future__ import annotations
 
 import hashlib
+import sys
 from pathlib import Path
 
 import pytest
@@ -84,4 +85,22 @@ def test_the_command_refuses_before_importing_anything(tmp_path, capsys):
     assert "add --official" in capsys.readouterr().err
     assert main(["tasks", "import", "--official", "--only", "Binary/Mul.py", str(tmp_path), "--out", str(out)]) == 2
     assert "a folder, not a pinned file; give the checkout before --only" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_without_the_tasks_extra_the_import_says_so_once_before_any_file(tmp_path, monkeypatch, capsys):
+    """``onnx_ir`` missing (simulated): one line naming the extra and the install command, exit 2, nothing
+    written; torch is asked for only when a problem file (.py) is among the sources."""
+    monkeypatch.setitem(sys.modules, "onnx_ir", None)  # import onnx_ir now fails, as where it is not installed
+    for name in ("a.onnx", "b.onnx", "c.py"):
+        (tmp_path / name).write_bytes(b"")
+    out = tmp_path / "out"
+    assert main(["tasks", "import", str(tmp_path / "a.onnx"), str(tmp_path / "b.onnx"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install -e '.[tasks]'" in err and "onnx_ir" in err
+    assert "torch" not in err.split("not installed")[0]
+    monkeypatch.setitem(sys.modules, "torch", None)
+    assert main(["tasks", "import", str(tmp_path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "onnx_ir" in err and "torch" in err.split("not installed")[0]
     assert not out.exists()

@@ -1,7 +1,8 @@
 """``mkb tasks import``: arguments -> :func:`kit.importer.import_sources`, a rich summary, exit status.
 
 Exit 0 when at least one task was written (left-out sources are listed with their reasons), 2 on bad input
-(a missing source, a checkout that differs from the pins, a non-empty --out).
+(a missing source, a checkout that differs from the pins, a non-empty --out) or without the ``tasks`` extra
+(said once, before any file).
 """
 
 from __future__ import annotations
@@ -40,6 +41,22 @@ def _sources(args: argparse.Namespace):
     return find_sources(list(args.sources)), ""
 
 
+#: what an import needs beyond the kit's own dependencies (the ``tasks`` extra): the graph reduction for every
+#: source, torch for problem files (their export)
+EXTRA_MODULES = ("onnxscript", "onnx_ir")
+TORCH_MODULES = ("torch",)
+
+
+def missing_modules(sources) -> list[str]:  # noqa: ANN001 - a list of kit.importer.build.Source
+    """The modules of the ``tasks`` extra that importing ``sources`` needs and this Python lacks."""
+    import importlib.util
+
+    wanted = list(EXTRA_MODULES)
+    if any(s.path.suffix == ".py" for s in sources):
+        wanted += TORCH_MODULES
+    return [m for m in wanted if importlib.util.find_spec(m) is None]
+
+
 def run_import(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import Progress
@@ -51,6 +68,12 @@ def run_import(args: argparse.Namespace) -> int:
 
     try:
         sources, prefix = _sources(args)
+        missing = missing_modules(sources)
+        if missing:  # said once, before any file (each one would fail on it)
+            print(f"mkb: importing needs the kit's `tasks` extra, which this Python lacks ({', '.join(missing)} "
+                  "not installed): pip install -e '.[tasks]' (torch==2.13.0, CPU build), or run the import as "
+                  "nox -s import -- ...", file=sys.stderr)
+            return 2
         budget_mib = args.budget_mib if args.budget_mib is not None else (1024.0 if args.official else 64.0)
         opts = Options(budget_bytes=int(budget_mib * (1 << 20)),
                        memory_limit_bytes=int(args.memory_limit_gib * (1 << 30)), widen_inputs=args.widen_inputs,
