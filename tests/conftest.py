@@ -26,9 +26,19 @@ def mnn_source_dir() -> Path | None:
     return Path(value) if value else None
 
 
+#: seconds a real-tree test may take (pyproject's 900 s is for the rest): the first one of a session with an empty
+#: cache builds the native baseline (~13 min on 2 cores) and a workspace inside its fixture's setup, which
+#: pytest-timeout counts against that test; the aarch64 one also builds the cross baseline (~5 min cold)
+MNN_TIMEOUT_S = 3600
+
+
 def pytest_collection_modifyitems(config, items):
     if mnn_source_dir() is None:
         skip = pytest.mark.skip(reason="needs a real MNN 3.2.2 tree: set MKB_MNN__SOURCE_DIR")
         for item in items:
             if "mnn" in item.keywords:
                 item.add_marker(skip)
+        return
+    for item in items:
+        if "mnn" in item.keywords and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(MNN_TIMEOUT_S))
