@@ -2,6 +2,7 @@
 
     nox -s tests                     unit + fixture-engine tests (no network; real-MNN tests skip unless
                                      MKB_MNN__SOURCE_DIR points at an MNN 3.2.2 tree)
+    nox -s quick                     the fast lane: the tests not marked slow, mnn or docker (a few minutes)
     nox -s eval -- --config cfg.toml the main job (arguments are passed to `mkb eval`)
     nox -s tasks -- audit            the task suite (list / generate / audit; audit needs torch)
     nox -s import -- SRC --out DIR   problem files / ONNX models -> task folders (`mkb tasks import`; torch)
@@ -14,9 +15,8 @@
 Each session keeps its virtualenv under .nox/ (reused) with the kit installed editable; `tests` and `tasks`
 add the `tasks` extra (torch==2.13.0, CPU build).  A session installs only when its venv lacks this checkout's
 kit with these extras at this pyproject.toml (a stamp in the venv; `nox -N -s NAME` recreates the venv), so
-once a session's venv exists it runs offline, without pip; installs use no build isolation.
-
-    nox -s quick                     the fast lane: the tests not marked slow, mnn or docker (a few minutes)
+once a session's venv exists it runs offline, without pip; installs use no build isolation.  `quick` makes no
+venv: it runs in the Python that runs nox.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import nox
 
 nox.options.sessions = ["tests"]
 nox.options.reuse_existing_virtualenvs = True
-
 
 ROOT = Path(__file__).resolve().parent
 #: the file in a session's venv saying what was installed there (see _install)
