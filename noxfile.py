@@ -2,6 +2,7 @@
 
     nox -s tests                     unit + fixture-engine tests (no network; real-MNN tests skip unless
                                      MKB_MNN__SOURCE_DIR points at an MNN 3.2.2 tree)
+    nox -s quick                     the fast lane: the tests not marked slow, mnn or docker (a few minutes)
     nox -s eval -- --config cfg.toml the main job (arguments are passed to `mkb eval`)
     nox -s tasks -- audit            the task suite (list / generate / audit; audit needs torch)
     nox -s import -- SRC --out DIR   problem files / ONNX models -> task folders (`mkb tasks import`; torch)
@@ -12,32 +13,74 @@
     nox -s lint                      ruff
 
 Each session keeps its virtualenv under .nox/ (reused) with the kit installed editable; `tests` and `tasks`
-add the `tasks` extra (torch==2.13.0, CPU build).  Installs use no build isolation, so once a session's
-venv exists it runs offline.
+add the `tasks` extra (torch==2.13.0, CPU build).  A session installs only when its venv lacks this checkout's
+kit with these extras at this pyproject.toml (a stamp in the venv; `nox -N -s NAME` recreates the venv), so
+once a session's venv exists it runs offline, without pip; installs use no build isolation.  `quick` makes no
+venv: it runs in the Python that runs nox.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import sys
+from pathlib import Path
 
 import nox
 
 nox.options.sessions = ["tests"]
 nox.options.reuse_existing_virtualenvs = True
 
+ROOT = Path(__file__).resolve().parent
+#: the file in a session's venv saying what was installed there (see _install)
+STAMP = "mkb-install.txt"
+
 
 def _install(session: nox.Session, extras: str = "dev") -> None:
-    # no build isolation: once the dependencies are in the venv, a rerun works offline (tests run without
-    # network); torch comes from the tasks extra (torch==2.13.0, a CPU build)
+    """The kit, editable, with ``extras``, unless the venv's stamp says this checkout's kit is there with these
+    extras at this pyproject.toml (its dependencies and entry points): then nothing runs, not even pip.
+
+    No build isolation: once the dependencies are in the venv, a reinstall works offline too (the tests run
+    without network); torch comes from the tasks extra (torch==2.13.0, a CPU build)."""
+    venv = getattr(session.virtualenv, "location", None)
+    stamp = Path(venv) / STAMP if venv else None
+    want = (f"{ROOT} [{extras}] pyproject.toml sha256 "
+            f"{hashlib.sha256((ROOT / 'pyproject.toml').read_bytes()).hexdigest()}\n")
+    if stamp is not None and stamp.is_file() and stamp.read_text() == want:
+        session.log(f"the kit [{extras}] is installed in {venv} at this pyproject.toml: no install "
+                    "(nox -N recreates the venv)")
+        return
     session.install("setuptools>=61")
     session.install("--no-build-isolation", "-e", f".[{extras}]")
+    if stamp is not None and stamp.parent.is_dir():
+        stamp.write_text(want)
 
 
 @nox.session(reuse_venv=True)
 def tests(session: nox.Session) -> None:
     """The test suite; extra arguments go to pytest.  Installs the tasks extra (torch) for the audit tests."""
     _install(session, "dev,tasks")
-    session.run("pytest", "-q", "-ra", *session.posargs, env={"PYTHONDONTWRITEBYTECODE": "1"})
+    # on Ctrl-C (or CI's time limit) pytest gets 30 s to tear its fixtures down and print what ran (nox's 0.3 s
+    # killed it first)
+    session.run("pytest", "-q", "-ra", *session.posargs, env={"PYTHONDONTWRITEBYTECODE": "1"}, interrupt_timeout=30)
+
+
+#: the fast lane's selection: what needs neither a real MNN tree nor a Docker daemon and takes at most a few seconds
+QUICK = "not slow and not mnn and not docker"
+
+
+@nox.session(venv_backend="none", default=False)
+def quick(session: nox.Session) -> None:
+    """The fast lane (a few minutes): the tests not marked slow, mnn or docker, in the Python that runs nox (the
+    README's install: no venv to make, nothing installed; torch tests skip without the tasks extra).  Extra
+    arguments go to pytest.  Before a push, `nox -s tests` runs everything, as CI does."""
+    probe = session.run(sys.executable, "-c", "import kit, pytest, pytest_timeout", silent=True,
+                        success_codes=[0, 1], external=True)
+    if probe:  # silent=True returns the output: an ImportError's traceback
+        session.error("nox -s quick runs in the Python that runs nox, which lacks the kit or pytest: activate the "
+                      "README's venv (pip install -e '.[dev]'), or run nox -s tests -- -m '" + QUICK + "'")
+    session.run(sys.executable, "-m", "pytest", "-q", "-ra", "-m", QUICK, *session.posargs,
+                env={"PYTHONDONTWRITEBYTECODE": "1"}, external=True, interrupt_timeout=30)
 
 
 @nox.session(reuse_venv=True, default=False)

@@ -5,6 +5,7 @@
     mkb calibrate --config cfg.toml                             the native method on a split (A/A noise floor)
     mkb tasks list|generate|audit                               the task suite
     mkb tasks import SRC... --out DIR [--official]              problem files / ONNX models -> task folders
+    mkb tasks import --official DIR --per-category 1 --out OUT  one pinned file per category (or --only NAME...)
     mkb prompts --config cfg.toml --out DIR                     the initial prompt of every task
     mkb merge RUN_DIR / mkb report RUN_DIR [RUN_DIR ...]        tables and reports
     mkb bundle RUN_DIR [--out FILE]                             one archive of a run, for a reviewer
@@ -114,6 +115,11 @@ def _add_import(tsub) -> None:  # noqa: ANN001 - argparse's private subparsers t
                    help="the paper's pinned 190 files: SRC is a checkout of the pinned folder (hashes checked)")
     q.add_argument("--download", type=Path, default=None, metavar="CACHE",
                    help="with --official and no SRC: download the pinned commit into CACHE (needs network)")
+    q.add_argument("--only", nargs="+", action="extend", default=None, metavar="NAME",
+                   help="with --official: just these pinned files (Binary/Mul.py or Binary/Mul; each hash checked)")
+    q.add_argument("--per-category", type=int, default=None, metavar="N",
+                   help="with --official: N pinned files of each of the 12 categories, spread over the category's "
+                        "files in name order (1: the middle one); with --only: both")
     q.add_argument("--jobs", type=int, default=1, help="sources built at once (each export is its own process)")
     q.add_argument("--budget-mib", type=float, default=None,
                    help="inputs + parameters + outputs per task, larger problems are scaled down (MiB; default 64, "

@@ -151,6 +151,7 @@ def test_a_session_picks_the_big_cores_and_refuses_a_device_that_does_not_fit(fa
         DeviceSession.open(_section(adb=str(adb.program), cores=[9]), 1, "aarch64", tmp_path / "locks")
 
 
+@pytest.mark.slow  # waits out the fake device's busy spells (~10 s)
 def test_hold_refuses_a_busy_device_and_reports_the_waits(fake, tmp_path):
     adb, dev = fake
     s = DeviceSession.open(_section(adb=str(adb.program), load_sample_s=0.2, poll_s=0.1, load_wait_s=0.3,

@@ -99,6 +99,7 @@ def per_candidate(tmp_path_factory):
     return tmp, res
 
 
+@pytest.mark.slow  # the per_candidate run builds the fixture engine (~50 s on 2 cores)
 def test_each_bad_candidate_gets_one_record_and_the_run_goes_on(per_candidate):
     tmp, res = per_candidate
     assert res.returncode == 0, res.stderr[-3000:]
@@ -114,6 +115,7 @@ def test_each_bad_candidate_gets_one_record_and_the_run_goes_on(per_candidate):
         assert any(words in t for t in texts), why
 
 
+@pytest.mark.slow  # the per_candidate run builds the fixture engine (~50 s on 2 cores)
 def test_ignored_parts_of_a_response_are_kept_as_flags(per_candidate):
     tmp, _ = per_candidate
     (r,) = [r for r in read_records(tmp / "run").to_dicts() if r["sample_id"] == "ignored_parts"]
@@ -121,6 +123,7 @@ def test_ignored_parts_of_a_response_are_kept_as_flags(per_candidate):
     assert len(ignored) == 2 and "names no file ('int unnamed;')" in ignored[1], r["flags"]
 
 
+@pytest.mark.slow  # the per_candidate run builds the fixture engine (~50 s on 2 cores)
 def test_bad_candidates_leave_nothing(per_candidate):
     _nothing_left(per_candidate[0])
 

@@ -85,6 +85,7 @@ def _dry_run(worker, goal: str) -> str:
     return proc.run(["ninja", "-n", goal], cwd=worker.workspace.build, timeout_s=60).stdout
 
 
+@pytest.mark.slow  # the worker fixture builds the fixture engine (~40 s)
 def test_an_undefined_member_fails_at_the_librarys_own_link(worker):
     files = _sample("fx_argmax", "correct")
     src = files["CPUArgMax.cpp"]
@@ -103,6 +104,7 @@ def test_an_undefined_member_fails_at_the_librarys_own_link(worker):
     assert "FAILED: libMNN.so" in f.partial.log_tail  # the library refused it, no executable was linked
 
 
+@pytest.mark.slow  # the worker fixture builds the fixture engine (~40 s)
 def test_the_converter_is_rebuilt_for_a_converter_candidate_and_once_after_it(worker):
     ws, opts = worker.workspace, worker.settings.build
     with sbuild.candidate_in(ws, _task("fx_sub"), _sample("fx_sub", "correct")) as swap:
@@ -122,6 +124,7 @@ def test_the_converter_is_rebuilt_for_a_converter_candidate_and_once_after_it(wo
         assert sbuild.job_targets(ws, swap, opts) == ["MNN"]
 
 
+@pytest.mark.slow  # the worker fixture builds the fixture engine (~40 s)
 def test_a_workspace_configured_with_other_arguments_is_configured_afresh(worker):
     ws, opts = worker.workspace, worker.settings.build
     assert mbuild.configure(ws, opts) == 0.0  # configured with today's arguments: nothing to do

@@ -138,6 +138,16 @@ def test_a_second_import_into_the_same_folder_is_refused(imported, tmp_path):
         import_sources(find_sources([FIX / "tanh_single.py"]), out, Options())
 
 
+def test_a_relative_out_folder_works(tmp_path, monkeypatch):
+    """``mkb tasks import FILE --out paper-tasks`` (relative, as the README writes it): the export process runs in
+    its own work folder, so every path it is handed must be absolute."""
+    from kit.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["tasks", "import", str(FIX / "tanh_single.py"), "--out", "rel", "--no-native", "--n-test", "0"]) == 0
+    assert [t.id for t in load_suite(tmp_path / "rel")] == ["tanh_single"]
+
+
 def test_scaling_rewrites_only_the_literal():
     src = "batch_size = 4096  # rows\ndim = 8\nk = 1\n\ndef get_inputs():\n    return [batch_size, dim, k]\n"
     assert scalable_constants(src) == {"batch_size": 4096, "dim": 8}

@@ -155,6 +155,7 @@ def test_groups_of_dead_kit_processes_are_swept():
 
 
 @BWRAP
+@pytest.mark.slow  # builds the fixture engine in the sandbox (~45 s)
 def test_a_tree_configured_outside_builds_inside(fixture_engine, tmp_path):
     """CMake records the compiler as /usr/bin/c++, a link through /etc/alternatives on Debian: a workspace
     configured outside the sandbox (an older kit, ``sandbox.mode = "none"``) still builds inside it."""

@@ -95,6 +95,7 @@ def test_schema_matches_record_fields():
     )
 
 
+@pytest.mark.slow  # eight processes writing shards (~15 s on 2 cores)
 def test_eight_concurrent_workers(tmp_path):
     ctx = mp.get_context("spawn")  # polars thread pools do not survive fork
     # half of the workers flush every record, half every 7 records (the last batch is short: 30 = 4*7 + 2)

@@ -1,7 +1,8 @@
 """``mkb tasks import``: arguments -> :func:`kit.importer.import_sources`, a rich summary, exit status.
 
 Exit 0 when at least one task was written (left-out sources are listed with their reasons), 2 on bad input
-(a missing source, a checkout that differs from the pins, a non-empty --out).
+(a missing source, a checkout that differs from the pins, a non-empty --out) or without the ``tasks`` extra
+(said once, before any file).
 """
 
 from __future__ import annotations
@@ -14,21 +15,46 @@ from pathlib import Path
 
 def _sources(args: argparse.Namespace):
     from kit.importer import find_sources
-    from kit.importer.official import download, load_pins, official_sources
+    from kit.importer.official import download, load_pins, official_sources, select
 
+    only, per_category = getattr(args, "only", None), getattr(args, "per_category", None)
     if args.official:
         if len(args.sources) > 1:
             raise ValueError("--official takes one SRC: a checkout of the pinned folder")
+        folders = [n for n in only or () if Path(n).is_dir()]
+        if folders:
+            raise ValueError(f"--only {folders[0]}: a folder, not a pinned file; give the checkout before --only "
+                             "(mkb tasks import --official CHECKOUT --only Binary/Mul.py ... --out DIR)")
+        pins = load_pins()
+        chosen = select(pins, only, per_category) if only is not None or per_category is not None else None
         if args.sources:
             root = args.sources[0]
         elif args.download is not None:
             root = download(args.download)
         else:
             raise ValueError("--official needs SRC (a checkout of the pinned folder) or --download CACHE")
-        return official_sources(root), load_pins().id_prefix
+        return official_sources(root, pins, chosen), pins.id_prefix
+    if only is not None or per_category is not None:
+        raise ValueError("--only and --per-category select files of the paper's pinned folder: add --official")
     if not args.sources:
         raise ValueError("give at least one SRC (problem file, .onnx model or folder)")
     return find_sources(list(args.sources)), ""
+
+
+#: what an import needs beyond the kit's own dependencies (the ``tasks`` extra): the graph reduction for every
+#: source, torch for problem files (their export)
+EXTRA_MODULES = ("onnxscript", "onnx_ir")
+TORCH_MODULES = ("torch",)
+
+
+def missing_modules(sources) -> list[str]:  # noqa: ANN001 - a list of kit.importer.build.Source
+    """The modules of the ``tasks`` extra that importing ``sources`` needs and this Python lacks."""
+    import importlib.util
+
+    wanted = list(EXTRA_MODULES)
+    if any(s.path.suffix == ".py" for s in sources):
+        wanted += TORCH_MODULES
+    return [m for m in wanted if importlib.util.find_spec(m) is None]
 
 
 def run_import(args: argparse.Namespace) -> int:
@@ -42,6 +68,12 @@ def run_import(args: argparse.Namespace) -> int:
 
     try:
         sources, prefix = _sources(args)
+        missing = missing_modules(sources)
+        if missing:  # said once, before any file (each one would fail on it)
+            print(f"mkb: importing needs the kit's `tasks` extra, which this Python lacks ({', '.join(missing)} "
+                  "not installed): pip install -e '.[tasks]' (torch==2.13.0, CPU build), or run the import as "
+                  "nox -s import -- ...", file=sys.stderr)
+            return 2
         budget_mib = args.budget_mib if args.budget_mib is not None else (1024.0 if args.official else 64.0)
         opts = Options(budget_bytes=int(budget_mib * (1 << 20)),
                        memory_limit_bytes=int(args.memory_limit_gib * (1 << 30)), widen_inputs=args.widen_inputs,

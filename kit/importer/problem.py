@@ -54,8 +54,9 @@ def export_problem(problem: Path, work: Path, *, opset: int = 20, budget_bytes: 
             timed out, no report).
     """
     work.mkdir(parents=True, exist_ok=True)
+    work = work.resolve()  # the child runs in ``work``: a relative path (``--out paper-tasks``) would miss
     job = work / "job.json"
-    job.write_text(json.dumps({"problem": str(Path(problem).resolve()), "out_dir": str(work.resolve()),
+    job.write_text(json.dumps({"problem": str(Path(problem).resolve()), "out_dir": str(work),
                                "opset": opset, "budget_bytes": budget_bytes, "seed": seed}), encoding="utf-8")
     env = proc.base_env({"OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"})
     res = proc.run([sys.executable, str(Path(__file__).with_name("export.py")), str(job)], cwd=work, env=env,
