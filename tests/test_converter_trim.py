@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from kit import proc
+from kit import proc, sandbox
 from kit.mnn import build as mbuild
 from kit.mnn import converter, native
 from kit.target import make_target
@@ -43,14 +44,18 @@ _SOURCES = {
 }
 
 
+def _write_project(src: Path) -> None:
+    for rel, text in {"CMakeLists.txt": _CMAKE, **_SOURCES}.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(text)
+
+
 @pytest.fixture(scope="module")
 def trimmed(tmp_path_factory) -> Path:
     """A configured build of the small project with the kit's trim, built; its build directory."""
     root = tmp_path_factory.mktemp("trim")
     src = root / "src"
-    for rel, text in {"CMakeLists.txt": _CMAKE, **_SOURCES}.items():
-        (src / rel).parent.mkdir(parents=True, exist_ok=True)
-        (src / rel).write_text(text)
+    _write_project(src)
     build = root / "build"
     build.mkdir()
     res = proc.run(["cmake", "-G", "Ninja", str(src), *converter.cmake_args()], cwd=build, timeout_s=120)
@@ -96,3 +101,21 @@ def test_the_native_key_counts_the_trim_by_content_not_path(tmp_path):
     assert native._by_content(arg) == f"-DCMAKE_PROJECT_MNN_INCLUDE=sha256:{sha}"
     assert native._by_content("-DMKB_CONVERTER_OPT=-O1") == "-DMKB_CONVERTER_OPT=-O1"
     assert native._by_content("-DMNN_BUILD_TOOLS=ON") == "-DMNN_BUILD_TOOLS=ON"
+
+
+@pytest.mark.skipif(bool(sandbox.bwrap_works()), reason="needs a working bubblewrap")
+def test_a_sandboxed_build_sees_the_trim(tmp_path):
+    """The build's sandbox shows the workspace and what BuildOptions.confine lists: the trim's files among them
+    (without them cmake failed with 'project could not find requested file: .../trim.cmake')."""
+    root = tmp_path / "ws"
+    ws = SimpleNamespace(root=root, src=root / "src", build=root / "build")  # what confine reads of a Workspace
+    _write_project(ws.src)
+    opts = mbuild.BuildOptions(engine="mnn", cache_dir=tmp_path / "cache", target=X86,
+                               policy=sandbox.Policy(enabled=True), ccache=False)
+    box = opts.confine(ws)
+    assert str(converter.HERE) in box.view.ro
+    res = proc.run(["cmake", "-G", "Ninja", str(ws.src), *converter.cmake_args()], cwd=ws.build, timeout_s=120,
+                   confine=box)
+    assert res.ok, res.output[-3000:]
+    res = proc.run(["ninja", "MNNConvert"], cwd=ws.build, timeout_s=300, confine=box)
+    assert res.ok, res.output[-3000:]

@@ -71,9 +71,10 @@ class BuildOptions:
 
     def confine(self, ws: Workspace) -> Confinement:
         """A build's confinement in ``ws``: it reads the workspace's sources (and this Python, for the tree's
-        scripts; a cross build's toolchain file), writes its build directory and the ccache directory (made
-        here when missing)."""
+        scripts; a cross build's toolchain file; the converter's trim), writes its build directory and the
+        ccache directory (made when missing)."""
         tools = toolchain.build_reads(self.target)  # the toolchain file, or an Android NDK
+        tools += converter.build_reads(self.engine, self.target.cross)  # its CMake include and source
         return self.policy.confine(ro=[ws.src, *interpreter_paths(), *tools], rw=[ws.build, self.cache_dir / "ccache"],
                                    step=f"build in {ws.root}")
 

@@ -39,6 +39,12 @@ def build_flags(engine: str, cross: bool) -> str:
     return f"{LIBRARY_FLAGS}; {CONVERTER_FLAGS}"
 
 
+def build_reads(engine: str, cross: bool) -> list[Path]:
+    """What a sandboxed build of ``engine`` must see of the kit for :func:`cmake_args` (configure reads the
+    include, ninja compiles the source): this folder for a native MNN build, nothing otherwise."""
+    return [HERE] if engine == "mnn" and not cross else []
+
+
 def cmake_args() -> list[str]:
     """The CMake arguments of a build with the trimmed converter (files named by absolute path)."""
     return [
