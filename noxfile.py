@@ -12,21 +12,24 @@
     nox -s bench                     speed benchmarks (ratios measured side by side)
     nox -s lint                      ruff
 
-Each session keeps its virtualenv under .nox/ (reused) with the kit installed editable; `tests` and `tasks`
-add the `tasks` extra (torch==2.13.0, CPU build).  A session installs only when its venv lacks this checkout's
-kit with these extras at this pyproject.toml (a stamp in the venv; `nox -N -s NAME` recreates the venv), so
-once a session's venv exists it runs offline, without pip; installs use no build isolation.  `quick` makes no
-venv: it runs in the Python that runs nox.
+`eval`, `check`, `calibrate`, `report`, `bundle` and `reproduce` run in the Python that runs nox when it has
+this checkout's kit (the README's install): no second venv, no pip; `quick` always does.  Otherwise a session
+keeps its virtualenv under .nox/ (reused) with the kit installed editable; `tests` and `tasks` add the `tasks`
+extra (torch==2.13.0, CPU build).  A session installs only when its venv lacks this checkout's kit with these
+extras at this pyproject.toml (a stamp in the venv; `nox -N -s NAME` recreates the venv), so once a session's
+venv exists it runs offline, without pip; installs use no build isolation.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import sys
 from pathlib import Path
 
 import nox
+import nox.virtualenv
 
 nox.options.sessions = ["tests"]
 nox.options.reuse_existing_virtualenvs = True
@@ -36,12 +39,34 @@ ROOT = Path(__file__).resolve().parent
 STAMP = "mkb-install.txt"
 
 
+def _kit_here() -> bool:
+    """Whether the Python running nox imports this checkout's kit (the README's install: ``pip install -e``)."""
+    spec = importlib.util.find_spec("kit")
+    return spec is not None and spec.origin is not None and Path(spec.origin).resolve() == ROOT / "kit" / "__init__.py"
+
+
+#: the venv backend of the sessions that need the kit without the tasks extra: none (the Python that runs nox)
+#: when it already has this checkout's kit, as after the README's install: no second venv, no pip, no minute
+#: of installs before the first run; else a venv of their own under .nox/
+KIT_BACKEND = "none" if _kit_here() else None
+
+
+def _mkb(session: nox.Session, *args: str, **kw) -> None:
+    """Run ``mkb ARGS`` in the session's Python (nox's own with :data:`KIT_BACKEND` none, else the venv's)."""
+    if isinstance(session.virtualenv, nox.virtualenv.PassthroughEnv):
+        session.run(sys.executable, "-m", "kit.cli", *args, external=True, **kw)
+    else:
+        session.run("mkb", *args, **kw)
+
+
 def _install(session: nox.Session, extras: str = "dev") -> None:
     """The kit, editable, with ``extras``, unless the venv's stamp says this checkout's kit is there with these
     extras at this pyproject.toml (its dependencies and entry points): then nothing runs, not even pip.
 
     No build isolation: once the dependencies are in the venv, a reinstall works offline too (the tests run
     without network); torch comes from the tasks extra (torch==2.13.0, a CPU build)."""
+    if isinstance(session.virtualenv, nox.virtualenv.PassthroughEnv):
+        return  # the Python that runs nox: the README's install put the kit there (KIT_BACKEND)
     venv = getattr(session.virtualenv, "location", None)
     stamp = Path(venv) / STAMP if venv else None
     want = (f"{ROOT} [{extras}] pyproject.toml sha256 "
@@ -83,26 +108,26 @@ def quick(session: nox.Session) -> None:
                 env={"PYTHONDONTWRITEBYTECODE": "1"}, external=True, interrupt_timeout=30)
 
 
-@nox.session(reuse_venv=True, default=False)
+@nox.session(reuse_venv=True, default=False, venv_backend=KIT_BACKEND)
 def eval(session: nox.Session) -> None:  # noqa: A001 - the session is called eval on purpose
     """`mkb eval`; pass `-- --config configs/default.toml`."""
     _install(session)
     args = session.posargs or ["--config", "configs/default.toml"]
-    session.run("mkb", "eval", *args)
+    _mkb(session, "eval", *args)
 
 
-@nox.session(reuse_venv=True, default=False)
+@nox.session(reuse_venv=True, default=False, venv_backend=KIT_BACKEND)
 def check(session: nox.Session) -> None:
     """`mkb check` for one candidate; pass `-- --task ID --files A.cpp`."""
     _install(session)
-    session.run("mkb", "check", *session.posargs)
+    _mkb(session, "check", *session.posargs)
 
 
-@nox.session(reuse_venv=True, default=False)
+@nox.session(reuse_venv=True, default=False, venv_backend=KIT_BACKEND)
 def calibrate(session: nox.Session) -> None:
     """`mkb calibrate`: native method on every task of the split."""
     _install(session)
-    session.run("mkb", "calibrate", *(session.posargs or ["--config", "configs/calibrate.toml"]))
+    _mkb(session, "calibrate", *(session.posargs or ["--config", "configs/calibrate.toml"]))
 
 
 @nox.session(reuse_venv=True, default=False)
@@ -121,30 +146,30 @@ def import_tasks(session: nox.Session) -> None:
     session.run("mkb", "tasks", "import", *session.posargs)
 
 
-@nox.session(reuse_venv=True, default=False)
+@nox.session(reuse_venv=True, default=False, venv_backend=KIT_BACKEND)
 def report(session: nox.Session) -> None:
     """`mkb report RUN_DIR [RUN_DIR ...]`."""
     _install(session)
-    session.run("mkb", "report", *(session.posargs or ["runs/default"]))
+    _mkb(session, "report", *(session.posargs or ["runs/default"]))
 
 
-@nox.session(reuse_venv=True, default=False)
+@nox.session(reuse_venv=True, default=False, venv_backend=KIT_BACKEND)
 def bundle(session: nox.Session) -> None:
     """`mkb bundle RUN_DIR [--out FILE]`, then `mkb validate` on the archive it wrote."""
     _install(session)
     args = session.posargs or ["runs/default"]
     out = args[args.index("--out") + 1] if "--out" in args else f"{args[0].rstrip('/')}/bundle.tar.gz"
-    session.run("mkb", "bundle", *args)
-    session.run("mkb", "validate", out)
+    _mkb(session, "bundle", *args)
+    _mkb(session, "validate", out)
 
 
-@nox.session(reuse_venv=True, default=False)
+@nox.session(reuse_venv=True, default=False, venv_backend=KIT_BACKEND)
 def reproduce(session: nox.Session) -> None:
     """`mkb reproduce BUNDLE [--run-dir DIR] [overrides]`: exits 1 on a real difference."""
     _install(session)
     if not session.posargs:
         session.error("pass the bundle: nox -s reproduce -- BUNDLE [--run-dir DIR] [--mnn.source_dir DIR ...]")
-    session.run("mkb", "reproduce", *session.posargs, env={k: v for k, v in os.environ.items() if k.startswith("MKB_")})
+    _mkb(session, "reproduce", *session.posargs, env={k: v for k, v in os.environ.items() if k.startswith("MKB_")})
 
 
 @nox.session(reuse_venv=True, default=False)
