@@ -10,6 +10,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+pytest.importorskip("onnx_ir", reason="the importer's graph tools come with the tasks extra (pip install -e '.[tasks]')")
+
 from kit.importer.problem import ImportFailure
 from kit.importer.reduce import reduce_graph
 
