@@ -165,11 +165,40 @@ def test_track_children_kills_groups_a_dead_owner_left(tmp_path, restore_trackin
     track.mkdir()
     # a group whose owner "died": a shell (group leader) with a grandchild, recorded but never reaped by us
     leftover = subprocess.Popen(["sh", "-c", "sleep 300 & wait"], start_new_session=True)
-    (track / str(leftover.pid)).touch()
+    (track / str(leftover.pid)).write_text(spawn._identity(leftover.pid, track))  # as run() records it
     (track / "not-a-pid").touch()
     assert proc.track_children(track) == [leftover.pid]
     assert leftover.wait(timeout=30) == -9
     assert [f.name for f in track.iterdir()] == ["not-a-pid"]
+
+
+def test_track_children_kills_only_the_process_it_recorded(tmp_path, restore_tracking):
+    """A group number alone is not enough: a copy of a cache taken while a run went on named that run's live
+    compilers (the copy's worker killed them); a number from an older kit or another boot names whatever
+    process has it now.  Only the recorded leader, recorded in this directory, is killed."""
+    import shutil
+    import subprocess
+
+    live = subprocess.Popen(["sh", "-c", "sleep 300 & wait"], start_new_session=True)
+    try:
+        run_track = tmp_path / "run" / "procs"
+        run_track.mkdir(parents=True)
+        (run_track / str(live.pid)).write_text(spawn._identity(live.pid, run_track))
+        copy = tmp_path / "copy" / "procs"
+        shutil.copytree(run_track, copy)  # the copied cache's first worker
+        assert proc.track_children(copy) == []
+        other = tmp_path / "other" / "procs"
+        other.mkdir(parents=True)
+        (other / str(live.pid)).touch()  # recorded without an identity (an older kit)
+        ident = spawn._identity(live.pid, other)
+        stale = tmp_path / "stale" / "procs"
+        stale.mkdir(parents=True)
+        (stale / str(live.pid)).write_text(ident.replace(ident.split()[1], "1", 1))  # another start time
+        assert proc.track_children(other) == [] and proc.track_children(stale) == []
+        assert live.poll() is None  # alive through all three
+    finally:
+        live.kill()
+        live.wait(timeout=30)
 
 
 def test_child_dies_with_its_killed_parent(tmp_path):

@@ -44,9 +44,14 @@ _track_dir: Path | None = None
 
 
 def track_children(directory: Path) -> list[int]:
-    """Record the process group of each child :func:`run` starts from now on in ``directory`` (an empty
-    file named by the group id, removed when the group is reaped), after SIGKILLing the groups recorded
-    there by a previous owner that died without reaping them.  Returns the group ids it killed.
+    """Record the process group of each child :func:`run` starts from now on in ``directory`` (a file named by
+    the group id holding :func:`_identity`, removed when the group is reaped), after SIGKILLing the groups
+    recorded there by a previous owner that died without reaping them.  Returns the group ids it killed.
+
+    A recorded group is killed only while its leader is the very process recorded: same boot, same start time,
+    recorded in this same directory.  Why: a number alone named another process after a reboot or pid reuse, and
+    a copy of a cache taken while a run was going (its workspace lock not held in the copy) named the live
+    compilers of that run, which the copy's first worker then killed.
 
     Call once per worker process, right after taking the lock that makes ``directory`` its own (e.g. a
     workspace lock), so that no live process still owns those groups.
@@ -56,11 +61,28 @@ def track_children(directory: Path) -> list[int]:
     killed = []
     for f in directory.iterdir():
         if f.name.isdigit():
-            if kill_session(int(f.name)):
+            try:
+                recorded = f.read_text()
+            except OSError:
+                recorded = ""
+            if recorded and recorded == _identity(int(f.name), directory) and kill_session(int(f.name)):
                 killed.append(int(f.name))
             f.unlink(missing_ok=True)
     _track_dir = directory
     return killed
+
+
+def _identity(pid: int, directory: Path) -> str:
+    """What names process ``pid`` as the leader a tracking file in ``directory`` recorded: the boot id, the
+    process's start time (clock ticks since boot, ``/proc/<pid>/stat`` field 22) and the directory's real path;
+    "" when the process is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+    start = stat.rsplit(")", 1)[-1].split()[19]  # the fields after the command name start at field 3
+    return f"{boot} {start} {os.path.realpath(directory)}\n"
 
 
 _PR_SET_PDEATHSIG = 1
@@ -197,7 +219,7 @@ def _spawn(
     marker = _track_dir / str(proc.pid) if _track_dir is not None else None
     if marker is not None:
         try:
-            marker.touch()
+            marker.write_text(_identity(proc.pid, _track_dir))
         except FileNotFoundError:
             # the directory's owner is gone with it (a benchmark's temporary cache, removed while this process
             # lives on: CI's next test then failed here, its child started and never waited for)
