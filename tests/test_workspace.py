@@ -96,6 +96,16 @@ def test_missing_source_dir_is_named(tmp_path):
         ensure_pristine(cfg.mnn)
 
 
+def test_an_unwritable_cache_dir_is_named(tmp_path):
+    """A cache folder that cannot be written (here a file; read-only or foreign the same): SourceError naming
+    mnn.cache_dir and what to do, not an OSError's traceback."""
+    (tmp_path / "cache").write_text("")
+    cfg = EvalConfig(mnn={"source_dir": make_tree(tmp_path / "mnn"), "cache_dir": tmp_path / "cache",
+                          "engine": "fixture"})
+    with pytest.raises(SourceError, match=r"mnn.cache_dir: cannot write .*cache/trees: .*writable folder"):
+        ensure_pristine(cfg.mnn)
+
+
 def test_pristine_copy_is_made_by_one_process_at_a_time(tmp_path):
     """Workers starting together on a fresh cache: a second ensure_pristine waits for the first (the cache's
     tree lock) instead of copying the tree beside it and replacing the copy the first one links from."""
