@@ -40,8 +40,15 @@ STAMP = "mkb-install.txt"
 
 
 def _kit_here() -> bool:
-    """Whether the Python running nox imports this checkout's kit (the README's install: ``pip install -e``)."""
-    spec = importlib.util.find_spec("kit")
+    """Whether the Python running nox has this checkout's kit installed (the README's install: ``pip install -e``).
+    The checkout itself on ``sys.path`` does not count (``python -m nox`` puts the working directory there): a
+    Python with nox but without the kit's dependencies then ran ``-m kit.cli`` into a ModuleNotFoundError."""
+    saved = sys.path[:]
+    sys.path[:] = [p for p in saved if Path(p or ".").resolve() != ROOT]
+    try:
+        spec = importlib.util.find_spec("kit")
+    finally:
+        sys.path[:] = saved
     return spec is not None and spec.origin is not None and Path(spec.origin).resolve() == ROOT / "kit" / "__init__.py"
 
 
@@ -99,7 +106,7 @@ def quick(session: nox.Session) -> None:
     """The fast lane (a few minutes): the tests not marked slow, mnn or docker, in the Python that runs nox (the
     README's install: no venv to make, nothing installed; torch tests skip without the tasks extra).  Extra
     arguments go to pytest.  Before a push, `nox -s tests` runs everything, as CI does."""
-    probe = session.run(sys.executable, "-c", "import kit, pytest, pytest_timeout", silent=True,
+    probe = session.run(sys.executable, "-P", "-c", "import kit, pytest, pytest_timeout", silent=True,
                         success_codes=[0, 1], external=True)
     if probe:  # silent=True returns the output: an ImportError's traceback
         session.error("nox -s quick runs in the Python that runs nox, which lacks the kit or pytest: activate the "

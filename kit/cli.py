@@ -311,13 +311,14 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from kit.prompts import PromptError
     from kit.provenance import ProvenanceError
     from kit.report import ReportError
+    from kit.sandbox import SandboxError
     from kit.shards import ShardError
     from kit.tasks import TaskError
 
     errors: tuple[type[BaseException], ...] = (
         TaskError, CandidateSourceError, SourceError, NativeBuildError, PromptError, ProvenanceError,
         ReportError, MetricsError, ShardError, FileNotFoundError, BundleError, DeviceError, BaselinesUsageError,
-        TableError)
+        TableError, SandboxError)
     dispatch = sys.modules.get("kit.dispatch")  # only a run that imported it (and Ray) can raise its error
     if dispatch is not None:
         errors += (dispatch.DispatchError,)

@@ -169,3 +169,33 @@ def _toml(base: dict, more: dict) -> str:
     for name, keys in merged.items():
         lines += [f"[{name}]"] + [f"{k} = {toml_value(v)}" for k, v in keys.items()]
     return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("breakage, says", [
+    ("no_bwrap", 'mkb: sandbox.mode = "bwrap": bubblewrap (bwrap) is not installed'),
+    ("cache_is_a_file", "mkb: mnn.cache_dir: cannot write "),
+])
+def test_a_setup_refused_before_any_build_exits_2_without_a_traceback(breakage, says, tmp_path, fixture_engine,
+                                                                      monkeypatch, capsys):
+    """Setup errors that are the user's to fix (no bubblewrap with sandbox.mode = "bwrap", a cache folder that
+    cannot be written): the one line, exit 2, each job one harness_error record (were a traceback, exit 1)."""
+    from kit import sandbox
+
+    if breakage == "no_bwrap":
+        monkeypatch.setattr(sandbox, "bwrap_path", lambda: None)
+        sandbox.bwrap_works.cache_clear()
+    else:
+        (tmp_path / "cache").write_text("a file where the kit's cache folder should be")
+    path = tmp_path / "cfg.toml"
+    path.write_text(fixture_config_text(tmp_path / "run", source_dir=fixture_engine, cache_dir=tmp_path / "cache")
+                    + _toml({"sandbox": {"mode": "bwrap"}, "dispatch": {"mode": "serial"},
+                             "report": {"enabled": False}}, {}))
+    try:
+        assert main(["eval", "--config", str(path)]) == 2
+    finally:
+        sandbox.bwrap_works.cache_clear()
+    err = capsys.readouterr().err
+    assert any(line.startswith(says) for line in err.splitlines()) and "Traceback" not in err, err
+    records = read_records(load_config(path).run.dir, dedupe=False)
+    assert records.height == len(_jobs(load_config(path))) == records["job_id"].n_unique()
+    assert records.select(pl.col("status").unique()).to_series().to_list() == ["harness_error"]

@@ -96,6 +96,16 @@ def test_missing_source_dir_is_named(tmp_path):
         ensure_pristine(cfg.mnn)
 
 
+def test_an_unwritable_cache_dir_is_named(tmp_path):
+    """A cache folder that cannot be written (here a file; read-only or foreign the same): SourceError naming
+    mnn.cache_dir and what to do, not an OSError's traceback."""
+    (tmp_path / "cache").write_text("")
+    cfg = EvalConfig(mnn={"source_dir": make_tree(tmp_path / "mnn"), "cache_dir": tmp_path / "cache",
+                          "engine": "fixture"})
+    with pytest.raises(SourceError, match=r"mnn.cache_dir: cannot write .*cache/trees: .*writable folder"):
+        ensure_pristine(cfg.mnn)
+
+
 def test_pristine_copy_is_made_by_one_process_at_a_time(tmp_path):
     """Workers starting together on a fresh cache: a second ensure_pristine waits for the first (the cache's
     tree lock) instead of copying the tree beside it and replacing the copy the first one links from."""
@@ -293,3 +303,22 @@ def test_after_a_job_what_a_run_wrote_into_sources_or_build_is_removed_and_flagg
     flags.clear()
     check_after_job(ws, flags)  # a clean workspace: no flag
     assert flags == []
+
+
+def test_a_moved_workspace_lib_dir_links_its_own_build(tmp_path):
+    """A cache copied or moved elsewhere (``cp -a ~/.cache/mkb``): lib/'s links into the old workspace's build are
+    made again, relative, so a candidate is never verified with the old tree's libraries."""
+    from kit.mnn.native import workspace_lib_dir
+    from kit.mnn.workspace import Workspace
+
+    old, new = tmp_path / "old" / "w0", tmp_path / "new" / "w0"
+    for root in (old, new):
+        (root / "build" / "express").mkdir(parents=True)
+        (root / "build" / "libMNN.so").write_text(str(root))
+        (root / "build" / "express" / "libMNN_Express.so").write_text(str(root))
+    (new / "lib").mkdir()
+    os.symlink(old / "build" / "libMNN.so", new / "lib" / "libMNN.so")  # as cp -a leaves it
+    libs = workspace_lib_dir(Workspace(new, pristine=None))  # type: ignore[arg-type]
+    assert sorted(p.name for p in libs.iterdir()) == ["libMNN.so", "libMNN_Express.so"]
+    for link in libs.iterdir():
+        assert not os.path.isabs(os.readlink(link)) and link.read_text() == str(new)

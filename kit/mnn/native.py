@@ -123,16 +123,25 @@ def _by_content(arg: str) -> str:
 
 
 def workspace_lib_dir(ws: Workspace) -> Path:
-    """A directory of symlinks to every shared library of ``ws.build`` (one ``LD_LIBRARY_PATH`` entry)."""
+    """A directory of symlinks to every shared library of ``ws.build`` (one ``LD_LIBRARY_PATH`` entry), relative
+    to it: a cache moved or copied elsewhere (``cp -a ~/.cache/mkb``, a HOME mounted at another path) kept
+    absolute links into the old workspace's build, so every candidate was verified and timed with the old
+    tree's (native) libraries and a crashing or wrong kernel came out ``ok``.  Links that do not lead into
+    ``ws.build`` are made again."""
     libs = ws.root / "lib"
-    if (libs / "libMNN.so").is_symlink():  # the links follow rebuilds; the set of libraries does not change
+    first = libs / "libMNN.so"
+    build = ws.build.resolve()
+    if first.is_symlink() and first.resolve().is_relative_to(build):  # the links follow rebuilds
         return libs
     libs.mkdir(exist_ok=True)
+    for old in libs.iterdir():
+        if old.is_symlink() and not old.resolve().is_relative_to(build):
+            old.unlink()
     for so in ws.build.rglob("*.so*"):
         if so.is_file() and "CMakeFiles" not in so.parts:
             link = libs / so.name
             if not link.is_symlink():
-                os.symlink(so, link)
+                os.symlink(os.path.relpath(so, libs), link)
     return libs
 
 

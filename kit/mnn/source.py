@@ -143,10 +143,16 @@ def ensure_pristine(mnn: MnnSection) -> Pristine:
             source_dir and the tarball cannot be downloaded.
     """
     trees = mnn.cache_dir / "trees"
-    trees.mkdir(parents=True, exist_ok=True)
+    try:
+        trees.mkdir(parents=True, exist_ok=True)
+        lock_file = open(trees / "lock", "w")  # noqa: SIM115 (closed by the with below)
+    except OSError as exc:  # a read-only or foreign cache folder: a traceback said only "[Errno 30] ..."
+        raise SourceError(f"mnn.cache_dir: cannot write {exc.filename or trees}: {exc.strerror}; make "
+                          f"{mnn.cache_dir} a writable folder or point mnn.cache_dir (MKB_MNN__CACHE_DIR) "
+                          f"elsewhere") from exc
     # one process at a time per cache: two workers starting on a fresh cache would otherwise both copy the
     # tree, and the second would replace the copy the first is already hard-linking its workspace from
-    with open(trees / "lock", "w") as lock:
+    with lock_file as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         return _ensure_pristine_locked(mnn, trees)
 
