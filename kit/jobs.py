@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kit import candidates as kcand
-from kit.mnn.source import SourceError
 from kit.outcomes import Outcome, StageFailure, Where
 from kit.records import ErrorKind, Record, Status
 from kit.rundir import recorded_jobs
@@ -162,11 +161,11 @@ def record_setup_failure(jobs: Sequence[Job], recorded: set[str], exc: BaseExcep
                          worker: str = "") -> int:
     """Give each job of ``jobs`` (a run's pending jobs) whose id is not in ``recorded`` (those this session
     recorded already) its :func:`setup_failed_record`, written to ``sink``'s ``setup`` shard, each job id once;
-    the executors call it when a worker's setup raised ``exc``, before re-raising it.  A
-    :class:`kit.mnn.source.SourceError` (``mnn.source_dir`` or the tarball is not the pinned tree) is the user's
-    input refused, like a bad config: no record.  Returns the records written.  Raises what writing a shard
-    raises."""
-    if isinstance(exc, SourceError):  # the configured tree is refused: bad input, refused before any job ran
+    the executors call it when a worker's setup raised ``exc``, before re-raising it.  An error whose
+    ``records_jobs`` is False (:class:`kit.mnn.source.SourceError`: ``mnn.source_dir`` or the tarball is not the
+    pinned tree) is the user's input refused, like a bad config: no record.  Returns the records written.
+    Raises what writing a shard raises."""
+    if not getattr(exc, "records_jobs", True):  # a refused input (the configured tree): no job ran, none recorded
         return 0
     line = setup_cause(exc)
     todo = pending(list(jobs), recorded)

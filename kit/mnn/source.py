@@ -29,7 +29,18 @@ DIGEST_EXCLUDE = ("apps", ".git")
 
 
 class SourceError(Exception):
-    """The MNN tree cannot be found, fetched or verified; the message says what to set."""
+    """The MNN tree cannot be found, fetched or verified; the message says what to set.  The configured input
+    is refused: a run ends before any job, and records none (:attr:`records_jobs`)."""
+
+    #: whether a run whose setup raised this gives its jobs ``harness_error`` records (kit.jobs)
+    records_jobs = False
+
+
+class CacheError(SourceError):
+    """The kit's cache folder cannot be written (read-only, a file in the way): this machine's setup failed,
+    so the run's jobs are recorded as ``harness_error`` and retried once it is fixed."""
+
+    records_jobs = True
 
 
 @dataclass(frozen=True)
@@ -147,7 +158,7 @@ def ensure_pristine(mnn: MnnSection) -> Pristine:
         trees.mkdir(parents=True, exist_ok=True)
         lock_file = open(trees / "lock", "w")  # noqa: SIM115 (closed by the with below)
     except OSError as exc:  # a read-only or foreign cache folder: a traceback said only "[Errno 30] ..."
-        raise SourceError(f"mnn.cache_dir: cannot write {exc.filename or trees}: {exc.strerror}; make "
+        raise CacheError(f"mnn.cache_dir: cannot write {exc.filename or trees}: {exc.strerror}; make "
                           f"{mnn.cache_dir} a writable folder or point mnn.cache_dir (MKB_MNN__CACHE_DIR) "
                           f"elsewhere") from exc
     # one process at a time per cache: two workers starting on a fresh cache would otherwise both copy the
