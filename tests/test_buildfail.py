@@ -188,6 +188,31 @@ def test_a_build_that_hangs_is_stopped_by_the_stall_limit_at_its_step(tmp_path, 
     assert exc.log is not None and "[1/2] Building CXX object fake.o" in exc.log.read_text()
 
 
+#: a ninja killed by SIGKILL from outside after the build's first step (what the out-of-memory killer does)
+KILLED_NINJA = """#!/bin/sh
+case " $* " in
+  *" -k "*) printf '0\\t10\\t0\\tfake.o\\tdeadbeef\\n' >> .ninja_log
+            echo "[1/2] Building CXX object fake.o"
+            kill -KILL $$ ;;
+esac
+exec {real} "$@"
+"""
+
+
+@needs_toolchain
+def test_a_build_killed_from_outside_says_so_at_its_step(tmp_path, fixture_engine, monkeypatch):
+    """A ninja ended by a signal the kit did not send has no error in its output: the line names the signal and
+    the step, not 'no compiler or tool error' (a copied cache's worker once killed a live build that way)."""
+    (tmp_path / "bin").mkdir()
+    fake = tmp_path / "bin" / "ninja"
+    fake.write_text(KILLED_NINJA.format(real=shutil.which("ninja")))
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    exc = native_failure(tmp_path, fixture_engine)
+    assert re.fullmatch(r"native fixture build was killed by signal 9 at step 1/\d\d, from outside the build .*",
+                        exc.cause), exc.cause
+
+
 @needs_toolchain
 def test_a_failed_configure(tmp_path, fixture_engine):
     exc = native_failure(tmp_path, fixture_engine, cmake_args=("-DCMAKE_CXX_COMPILER=/nonexistent/g++",))

@@ -96,6 +96,8 @@ class BuildResult:
     steps_done: int = 0
     steps_total: int = 0
     output: str = field(default="", repr=False)
+    #: the signal that ended ninja from outside the build (None: it exited, or the kit stopped it)
+    signal: int | None = None
 
 
 def build_env(cache_dir: Path, ws_root: Path) -> dict[str, str]:
@@ -233,6 +235,7 @@ def build(
         ok=res.ok, timed_out=res.timed_out or res.stopped, wall_s=res.wall_s,
         diagnostics=parse_diagnostics(res.output, ws.src), log_tail="\n".join(res.output.splitlines()[-60:]),
         configure_s=configure_s, stalled=res.stopped, steps_done=done, steps_total=total, output=res.output,
+        signal=None if res.timed_out or res.stopped else res.signal,
     )
 
 

@@ -159,6 +159,14 @@ def failure_line(what: str, output: str, cache_dir: Path, src: Path | None = Non
     return f"{what} failed: {error.rstrip('.')}; {advice}" if advice else f"{what} failed: {error}"
 
 
+def killed_line(what: str, signal: int, done: int, total: int) -> str:
+    """``<what> was killed by signal S at step k/n``: ninja ended by a signal the kit did not send (the kernel's
+    out-of-memory killer, another process), whose output holds no error of its own."""
+    step = f"{done}/{total}" if total else f"{done}"
+    return (f"{what} was killed by signal {signal} at step {step}, from outside the build (the kernel's "
+            f"out-of-memory killer, or another process); run it again, with fewer build.jobs if memory is short")
+
+
 def timeout_line(what: str, wall_s: float, done: int, total: int, stalled: bool, limit_s: float) -> str:
     """``<what> timed out after N s at step k/n (no step finished in M s)`` for a build the stall limit stopped
     (``limit_s``: ``build.stall_timeout_s``), ``(build.timeout_s = T s)`` for one its fixed total stopped;

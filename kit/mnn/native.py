@@ -184,6 +184,8 @@ def build_pristine(ws: Workspace, opts: mbuild.BuildOptions, label: str) -> mbui
     if res.timed_out:
         cause = buildfail.timeout_line(label, res.wall_s, res.steps_done, res.steps_total, res.stalled,
                                        stall_s if res.stalled and stall_s else opts.timeout_s)
+    elif not res.ok and res.signal is not None and not buildfail.first_error(res.output, ws.src):
+        cause = buildfail.killed_line(label, res.signal, res.steps_done, res.steps_total)
     elif not res.ok:
         cause = buildfail.failure_line(label, res.output, opts.cache_dir, ws.src)
     else:
