@@ -150,18 +150,12 @@ def link_runner(ws: Workspace, opts: BuildOptions, out: Path) -> Path:
     return out
 
 
-class ConfigureError(Exception):
+class ConfigureError(buildfail.CauseError):
     """CMake failed on a tree the kit controls.  Its message: :attr:`cause`, one line naming cmake's first
     error and what to do (:func:`kit.mnn.buildfail.failure_line`), then where cmake's whole output is kept
     (:attr:`log`, a file of the workspace; None when it could not be written)."""
 
-    def __init__(self, cause: str, log: Path | None = None) -> None:
-        super().__init__(cause + (f"\n(cmake's whole output: {log})" if log is not None else ""))
-        self.cause = cause
-        self.log = log
-
-    def __reduce__(self) -> tuple[type, tuple[str, Path | None]]:  # pickled (Ray) with both fields, not the message
-        return type(self), (self.cause, self.log)
+    OUTPUT = "cmake's whole output"
 
 
 #: workspace state key: digest of the command line its build directory was configured with

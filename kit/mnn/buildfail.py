@@ -47,6 +47,22 @@ _CMAKE = re.compile(r"^CMake Error: (?P<msg>.+)$")
 _NOISE = re.compile(r"^(?:ninja: build stopped|FAILED: |\[\d+/\d+\] |collect2: error: ld returned)")
 
 
+
+class CauseError(Exception):
+    """A failure told in one line, :attr:`cause`, then where the whole output is kept (:attr:`log`, a file;
+    None when it could not be written), named after :attr:`OUTPUT` ("the build's", "cmake's")."""
+
+    OUTPUT = "the whole output"
+
+    def __init__(self, cause: str, log: Path | None = None) -> None:
+        super().__init__(cause + (f"\n({self.OUTPUT}: {log})" if log is not None else ""))
+        self.cause = cause
+        self.log = log
+
+    def __reduce__(self) -> tuple[type, tuple[str, Path | None]]:  # pickled (Ray) with both fields, not the message
+        return type(self), (self.cause, self.log)
+
+
 def first_error(output: str, src: Path | None = None) -> str:
     """The first real error line of a build's or configure's ``output`` (see the module docstring), on one line
     and at most :data:`MAX_CAUSE` characters; a compiler diagnostic's path relative to the tree ``src`` when it

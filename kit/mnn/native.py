@@ -32,20 +32,14 @@ _ENGINE_NAMES = {"mnn": "MNN"}
 log = logging.getLogger("kit")
 
 
-class NativeBuildError(Exception):
+class NativeBuildError(buildfail.CauseError):
     """The pristine tree did not build: nothing can be evaluated.  Its message: :attr:`cause`, one line saying
     why and what to do (:mod:`kit.mnn.buildfail`: the first real error of the build's output, a missing program,
     a timeout at step k/n), then where the build's whole output is kept (:attr:`log`, a file of the workspace;
     None when there is none).  The records of a run whose setup failed carry the cause
     (:func:`kit.jobs.setup_failed_record`)."""
 
-    def __init__(self, cause: str, log: Path | None = None) -> None:
-        super().__init__(cause + (f"\n(the build's whole output: {log})" if log is not None else ""))
-        self.cause = cause
-        self.log = log
-
-    def __reduce__(self) -> tuple[type, tuple[str, Path | None]]:  # pickled (Ray) with both fields, not the message
-        return type(self), (self.cause, self.log)
+    OUTPUT = "the build's whole output"
 
 
 @dataclass(frozen=True)
