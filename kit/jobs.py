@@ -22,6 +22,7 @@ from kit import candidates as kcand
 from kit.outcomes import Outcome, StageFailure, Where
 from kit.records import ErrorKind, Record, Status
 from kit.rundir import recorded_jobs
+from kit.shards import ShardWriter
 from kit.stages.screen import response_flags
 from kit.target import Target
 from kit.tasks import Task
@@ -160,7 +161,8 @@ def setup_failed_record(job: Job, message: str, worker: str = "") -> Record:
 def record_setup_failure(jobs: Sequence[Job], recorded: set[str], exc: BaseException, sink: RecordSink,
                          worker: str = "") -> int:
     """Give each job of ``jobs`` (a run's pending jobs) whose id is not in ``recorded`` (those this session
-    recorded already) its :func:`setup_failed_record`, written to ``sink``'s ``setup`` shard, each job id once;
+    recorded already) its :func:`setup_failed_record`, written to one ``setup`` shard of ``sink``'s run, each job
+    id once;
     the executors call it when a worker's setup raised ``exc``, before re-raising it.  An error whose
     ``records_jobs`` is False (:class:`kit.mnn.source.SourceError`: ``mnn.source_dir`` or the tarball is not the
     pinned tree) is the user's input refused, like a bad config: no record.  Returns the records written.
@@ -169,8 +171,10 @@ def record_setup_failure(jobs: Sequence[Job], recorded: set[str], exc: BaseExcep
         return 0
     line = setup_cause(exc)
     todo = pending(list(jobs), recorded)
-    for job in todo:
-        sink.append("setup", setup_failed_record(job, line, worker))
+    if todo:  # one shard file for them all (a record per file would leave thousands of tiny files)
+        with ShardWriter(sink.run_dir, "setup", flush_every=len(todo)) as shard:
+            for job in todo:
+                shard.append(setup_failed_record(job, line, worker))
     if todo:
         log.warning("the setup of %s failed; the %d job(s) of this run not recorded yet are recorded as "
                     "harness_error (rerun the same command to retry them): %s", worker or "the worker", len(todo), line)
