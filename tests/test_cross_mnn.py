@@ -9,6 +9,7 @@ timed iterations.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import polars as pl
@@ -32,6 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def cross_sample_run(tmp_path_factory):
     skip_without_cross_tools()
+    if os.environ.get("MKB_TEST_SKIP_AARCH64_MNN") == "1":  # CI's time budget (.ci/run says so)
+        pytest.skip("MKB_TEST_SKIP_AARCH64_MNN=1: the aarch64 build of the real tree (about 10 min) is left out")
     tmp = tmp_path_factory.mktemp("mnn_cross")
     p = tmp / "aarch64.toml"
     p.write_text(f"""
