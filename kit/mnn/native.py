@@ -159,10 +159,10 @@ def build_pristine(ws: Workspace, opts: mbuild.BuildOptions, label: str) -> mbui
     A workspace a killed job left changed is restored first (and said in the log).
 
     Raises:
-        NativeBuildError: a program the build needs is missing, or the pristine tree fails to configure or
-            build, or timed out: one line naming the first real error (the whole output is kept in
-            ``<workspace>/build-failed.log`` or ``configure-failed.log``)."""
-    check_build_tools(opts, label)
+        NativeBuildError: the pristine tree fails to configure or build, or timed out: one line naming the
+            first real error (the whole output is kept in ``<workspace>/build-failed.log`` or
+            ``configure-failed.log``).  Its callers check the programs it needs first (:func:`check_build_tools`
+            in :func:`ensure_native` and :func:`kit.worker.setup_worker`)."""
     repaired = ws.check_and_repair()
     if repaired:  # a job killed in the middle left them; restored from the pristine tree
         log.warning("workspace %s: restored %d file(s) a killed job left changed: %s", ws.root, len(repaired),
