@@ -267,8 +267,7 @@ class Driver:
         except RayTaskError as exc:  # setup raised: a setup error (bad tree, failed native build) ends the run
             error = setup_error(exc, slot)
             # the jobs running on other workers now are abandoned with the run: they are recorded too
-            worker = f"{'t' if slot.role == 'time' else 'w'}{slot.index}"  # as setup_error names it
-            record_setup_failure(self.jobs, self.recorded, error, self.sink, worker)
+            record_setup_failure(self.jobs, self.recorded, error, self.sink, slot.tag)
             raise error from exc
         self._check_alike(info, slot)
         slot.ready, slot.setup_deaths, slot.name, slot.info = True, 0, info["name"], info

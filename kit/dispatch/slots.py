@@ -36,6 +36,11 @@ class Slot:
     stage: str = ""  # last stage the worker reported for its running job
     last_task: str | None = None  # task id of the last job handed to this worker (kit.jobqueue affinity)
 
+    @property
+    def tag(self) -> str:
+        """The slot's short name before its worker has one: ``w<index>``, ``t<index>`` for a timing slot."""
+        return f"{'t' if self.role == 'time' else 'w'}{self.index}"
+
 
 def ray_options(request: dict[str, float]) -> dict[str, Any]:
     """``ray.remote`` options of an actor asking for ``request`` (:func:`kit.dispatch.cluster.actor_requests`);
@@ -84,7 +89,7 @@ def setup_error(exc: RayTaskError, slot: Slot) -> BaseException:
     cause = getattr(exc, "cause", None)
     if not isinstance(cause, Exception) or isinstance(cause, RayTaskError):
         return exc
-    where = f"worker slot {'t' if slot.role == 'time' else 'w'}{slot.index}"
+    where = f"worker slot {slot.tag}"
     # the wrapper's first line: "ray::_JobActor.ready() (pid=..., ip=..., ...)"
     at = re.search(r"\(pid=(\d+), ip=([^,)]+)", str(exc))
     if at:
