@@ -126,3 +126,42 @@ def test_closing_the_reaper_kills_the_marked_children_and_spares_the_driver():
             os.kill(pid, signal.SIGKILL)
         p.kill()
         p.wait()
+
+
+#: a driver whose command (run through the kit's runner with an explicit, minimal environment, as every stage
+#: runs its commands) leaves an orphan that its parent-death signal cannot reach (a worker SIGKILLed between
+#: fork and prctl leaves the same); the reaper is then closed as a finished run closes it
+ORPHAN = r"""
+import sys, time
+from kit import proc
+from kit.proc import reaper
+r = reaper.start()
+res = proc.run(["sh", "-c", "setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!; sleep 0.5"], env={"PATH": "/usr/bin:/bin"},
+               timeout_s=30)
+print(res.stdout.strip(), flush=True)
+time.sleep(0.5)
+r.close()
+print("closed", flush=True)
+time.sleep(300)
+"""
+
+
+def test_an_orphan_of_a_command_with_its_own_environment_is_killed_when_the_run_ends():
+    p = subprocess.Popen([sys.executable, "-c", ORPHAN], stdout=subprocess.PIPE, text=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    orphan = None
+    try:
+        assert p.stdout is not None
+        orphan = int(p.stdout.readline().strip())
+        assert b"MKB_SESSION_MARK=" in Path(f"/proc/{orphan}/environ").read_bytes()
+        assert p.stdout.readline().strip() == "closed"
+        deadline = time.monotonic() + 30
+        while _alive(orphan) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(orphan), f"the orphan outlived the finished run: {_state(orphan)}"
+        assert p.poll() is None  # the driver lives on
+    finally:
+        if orphan is not None and _alive(orphan):
+            os.kill(orphan, signal.SIGKILL)
+        p.kill()
+        p.wait()

@@ -99,10 +99,15 @@ def _procs_mentioning(*texts: str) -> dict[int, str]:
         try:
             cmdline = (d / "cmdline").read_bytes()
             environ = (d / "environ").read_bytes()
+            text = cmdline.replace(b"\0", b" ").decode(errors="replace")
+            stat = (d / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
         if any(t.encode() in cmdline or t.encode() in environ for t in texts):
-            found[int(d.name)] = cmdline.replace(b"\0", b" ").decode(errors="replace")[:300]
+            # the state (T: stopped) and parent say why it lives on; the tail of a sandbox's command line names
+            # the command
+            shown = text if len(text) < 400 else f"{text[:150]} … {text[-250:]}"
+            found[int(d.name)] = f"[{stat[0]} ppid {stat[1]}] {shown}"
     return found
 
 

@@ -28,8 +28,8 @@ on 2 cores).  Where the two tools are missing, a preexec_fn sets the same.
 
 from __future__ import annotations
 
-# The modules, lowest first: result, container and pause import nothing of the kit; sessions imports
-# container; spawn imports sessions and container;
+# The modules, lowest first: result, container, reaper and pause import nothing of the kit; sessions imports
+# container; spawn imports sessions, container and reaper;
 # pipes imports sessions and pause; command imports all of them.  What is re-exported here is bound once:
 # to change a constant or a module's state (a test's monkeypatch), set it on the module that defines it
 # (e.g. kit.proc.pipes.PIPE_GRACE_S, kit.proc.spawn._track_dir), not here.

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from kit.proc import container
+from kit.proc.reaper import MARK_VAR
 from kit.proc.sessions import kill_session
 from kit.sandbox import Confinement, Limits, PidsGroup, prefix, process_group_for
 
@@ -159,6 +160,11 @@ def _spawn(
     path (None when not tracking), whether it runs in the sandbox (then exit status 128 + N means killed by
     signal N) and its pids cgroup (release it when the command has ended; None: none)."""
     environment = dict(env) if env is not None else base_env()
+    if (mark := os.environ.get(MARK_VAR)) is not None:
+        # every command carries the driver session's mark, whatever environment its caller gave: a command whose
+        # worker died before the parent-death signal took effect (a SIGKILL in the few ms between fork and
+        # prctl) lives on, orphaned, and the reaper finds it only by this mark when the run ends
+        environment[MARK_VAR] = mark
     popen_args: dict = {}
     limits = confine.limits
     box = prefix(confine.view, cwd) if confine.view is not None else []
