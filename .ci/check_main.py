@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from sample_expected import expected_statuses, status_differences  # noqa: E402
 
-#: a BuildProgress log line of the native build (kit/progress.py), e.g. ``native MNN build: 844/844 steps (100 %),
+#: a BuildProgress log line of the native build (kit/host/progress.py), e.g. ``native MNN build: 844/844 steps (100 %),
 #: 12 min 5 s``; a Ray worker prefixes its pid
 _BUILD_LINE = re.compile(r"native MNN build: (\d+)/(\d+) steps \((\d+) %\), (?:(\d+) h (\d+) min|(\d+) min (\d+) s|(\d+) s)")
 
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import polars as pl
 
-    from kit.config import load_config
+    from kit.settings.config import load_config
 
     cfg = load_config(args.config)
     arch = cfg.target.arch

@@ -27,7 +27,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from kit.config import ConfigError, EvalConfig, load_config
+from kit.settings.config import ConfigError, EvalConfig, load_config
 
 
 def _config(args: argparse.Namespace, rest: Sequence[str]) -> EvalConfig:
@@ -170,7 +170,7 @@ class _StderrHandler(logging.StreamHandler):
 def _log_records_when_no_progress_bar() -> None:
     """Without a live progress bar (stderr not a terminal: nohup, CI, a cluster job), print the kit's
     INFO log (one line per record, workers ready, retries) to stderr instead."""
-    from kit.progress import progress_shown
+    from kit.host.progress import progress_shown
 
     log = logging.getLogger("kit")
     if not progress_shown() and not log.handlers:
@@ -184,26 +184,26 @@ def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
     try:
         if args.cmd == "eval":
             cfg = _config(args, rest)
-            from kit.evaluate import evaluate
+            from kit.outline.evaluate import evaluate
 
             return evaluate(cfg)
         if args.cmd == "check":
             cfg = _config(args, rest)
-            from kit.evaluate import check
+            from kit.outline.evaluate import check
 
             verdict = check(cfg, args.task, files=args.files, response=args.response)
             print(json.dumps(verdict, indent=2))
             return 0 if verdict["status"] == "ok" else 1
         if args.cmd == "calibrate":
             cfg = _config(args, rest)
-            from kit.calibrate import calibrate
+            from kit.outline.calibrate import calibrate
 
             return calibrate(cfg)
         if args.cmd == "tasks":
             return _tasks(args)
         if args.cmd == "prompts":
-            from kit.prompts import write_prompts
-            from kit.tasks import load_suite
+            from kit.suite.prompts import write_prompts
+            from kit.suite.tasks import load_suite
 
             cfg = _config(args, rest)
             if cfg.mnn.source_dir is None:
@@ -219,13 +219,13 @@ def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
 
             return baselines(args)
         if args.cmd == "merge":
-            from kit.shards import merge
+            from kit.results.shards import merge
 
             print(merge(args.run_dir))
             return 0
         if args.cmd == "report":
             from kit.report import build_report
-            from kit.tasks import load_suite
+            from kit.suite.tasks import load_suite
 
             out = args.out or (args.run_dirs[0] / "report")
             paths = build_report(list(args.run_dirs), out, load_suite(_report_tasks_dir(args)))
@@ -270,10 +270,10 @@ def _report_tasks_dir(args: argparse.Namespace) -> Path:
 
     Raises:
         kit.report.ReportError: a run folder does not exist.
-        kit.tasks.TaskError: no tasks folder (names the paths tried, absolute, and the option)."""
-    from kit import provenance
+        kit.suite.tasks.TaskError: no tasks folder (names the paths tried, absolute, and the option)."""
     from kit.report import ReportError
-    from kit.tasks import TaskError
+    from kit.run import provenance
+    from kit.suite.tasks import TaskError
 
     for run_dir in args.run_dirs:
         if not run_dir.is_dir():
@@ -305,15 +305,15 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from kit.bundle.manifest import BundleError
     from kit.candidates import CandidateSourceError
     from kit.devices.errors import DeviceError
-    from kit.metrics import MetricsError
+    from kit.host.sandbox import SandboxError
     from kit.mnn.native import NativeBuildError
     from kit.mnn.source import SourceError
-    from kit.prompts import PromptError
-    from kit.provenance import ProvenanceError
     from kit.report import ReportError
-    from kit.sandbox import SandboxError
-    from kit.shards import ShardError
-    from kit.tasks import TaskError
+    from kit.results.shards import ShardError
+    from kit.run.provenance import ProvenanceError
+    from kit.score.metrics import MetricsError
+    from kit.suite.prompts import PromptError
+    from kit.suite.tasks import TaskError
 
     errors: tuple[type[BaseException], ...] = (
         TaskError, CandidateSourceError, SourceError, NativeBuildError, PromptError, ProvenanceError,
@@ -331,17 +331,17 @@ def _tasks(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     if args.tasks_cmd == "generate":
-        from kit.suite import generate
+        from kit.suite.builtin import generate
 
         generate(args.dir)
         print(f"generated the task suite in {args.dir}")
         return 0
     if args.tasks_cmd == "import":
-        from kit.importer.cli import run_import
+        from kit.suite.importer.cli import run_import
 
         return run_import(args)
     if args.tasks_cmd == "list":
-        from kit.tasks import list_tasks
+        from kit.suite.tasks import list_tasks
 
         rows = list_tasks(args.dir, args.split, args.category)
         table = Table(title=f"{len(rows)} tasks (split: {args.split})")
@@ -355,7 +355,7 @@ def _tasks(args: argparse.Namespace) -> int:
     if args.tasks_cmd == "audit":
         from rich.progress import Progress
 
-        from kit.audit import audit, failed, write_calibration
+        from kit.suite.audit import audit, failed, write_calibration
 
         with Progress(transient=True) as prog:
             bar = prog.add_task("audit", total=None)
@@ -376,7 +376,7 @@ def _tasks(args: argparse.Namespace) -> int:
         natives = df.filter(pl.col("native_ok").not_()).height if "native_ok" in df.columns else 0
         print(f"native MNN (PyPI wheel) fails {natives} task(s): recorded facts, not audit failures")
         bad = failed(df)
-        from kit.importer.weak import is_imported, mark_weak, split_failures
+        from kit.suite.importer.weak import is_imported, mark_weak, split_failures
 
         if is_imported(args.dir):  # an imported suite: weak tasks are marked in its manifest, not failures
             bad, weak = split_failures(bad)

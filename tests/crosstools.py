@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from kit.host.target import TargetError, make_target
 from kit.mnn import toolchain
-from kit.target import TargetError, make_target
 
 
 def skip_without_cross_tools() -> None:

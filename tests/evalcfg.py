@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kit.tomlvalue import toml_value
+from kit.settings.tomlvalue import toml_value
 
 
 def _value(v: Any) -> str:

@@ -49,7 +49,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReq
 
     ``ray start --block`` keeps each raylet's processes under one process group we own; teardown ends
     those groups by id with SIGKILL (fast; never ``ray stop``, which would stop every Ray instance on the machine).
-    Background processes cannot go through kit.proc.run (it waits), hence subprocess.Popen here.
+    Background processes cannot go through kit.host.proc.run (it waits), hence subprocess.Popen here.
     """
     home = tmp_path_factory.mktemp("home")
     temp_dir = Path(tempfile.mkdtemp(prefix="mkbr", dir="/tmp"))  # short: Ray's unix socket paths

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from fake_adb.fakedev import install, make_device
 
-from kit import proc
-from kit.config import ConfigError, load_config
 from kit.devices import remote
 from kit.devices import state as dstate
 from kit.devices.adb import Adb, status_of, wrap
 from kit.devices.errors import AdbMissing, DeviceBusy, DeviceError, DeviceLost, DeviceMismatch
 from kit.devices.session import DeviceSession
+from kit.host import proc
+from kit.settings.config import ConfigError, load_config
 from kit.settings.device import DeviceSection
 
 

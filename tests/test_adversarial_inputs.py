@@ -24,8 +24,8 @@ import pytest
 from conftest_fixture import FIXTURE_ROOT
 from evalcfg import write_config
 
-from kit.records import ErrorKind, Status
-from kit.shards import read_records
+from kit.results.records import ErrorKind, Status
+from kit.results.shards import read_records
 from kit.stages.screen import IGNORED_RESPONSE
 
 sys.path.insert(0, str(Path(__file__).parent / "adversarial"))

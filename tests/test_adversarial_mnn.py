@@ -14,12 +14,13 @@ import polars as pl
 import pytest
 from evalcfg import write_config
 
-from kit import metrics, sandbox
-from kit.config import load_config
-from kit.evaluate import evaluate
-from kit.shards import read_records
-from kit.tasks import load_suite
-from kit.worker import setup_worker
+from kit.host import sandbox
+from kit.job.worker import setup_worker
+from kit.outline.evaluate import evaluate
+from kit.results.shards import read_records
+from kit.score import metrics
+from kit.settings.config import load_config
+from kit.suite.tasks import load_suite
 
 sys.path.insert(0, str(Path(__file__).parent / "adversarial"))
 from checks import check_case, check_nothing_left, hash_dir  # noqa: E402

@@ -18,18 +18,18 @@ import pytest
 from conftest_fixture import FIXTURE_ROOT
 from evalcfg import write_config
 
-from kit import sandbox
-from kit.config import load_config
-from kit.evaluate import evaluate
-from kit.inputs import make_inputs
-from kit.outcomes import StageFailure
-from kit.records import ErrorKind, Status
-from kit.shards import scan
+from kit.host import sandbox
+from kit.job.worker import setup_worker
+from kit.outline.evaluate import evaluate
+from kit.results.outcomes import StageFailure
+from kit.results.records import ErrorKind, Status
+from kit.results.shards import scan
+from kit.settings.config import load_config
 from kit.stages import timing as stiming
 from kit.stages import timingrun as strun
 from kit.stages import verify as sverify
-from kit.tasks import load_suite
-from kit.worker import setup_worker
+from kit.suite.inputs import make_inputs
+from kit.suite.tasks import load_suite
 
 sys.path.insert(0, str(Path(__file__).parent / "adversarial"))
 import snippets  # noqa: E402

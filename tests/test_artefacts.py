@@ -1,4 +1,4 @@
-"""kit.artefacts (bundles shipped between nodes) and the timing half of a split job (kit.pipeline.time_job)
+"""kit.host.shipping (bundles shipped between nodes) and the timing half of a split job (kit.job.pipeline.time_job)
 on bad bundles: another architecture or another native build is a harness_error, never a candidate's fault."""
 
 from __future__ import annotations
@@ -8,25 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from kit.artefacts import (
-    ArtefactError,
-    BuildHalf,
-    Built,
-    Bundle,
-    elf_arch,
-    elf_needed,
-    pack,
-    runtime_libs,
-)
-from kit.config import EvalConfig
-from kit.hostinfo import host_arch
-from kit.jobs import Job
-from kit.outcomes import BuildOutcome, Outcome, Where
-from kit.pipeline import time_job
-from kit.records import ErrorKind, Status
-from kit.target import make_target
-from kit.tasks import load_suite
-from kit.timer import Timer
+from kit.host.machine import host_arch
+from kit.host.shipping import ArtefactError, Bundle, elf_arch, elf_needed, pack, runtime_libs
+from kit.host.target import make_target
+from kit.job.artefacts import BuildHalf, Built
+from kit.job.pipeline import time_job
+from kit.job.record import Job
+from kit.job.timing_worker import TimingWorker
+from kit.results.outcomes import BuildOutcome, Outcome, Where
+from kit.results.records import ErrorKind, Status
+from kit.settings.config import EvalConfig
+from kit.suite.tasks import load_suite
 
 FIXTURE_TASKS = Path(__file__).resolve().parent / "fixture_engine" / "tasks"
 
@@ -159,9 +151,9 @@ def _built(libs: Bundle, native_key: str = "k1") -> Built:
                  built_by="nabc.w0")
 
 
-def _timer(tmp_path: Path) -> Timer:
+def _timer(tmp_path: Path) -> TimingWorker:
     cfg = EvalConfig(mnn={"cache_dir": tmp_path / "cache", "engine": "fixture"})
-    return Timer(cfg, tmp_path / "shipped", "k1", name="ndef.t0")
+    return TimingWorker(cfg, tmp_path / "shipped", "k1", name="ndef.t0")
 
 
 def test_time_job_with_another_native_build_is_a_harness_error(tmp_path):

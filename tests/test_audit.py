@@ -1,4 +1,4 @@
-"""kit.audit on real tasks, and on deliberately broken task folders (each must be caught, clearly)."""
+"""kit.suite.audit on real tasks, and on deliberately broken task folders (each must be caught, clearly)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from onnx import helper
 
-from kit.audit import COLUMNS, audit, failed, write_calibration
+from kit.suite.audit import COLUMNS, audit, failed, write_calibration
 
 TASKS = Path(__file__).resolve().parents[1] / "tasks"
 FEW = ["abs_1d", "argmax_axis1_keep_4d", "topk_last_largest", "conv2d_3x3", "where_bcast_4d"]

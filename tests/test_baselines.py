@@ -17,7 +17,7 @@ from kit.baselines.key import BaselineKey, RunnerSettings, task_sha256
 from kit.baselines.lookup import NoBaseline, find
 from kit.baselines.notes import native_timing_note
 from kit.stages.speedup import unpaired_estimate, welch_interval
-from kit.tasks import load_suite
+from kit.suite.tasks import load_suite
 
 HW = {"device": "host", "cpu_model": "CPU A", "arch": "x86_64", "cpus": 8}
 SETTINGS = RunnerSettings(threads=1, precision="high", warmup=10, iterations=30)

@@ -18,12 +18,12 @@ import pytest
 from conftest_fixture import FIXTURE_ROOT
 from evalcfg import write_config
 
-from kit import hostinfo
 from kit.baselines.table import read_table, table_path
 from kit.cli import main
-from kit.config import load_config
-from kit.evaluate import evaluate
-from kit.shards import scan
+from kit.host import machine as hostinfo
+from kit.outline.evaluate import evaluate
+from kit.results.shards import scan
+from kit.settings.config import load_config
 
 pytestmark = pytest.mark.slow
 

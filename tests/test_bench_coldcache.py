@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from kit import proc
 from kit.bench.coldcache import make_unique
+from kit.host import proc
 
 SOURCE = "#include <cstdio>\nint kernel(int x) { return 2 * x; }\n"
 

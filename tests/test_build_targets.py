@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 from conftest_fixture import FIXTURE_ROOT, fixture_config_text
 
-from kit import proc
-from kit.config import load_config
+from kit.host import proc
+from kit.host.target import make_target
+from kit.job.worker import setup_worker
 from kit.mnn import build as mbuild
 from kit.mnn import targets
-from kit.outcomes import StageFailure
-from kit.records import ErrorKind, Status
+from kit.results.outcomes import StageFailure
+from kit.results.records import ErrorKind, Status
+from kit.settings.config import load_config
 from kit.stages import build as sbuild
-from kit.target import make_target
-from kit.tasks import load_suite
-from kit.worker import setup_worker
+from kit.suite.tasks import load_suite
 
 X86 = make_target("x86_64", host_arch="x86_64")
 ARM = make_target("aarch64", host_arch="x86_64")

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from test_buildwatch import hanging_ninja
 
-from kit.config import EvalConfig
 from kit.mnn import build as mbuild
 from kit.mnn import buildfail
 from kit.mnn.native import NativeBuildError, ensure_native
 from kit.mnn.source import ensure_pristine
 from kit.mnn.workspace import open_workspace
+from kit.settings.config import EvalConfig
 
 # -- the first real error of an output (unit) ------------------------------------------------------------------
 #: what a user saw on a fresh machine (abridged): the cause 60 lines above ninja's summary

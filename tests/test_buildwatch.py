@@ -1,5 +1,5 @@
 """The native build's progress: steps planned by ninja's dry run and finished from ``.ninja_log``
-(kit.mnn.buildwatch), drawn as a bar or logged every 5 % (kit.progress.BuildProgress).
+(kit.mnn.buildwatch), drawn as a bar or logged every 5 % (kit.host.progress.BuildProgress).
 
 The build tests build the fixture engine for real (cmake + ninja + g++, ~10 s each on 2 cores)."""
 
@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from kit.config import EvalConfig
+from kit.host.progress import BuildProgress, StepRate, duration_text, left_text
 from kit.mnn import build as mbuild
 from kit.mnn import buildwatch
 from kit.mnn.native import ensure_native
 from kit.mnn.source import ensure_pristine
 from kit.mnn.workspace import open_workspace
-from kit.progress import BuildProgress, StepRate, duration_text, left_text
+from kit.settings.config import EvalConfig
 
 needs_toolchain = pytest.mark.skipif(
     not (shutil.which("cmake") and shutil.which("ninja") and shutil.which("g++")), reason="needs cmake, ninja and g++"

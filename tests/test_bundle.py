@@ -25,10 +25,10 @@ from evalcfg import write_config
 from kit.bundle.archive import extract, write_archive
 from kit.bundle.manifest import MANIFEST, METRICS, RECORDS, ROOT, file_hashes
 from kit.cli import main
-from kit.config import load_config
-from kit.evaluate import evaluate
-from kit.shards import write_parquet_atomic
-from kit.tasks import sha256_file
+from kit.outline.evaluate import evaluate
+from kit.results.shards import write_parquet_atomic
+from kit.settings.config import load_config
+from kit.suite.tasks import sha256_file
 
 pytestmark = pytest.mark.slow
 

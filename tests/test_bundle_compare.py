@@ -12,11 +12,11 @@ import pytest
 
 from kit.bundle.compare import DIFFERENT, NOISE, SAME, SKIPPED, Speedup, compare, speedup_verdict
 from kit.bundle.configs import config_toml, exact_config
-from kit.config import EvalConfig, load_config
-from kit.metrics import tasks_frame
-from kit.records import Record, Status
-from kit.shards import records_frame
-from kit.tasks import Task
+from kit.results.records import Record, Status
+from kit.results.shards import records_frame
+from kit.score.metrics import tasks_frame
+from kit.settings.config import EvalConfig, load_config
+from kit.suite.tasks import Task
 
 TASKS = tasks_frame([Task(id=t, category="unary", op_type="Exp", mechanism="atomic", split="train",
                           mnn_op_types=["UnaryOp"], inputs=[{"name": "x", "shape": [4]}],
@@ -111,8 +111,8 @@ def test_the_bundled_config_reads_back_exactly(tmp_path, monkeypatch):
 def test_a_jsonl_source_keeps_the_lines_of_recorded_tasks_byte_for_byte(tmp_path, fixture_tasks_dir):
     from kit.bundle.pack import copy_source
     from kit.candidates import load_candidates
-    from kit.config import CandidateSource
-    from kit.tasks import load_suite
+    from kit.settings.config import CandidateSource
+    from kit.suite.tasks import load_suite
 
     exp = (fixture_tasks_dir.parent / "candidates/sample/fx_exp/correct/CPUUnary.cpp").read_text()
     lines = [json.dumps({"task_id": "fx_exp", "sample_id": "a", "files": {"CPUUnary.cpp": exp}}),

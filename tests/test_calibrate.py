@@ -1,4 +1,4 @@
-"""kit.noisefloor (what `mkb calibrate` writes) on hand-made records: coverage, interval widths, the noise
+"""kit.score.noisefloor (what `mkb calibrate` writes) on hand-made records: coverage, interval widths, the noise
 floor per task, native's own fast_1.0 shares, untimeable tasks."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from kit import noisefloor as calibrate
+from kit.score import noisefloor as calibrate
 
 
 def _record(task: str, speedup: float | None, lo: float | None, hi: float | None, status: str = "ok",

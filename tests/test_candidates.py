@@ -17,9 +17,9 @@ from kit.candidates import (
     native_candidate,
     parse_response,
 )
-from kit.config import CandidateSource
-from kit.records import ErrorKind
-from kit.tasks import Task
+from kit.results.records import ErrorKind
+from kit.settings.config import CandidateSource
+from kit.suite.tasks import Task
 
 MAX = 4096
 
@@ -405,7 +405,7 @@ def test_native_candidate(tmp_path):
 def test_jsonl_reports_every_bad_line_at_once(tmp_path):
     """A researcher fixing a broken JSONL should see all its bad lines in one run, each with its line number."""
     from kit.candidates import CandidateSourceError, load_candidates
-    from kit.config import CandidateSource
+    from kit.settings.config import CandidateSource
 
     p = tmp_path / "bad.jsonl"
     p.write_text('not json\n{"sample_id": "a"}\n[1, 2]\n{"task_id": "t", "sample_id": "../evil"}\n')

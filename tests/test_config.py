@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest_fixture import fixture_config_text
 
-from kit.config import ConfigError, EvalConfig, load_config
+from kit.settings.config import ConfigError, EvalConfig, load_config
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -209,8 +209,8 @@ def test_timing_cores_are_checked_where_a_worker_times_not_where_settings_are_ma
     naming the host when the timing options are pinned, not when the job settings are made."""
     import socket
 
-    from kit import hostinfo
-    from kit.jobsettings import job_settings, pin_timing
+    from kit.host import machine as hostinfo
+    from kit.job.options import job_settings, pin_timing
 
     p = tmp_path / "cfg.toml"
     p.write_text(fixture_config_text(tmp_path / "run", cache_dir=tmp_path / "cache")

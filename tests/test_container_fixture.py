@@ -1,4 +1,4 @@
-"""``container.mode = "docker"``: commands exec'd in a worker's container keep kit.proc's semantics, the image is
+"""``container.mode = "docker"``: commands exec'd in a worker's container keep kit.host.proc's semantics, the image is
 checked against the lock, and the fixture sample set gives the same statuses in the container as on the host.
 
 Needs a Docker daemon (``DOCKER_HOST``) and a kit image with the toolchain: ``MKB_TEST_IMAGE`` (CI builds one
@@ -17,13 +17,13 @@ import polars as pl
 import pytest
 from evalcfg import write_config
 
-from kit import proc
-from kit.config import load_config
-from kit.evaluate import evaluate
+from kit.host import proc
 from kit.images import container as icontainer
 from kit.images import daemon_available, image_info, load_lock
 from kit.images.common import ImageError
-from kit.shards import scan
+from kit.outline.evaluate import evaluate
+from kit.results.shards import scan
+from kit.settings.config import load_config
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from kit import proc, sandbox
+from kit.host import proc, sandbox
+from kit.host.target import make_target
 from kit.mnn import build as mbuild
 from kit.mnn import converter, native
-from kit.target import make_target
 
 pytestmark = pytest.mark.skipif(not (proc.which("cmake") and proc.which("ninja")), reason="needs cmake and ninja")
 

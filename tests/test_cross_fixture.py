@@ -15,13 +15,13 @@ from crosstools import skip_without_cross_tools
 from elftools.elf.elffile import ELFFile
 from evalcfg import write_config
 
-from kit import sandbox
-from kit.artefacts import elf_arch
-from kit.config import load_config
-from kit.evaluate import evaluate
-from kit.metrics import fast_col, summary
-from kit.shards import scan
-from kit.tasks import load_suite
+from kit.host import sandbox
+from kit.host.shipping import elf_arch
+from kit.outline.evaluate import evaluate
+from kit.results.shards import scan
+from kit.score.metrics import fast_col, summary
+from kit.settings.config import load_config
+from kit.suite.tasks import load_suite
 
 pytestmark = pytest.mark.slow
 

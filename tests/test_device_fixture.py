@@ -18,10 +18,10 @@ from evalcfg import write_config
 from fake_adb.fakedev import install, make_device
 
 from kit.baselines.table import read_table, table_path
-from kit.config import load_config
 from kit.devices.errors import DeviceLost
-from kit.evaluate import evaluate
-from kit.shards import scan
+from kit.outline.evaluate import evaluate
+from kit.results.shards import scan
+from kit.settings.config import load_config
 
 pytestmark = pytest.mark.slow
 

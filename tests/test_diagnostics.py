@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kit import proc
+from kit.host import proc
 from kit.mnn.build import parse_diagnostics
 
 

@@ -1,5 +1,5 @@
 """kit.dispatch on a real multi-node Ray cluster on loopback: every job recorded exactly once, placement by
-custom resource, node-exclusive timing through the NodeGate, actor death → retry / worker_lost.
+custom resource, node-exclusive timing through the NodeLock, actor death → retry / worker_lost.
 
 The cluster (``tests/raycluster.py``, one module-scoped start): a head with 2 CPUs and resource ``x86`` and a
 second node with 2 CPUs and resource ``aarch64``, both raylets on 127.0.0.1.  Run inside a private network
@@ -10,8 +10,8 @@ namespace::
 The jobs' *work* here is a module-level job function (injected through ``RayExecutor(job_fn=...)``)
 that really sleeps, takes the node gate, writes files and kills its own actor process with ``os._exit``;
 the scheduling, retry, shard and placement mechanics exercised are the production ones.  The end-to-end
-test through :func:`kit.pipeline.run_job` on the fixture engine is ``test_end_to_end_fixture_engine``.
-Jobs run the way ``mkb eval`` runs them: :func:`kit.evaluate.execute` (the resume set, then the executor) on
+test through :func:`kit.job.pipeline.run_job` on the fixture engine is ``test_end_to_end_fixture_engine``.
+Jobs run the way ``mkb eval`` runs them: :func:`kit.outline.evaluate.execute` (the resume set, then the executor) on
 a :class:`kit.dispatch.RayExecutor` (:func:`run_distributed` below).
 """
 
@@ -34,13 +34,14 @@ import ray
 from conftest_fixture import fixture_config_text
 from raycluster import STARTUP_S
 
-from kit.config import EvalConfig
 from kit.dispatch.actors import DEFAULT_JOB, DEFAULT_SETUP, DEFAULT_TIME
-from kit.gate import NodeGate
-from kit.jobs import Job, make_jobs
-from kit.records import CORRECT, Record, Status
-from kit.shards import scan
-from kit.tasks import load_suite
+from kit.host.nodelock import NodeLock
+from kit.job.record import Job
+from kit.results.records import CORRECT, Record, Status
+from kit.results.shards import scan
+from kit.run.plan import make_jobs
+from kit.settings.config import EvalConfig
+from kit.suite.tasks import load_suite
 
 pytestmark = pytest.mark.slow
 
@@ -56,7 +57,7 @@ def setup_state(cfg: EvalConfig, index: int, name: str) -> dict:
     node_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(node_dir / f"w{index}.lock", os.O_CREAT | os.O_RDWR, 0o644)
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises if another live actor holds w<index> on this node
-    return {"name": name, "gate": NodeGate(cfg.mnn.cache_dir / "node.lock"), "dir": cfg.mnn.cache_dir, "fd": fd}
+    return {"name": name, "gate": NodeLock(cfg.mnn.cache_dir / "node.lock"), "dir": cfg.mnn.cache_dir, "fd": fd}
 
 
 def _log_phase(state: dict, job: Job, phase: str, t0: int, t1: int) -> None:
@@ -112,8 +113,8 @@ def run_distributed(cfg: EvalConfig, jobs: list[Job], run_dir: Path, *, setup_fn
                     time_fn=DEFAULT_TIME) -> dict:
     """The middle of ``mkb eval``'s outline on Ray: skip what ``run_dir`` has recorded, run the rest."""
     from kit.dispatch import RayExecutor
-    from kit.evaluate import execute
-    from kit.shards import done_job_ids
+    from kit.outline.evaluate import execute
+    from kit.results.shards import done_job_ids
 
     executor = RayExecutor(cfg, setup_fn=setup_fn, job_fn=job_fn, time_fn=time_fn)
     return execute(jobs, done_job_ids(run_dir), run_dir, executor)
@@ -293,10 +294,10 @@ NEEDS_TOOLS = pytest.mark.skipif(not (shutil.which("cmake") and shutil.which("ni
 
 @NEEDS_TOOLS
 def test_end_to_end_fixture_engine(cluster, tmp_path, capsys):
-    """The production path: `mkb eval`'s outline (kit.evaluate.evaluate) with the default setup
-    (kit.worker.setup_worker: pristine tree, workspace w<i>, native build) and kit.pipeline.run_job in two actors
+    """The production path: `mkb eval`'s outline (kit.outline.evaluate.evaluate) with the default setup
+    (kit.job.worker.setup_worker: pristine tree, workspace w<i>, native build) and kit.job.pipeline.run_job in two actors
     on the aarch64 node, on the fixture engine's samples."""
-    from kit.evaluate import evaluate
+    from kit.outline.evaluate import evaluate
 
     cfg = _fixture_cfg(tmp_path, workers=2, timing_resource="aarch64")
     assert evaluate(cfg) == 0
@@ -336,7 +337,7 @@ def test_split_build_and_timing_nodes_ship_artefacts(cluster, tmp_path):
     """dispatch.build_resource: two build workers on the x86 head build and verify; the one timing worker
     on the aarch64 node times what they ship through the object store, against the native baseline it was
     shipped at start (its own cache has no native build)."""
-    from kit.evaluate import evaluate
+    from kit.outline.evaluate import evaluate
 
     cfg = _fixture_cfg(tmp_path, workers=2, build_resource="x86", timing_resource="aarch64")
     assert evaluate(cfg) == 0
@@ -363,7 +364,7 @@ def test_split_build_and_timing_nodes_ship_artefacts(cluster, tmp_path):
 
 def die_once_then_time(job: Job, built, timer) -> Record:
     """Timing half that kills its own timing actor on a job's first timing (marker file), then times."""
-    from kit.pipeline import time_job
+    from kit.job.pipeline import time_job
 
     marker = timer.cfg.mnn.cache_dir / f"{job.job_id}.timed"
     if not marker.exists():
@@ -457,7 +458,7 @@ def die_always_then_never_time(job: Job, built, timer) -> Record:
 def test_split_timing_lost_on_every_try_keeps_the_build_outcome(cluster, tmp_path):
     """The timing worker dies on each try: the record says so (timing_failed / worker_lost), and keeps what
     the build node measured — it compiled and verified, so it counts for CSR and FCR, never as fast."""
-    from kit import metrics
+    from kit.score import metrics
 
     cfg = _fixture_cfg(tmp_path, workers=1, build_resource="x86", timing_resource="aarch64", max_retries=1)
     tasks = load_suite(cfg.tasks.dir, "all", ["fx_argmax"])
@@ -491,7 +492,7 @@ def test_split_with_timing_disabled_starts_no_timing_worker(cluster, tmp_path):
 
 def slow_time(job: Job, built, timer) -> Record:
     """Timing half that takes 2 s before timing for real (so the timing node can be killed mid-job)."""
-    from kit.pipeline import time_job
+    from kit.job.pipeline import time_job
 
     time.sleep(2)
     return time_job(job, built, timer)

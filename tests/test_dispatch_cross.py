@@ -21,14 +21,14 @@ import pytest
 from conftest_fixture import FIXTURE_ROOT
 from crosstools import skip_without_cross_tools
 
-from kit.artefacts import Bundle, elf_arch, elf_static
-from kit.config import EvalConfig
-from kit.evaluate import evaluate
-from kit.jobs import Job
-from kit.metrics import fast_col, summary
-from kit.records import Record
-from kit.shards import scan
-from kit.tasks import load_suite
+from kit.host.shipping import Bundle, elf_arch, elf_static
+from kit.job.record import Job
+from kit.outline.evaluate import evaluate
+from kit.results.records import Record
+from kit.results.shards import scan
+from kit.score.metrics import fast_col, summary
+from kit.settings.config import EvalConfig
+from kit.suite.tasks import load_suite
 
 pytestmark = pytest.mark.slow
 
@@ -112,7 +112,7 @@ def test_built_on_the_x86_node_and_timed_on_the_node_labelled_aarch64(cross_spli
 def x86_runner_instead(job: Job, built, timer) -> Record:
     """The timing half, after swapping the candidate's shipped aarch64 runner for an x86_64 executable (what a
     build node of another kind, or a corrupted transfer, would hand over)."""
-    from kit.pipeline import time_job
+    from kit.job.pipeline import time_job
 
     files = dict(built.libs.files)
     assert "bin/mkb_runner" in files, sorted(files)
@@ -122,8 +122,8 @@ def x86_runner_instead(job: Job, built, timer) -> Record:
 
 def test_a_shipped_runner_of_another_machine_is_refused_naming_the_file(cross_split, fixture_engine_pristine):
     from kit.dispatch import RayExecutor
-    from kit.evaluate import execute
-    from kit.jobs import make_jobs
+    from kit.outline.evaluate import execute
+    from kit.run.plan import make_jobs
 
     cfg0, _ = cross_split
     cfg = _config(cfg0.run.dir.parent / "swapped", cfg0.mnn.cache_dir, fixture_engine_pristine, ("sample",),

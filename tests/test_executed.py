@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from kit.outcomes import StageFailure
-from kit.records import ErrorKind, Status
+from kit.results.outcomes import StageFailure
+from kit.results.records import ErrorKind, Status
 from kit.stages.timing import check_executed
-from kit.tasks import load_suite
+from kit.suite.tasks import load_suite
 
 TASKS = {t.id: t for t in load_suite(Path(__file__).resolve().parents[1] / "tasks", "all")}
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from evalcfg import write_config
 
-from kit import proc, sandbox
-from kit.config import load_config
-from kit.evaluate import evaluate
-from kit.records import Status
-from kit.shards import read_records
+from kit.host import proc, sandbox
+from kit.outline.evaluate import evaluate
+from kit.results.records import Status
+from kit.results.shards import read_records
+from kit.settings.config import load_config
 
 pytestmark = [
     pytest.mark.slow,

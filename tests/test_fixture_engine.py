@@ -22,13 +22,13 @@ import pytest
 from conftest_fixture import FIXTURE_ROOT, copy_fixture_engine, wait_for_state
 from onnx import TensorProto, helper, numpy_helper
 
-from kit import proc
-from kit.compare import compare
-from kit.inputs import make_inputs
-from kit.records import ErrorKind
-from kit.reference import run_reference
-from kit.tasks import Task, load_suite
-from kit.tensorio import read_tensors, to_wire, write_tensors
+from kit.host import proc
+from kit.mnn.tensorio import read_tensors, to_wire, write_tensors
+from kit.results.records import ErrorKind
+from kit.suite.compare import compare
+from kit.suite.inputs import make_inputs
+from kit.suite.reference import run_reference
+from kit.suite.tasks import Task, load_suite
 
 TASK_IDS = ("fx_argmax", "fx_exp", "fx_sub", "fx_transpose")
 NATIVE_OK = ("fx_argmax", "fx_exp", "fx_transpose")  # fx_sub: the pristine converter has no Sub
@@ -354,7 +354,7 @@ def test_the_runner_lists_proc_when_told_it_runs_in_a_pid_namespace(engine: Engi
     so the runner cannot tell): /proc is listed and the runner's parent must be the namespace's init.  Told so
     outside one (its parent is this test, /proc the host's), the runner stops at once with exit 7; sandboxed
     by the kit, it gets the flag and an honest run passes (only the init and the runner in its /proc)."""
-    from kit import sandbox
+    from kit.host import sandbox
     from kit.mnn import runner as mrunner
 
     task = tasks["fx_exp"]

@@ -1,4 +1,4 @@
-"""kit.gate.NodeGate: a timing phase pauses the node's running builds (every process of their session) instead of
+"""kit.host.nodelock.NodeLock: a timing phase pauses the node's running builds (every process of their session) instead of
 waiting for them, resumes them when it ends or when its holder dies, and a paused command's timeout counts only
 its running time.  Real processes, real flock, real signals; the builder runs in a thread (flock locks taken
 through separate open files conflict within one process as between processes)."""
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from kit import proc
-from kit.gate import NodeGate
+from kit.host import proc
+from kit.host.nodelock import NodeLock
 
 # a gate that never lets the timer in would hang: fail instead
 pytestmark = pytest.mark.timeout(120)
@@ -69,7 +69,7 @@ def _ticks(path: Path) -> list[int]:
 class Build:
     """A "build" in a thread: the ticker run through proc.run while holding ``gate`` shared."""
 
-    def __init__(self, tmp: Path, gate: NodeGate, timeout_s: float = 120) -> None:
+    def __init__(self, tmp: Path, gate: NodeLock, timeout_s: float = 120) -> None:
         self.tmp, self.gate = tmp, gate
         script = tmp / "ticker.py"
         script.write_text(TICKER)
@@ -102,10 +102,10 @@ class Build:
 
 
 def test_timing_phase_pauses_a_running_build_and_resumes_it(tmp_path):
-    gate = NodeGate(tmp_path / "node.lock")
+    gate = NodeLock(tmp_path / "node.lock")
     build = Build(tmp_path, gate)
-    # the timer has its own NodeGate (its own open files), as a Ray actor on the same node would
-    with NodeGate(tmp_path / "node.lock").exclusive():
+    # the timer has its own NodeLock (its own open files), as a Ray actor on the same node would
+    with NodeLock(tmp_path / "node.lock").exclusive():
         t0 = time.monotonic_ns()
         time.sleep(0.3)  # ~60 ticks per side if anything of the build still ran
         t1 = time.monotonic_ns()
@@ -122,9 +122,9 @@ def test_timing_phase_pauses_a_running_build_and_resumes_it(tmp_path):
 
 
 def test_paused_time_does_not_count_towards_the_timeout(tmp_path):
-    gate = NodeGate(tmp_path / "node.lock")
+    gate = NodeLock(tmp_path / "node.lock")
     build = Build(tmp_path, gate, timeout_s=2.0)
-    with NodeGate(tmp_path / "node.lock").exclusive():
+    with NodeLock(tmp_path / "node.lock").exclusive():
         t0 = time.monotonic()
         time.sleep(3.0)  # longer than the build's timeout
         held = time.monotonic() - t0
@@ -135,7 +135,7 @@ def test_paused_time_does_not_count_towards_the_timeout(tmp_path):
 
 
 def test_a_killed_timer_lets_the_paused_build_resume(tmp_path):
-    gate = NodeGate(tmp_path / "node.lock")
+    gate = NodeLock(tmp_path / "node.lock")
     build = Build(tmp_path, gate)
     held = tmp_path / "held"
     timer = subprocess.Popen(
@@ -143,8 +143,8 @@ def test_a_killed_timer_lets_the_paused_build_resume(tmp_path):
             f"""
             import time
             from pathlib import Path
-            from kit.gate import NodeGate
-            with NodeGate(Path({str(tmp_path / 'node.lock')!r})).exclusive():
+            from kit.host.nodelock import NodeLock
+            with NodeLock(Path({str(tmp_path / 'node.lock')!r})).exclusive():
                 Path({str(held)!r}).write_text(str(time.monotonic_ns()))
                 time.sleep(600)
             """
@@ -181,10 +181,10 @@ def _state(pid: int) -> str:
 BUILDER = """
 import sys
 from pathlib import Path
-from kit import proc
-from kit.gate import NodeGate
+from kit.host import proc
+from kit.host.nodelock import NodeLock
 gate, argv = Path(sys.argv[1]), sys.argv[2:]
-with NodeGate(gate).shared():
+with NodeLock(gate).shared():
     proc.run(argv, timeout_s=600)
 """
 
@@ -206,7 +206,7 @@ def test_a_builder_killed_while_paused_leaves_no_stopped_process(tmp_path):
         pid_files = [Path(f"{prefix}.{side}.pid") for side in SIDES]
         _wait_until(lambda: all(f.exists() and f.read_text() for f in pid_files), "the ticker to start")
         pids = [int(f.read_text()) for f in pid_files]
-        timer = NodeGate(tmp_path / "node.lock")
+        timer = NodeLock(tmp_path / "node.lock")
         with timer.exclusive():
             # SIGSTOP was sent before the gate was let go; the state shows once each process is scheduled
             _wait_until(lambda: [_state(pid) for pid in pids] == ["T"] * 3, "the build to be paused", 10)
@@ -237,7 +237,7 @@ def test_an_interrupted_pause_kills_the_command_instead_of_resuming_it(tmp_path)
         pid_files = [Path(f"{prefix}.{side}.pid") for side in SIDES]
         _wait_until(lambda: all(f.exists() and f.read_text() for f in pid_files), "the ticker to start")
         pids = [int(f.read_text()) for f in pid_files]
-        with NodeGate(tmp_path / "node.lock").exclusive():
+        with NodeLock(tmp_path / "node.lock").exclusive():
             _wait_until(lambda: [_state(pid) for pid in pids] == ["T"] * 3, "the build to be paused", 10)
             t0 = time.monotonic_ns()
             builder.send_signal(signal.SIGINT)
@@ -260,7 +260,7 @@ def test_large_stdin_reaches_a_slow_reader_inside_the_gate(tmp_path):
     data = os.urandom(1 << 20)  # 1 MiB: far more than a pipe holds, so it is written as the child reads
     reader = ("import hashlib, sys, time; time.sleep(0.2); b = sys.stdin.buffer.read(); "
               "print(len(b), hashlib.sha256(b).hexdigest()); sys.stderr.write('e' * (3 << 20))")
-    with NodeGate(tmp_path / "node.lock").shared():
+    with NodeLock(tmp_path / "node.lock").shared():
         res = proc.run([sys.executable, "-c", reader], stdin_bytes=data, timeout_s=60, log_limit=8 << 20)
     assert res.ok and not res.timed_out, res.stderr[:200]
     assert res.stdout.split() == [str(len(data)), hashlib.sha256(data).hexdigest()]
@@ -269,7 +269,7 @@ def test_large_stdin_reaches_a_slow_reader_inside_the_gate(tmp_path):
 
 
 def test_a_command_that_never_ends_still_times_out_inside_the_gate(tmp_path):
-    with NodeGate(tmp_path / "node.lock").shared():
+    with NodeLock(tmp_path / "node.lock").shared():
         res = proc.run(["sleep", "600"], timeout_s=0.5, grace_s=0.5)
     assert res.timed_out and not res.ok and res.signal in (signal.SIGTERM, signal.SIGKILL)
 
@@ -290,11 +290,11 @@ def _announced(path: Path) -> bool:
 
 
 def test_nested_shared_does_not_wait_for_an_announced_timing_phase(tmp_path):
-    gate = NodeGate(tmp_path / "node.lock")
+    gate = NodeLock(tmp_path / "node.lock")
     order: list[str] = []
 
     def timing() -> None:
-        with NodeGate(tmp_path / "node.lock").exclusive():
+        with NodeLock(tmp_path / "node.lock").exclusive():
             order.append("timed")
 
     with gate.shared():
@@ -313,7 +313,7 @@ def test_nested_shared_does_not_wait_for_an_announced_timing_phase(tmp_path):
 
 
 def test_shared_inside_exclusive_raises_instead_of_hanging(tmp_path):
-    gate = NodeGate(tmp_path / "node.lock")
+    gate = NodeLock(tmp_path / "node.lock")
     with gate.exclusive():
         with pytest.raises(RuntimeError, match="same thread"):
             with gate.shared():
@@ -326,7 +326,7 @@ def test_shared_inside_exclusive_raises_instead_of_hanging(tmp_path):
 
 
 def test_without_a_timing_phase_nothing_pauses(tmp_path):
-    gate = NodeGate(tmp_path / "node.lock")
+    gate = NodeLock(tmp_path / "node.lock")
     build = Build(tmp_path, gate)
     time.sleep(0.1)
     res = build.finish()
@@ -351,7 +351,7 @@ def test_a_starting_runner_is_paused_like_a_build(tmp_path):
         print("READY", flush=True)
         sys.stdin.readline()
     """))
-    gate = NodeGate(tmp_path / "node.lock")
+    gate = NodeLock(tmp_path / "node.lock")
     box: dict[str, object] = {}
 
     def body() -> None:
@@ -364,7 +364,7 @@ def test_a_starting_runner_is_paused_like_a_build(tmp_path):
     thread = threading.Thread(target=body)
     thread.start()
     _wait_until(lambda: len(_ticks(ticks)) >= 5, "the loader to run")
-    with NodeGate(tmp_path / "node.lock").exclusive():
+    with NodeLock(tmp_path / "node.lock").exclusive():
         t0 = time.monotonic_ns()
         time.sleep(0.3)
         t1 = time.monotonic_ns()

@@ -1,4 +1,4 @@
-"""kit.hostinfo: the architecture a process is built for, the CPU it runs on, and the emulation check."""
+"""kit.host.machine: the architecture a process is built for, the CPU it runs on, and the emulation check."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kit import hostinfo
+from kit.host import machine as hostinfo
 
 _X86_CPUINFO = """processor\t: 0
 vendor_id\t: GenuineIntel

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from kit import images
-from kit.hostinfo import normalize_arch
+from kit.host.machine import normalize_arch
 
 
 def test_repo_lock_parses_and_matches_requirements() -> None:
     lock = images.load_lock()
     pins = images.read_requirements(images.IMAGES_DIR / lock.python.requirements)
-    from kit.config import MNN_TREE_SHA256, MNN_VERSION
+    from kit.settings.config import MNN_TREE_SHA256, MNN_VERSION
 
     assert lock.mnn.version == MNN_VERSION and lock.mnn.tree_sha256 == MNN_TREE_SHA256
     # the kit's direct runtime dependencies are all pinned, torch is not

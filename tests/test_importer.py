@@ -1,4 +1,4 @@
-"""kit.importer on problem files and ONNX models of our own (tests/import_fixtures): export in its own
+"""kit.suite.importer on problem files and ONNX models of our own (tests/import_fixtures): export in its own
 process, reduction, left-out reasons, the loader and the audit on the result, the pinned official set."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from kit.importer import Options, find_sources, import_sources
-from kit.importer.build import task_id
-from kit.importer.export import rewrite_constants, scalable_constants
-from kit.importer.inputs import infer_spec, widen
-from kit.importer.official import PinError, Pins, load_pins, official_sources, verify
-from kit.tasks import check_manifest, load_suite
+from kit.suite.importer import Options, find_sources, import_sources
+from kit.suite.importer.assemble import task_id
+from kit.suite.importer.export import rewrite_constants, scalable_constants
+from kit.suite.importer.official import PinError, Pins, load_pins, official_sources, verify
+from kit.suite.importer.specs import infer_spec, widen
+from kit.suite.tasks import check_manifest, load_suite
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -116,8 +116,8 @@ def test_op_native_mnn_cannot_convert_is_a_marked_task(imported):
 
 
 def test_the_audit_passes_and_marks_the_weak_task(imported):
-    from kit.audit import audit, failed
-    from kit.importer.weak import mark_weak, split_failures
+    from kit.suite.audit import audit, failed
+    from kit.suite.importer.weak import mark_weak, split_failures
 
     out, _ = imported
     df = audit(out, native=False)
@@ -131,7 +131,7 @@ def test_the_audit_passes_and_marks_the_weak_task(imported):
 
 
 def test_a_second_import_into_the_same_folder_is_refused(imported, tmp_path):
-    from kit.importer.problem import ImportFailure
+    from kit.suite.importer.problem import ImportFailure
 
     out, _ = imported
     with pytest.raises(ImportFailure, match="not empty"):

@@ -1,5 +1,5 @@
-"""The importer's own exact folds (kit.importer.folds) on ONNX graphs of our own, each through
-:func:`kit.importer.reduce.reduce_graph` (which checks the reduced graph against the original on ONNX Runtime):
+"""The importer's own exact folds (kit.suite.importer.folds) on ONNX graphs of our own, each through
+:func:`kit.suite.importer.reduce.reduce_graph` (which checks the reduced graph against the original on ONNX Runtime):
 what the exporter writes for ``alpha * (A @ B) + C``, ``addmm(beta * C, A, B)``, ``x.sum((2, 3)).sum(1)``,
 ``x.repeat(1, 2, 3)`` and ``logical_not(float x)`` becomes one target node (plus a declared Cast helper)."""
 
@@ -12,8 +12,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 pytest.importorskip("onnx_ir", reason="the importer's graph tools come with the tasks extra (pip install -e '.[tasks]')")
 
-from kit.importer.problem import ImportFailure
-from kit.importer.reduce import reduce_graph
+from kit.suite.importer.problem import ImportFailure
+from kit.suite.importer.reduce import reduce_graph
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kit.importer import Options, find_sources, import_sources
-from kit.tasks import load_suite
+from kit.suite.importer import Options, find_sources, import_sources
+from kit.suite.tasks import load_suite
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.mnn, pytest.mark.torch, pytest.mark.slow]

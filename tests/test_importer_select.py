@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kit.cli import main
-from kit.importer.official import PinError, Pins, load_pins, official_sources, select
+from kit.suite.importer.official import PinError, Pins, load_pins, official_sources, select
 
 
 def _pins(tmp_path: Path, per_cat: dict[str, int]) -> Pins:

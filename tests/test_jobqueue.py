@@ -1,4 +1,4 @@
-"""Task affinity of the pending-job queue (kit.jobqueue)."""
+"""Task affinity of the pending-job queue (kit.run.queue)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kit.jobqueue import JobQueue
+from kit.run.queue import JobQueue
 
 
 def _job(task: str, n: int):

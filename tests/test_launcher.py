@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kit.config import load_config
 from kit.dispatch.cluster import actor_requests
 from kit.dispatch.launcher import LauncherError, check_launcher, load_launcher, main, node_types
 from kit.images import ImagePin, load_lock, write_lock
+from kit.settings.config import load_config
 
 REPO = Path(__file__).resolve().parents[1]
 YAML = REPO / "cluster" / "aws-graviton.yaml"

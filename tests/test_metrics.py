@@ -1,4 +1,4 @@
-"""kit.metrics against numbers computed by hand from a small table of records."""
+"""kit.score.metrics against numbers computed by hand from a small table of records."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from kit import headline, metrics, scoring
-from kit.records import ErrorKind, Flag, Record, Status
-from kit.shards import records_frame
+from kit.results import rules as scoring
+from kit.results.records import ErrorKind, Flag, Record, Status
+from kit.results.shards import records_frame
+from kit.score import headline, metrics
 
 S = Status
 
@@ -252,7 +253,7 @@ def test_no_records_gives_no_rows():
     assert metrics.summary(RECORDS.head(0), TASKS).height == 0
 
 
-# -- the scoring rules of records that may not count (kit.scoring) ------------------------------------------
+# -- the scoring rules of records that may not count (kit.results.rules) ------------------------------------------
 def flagged(method, task, sample, speedup, codes=("implausible_speedup",), untimeable=False):
     """An ``ok`` record with ``speedup`` (CI low 0.9 of it), the flags ``codes`` and ``timing_untimeable``."""
     r = rec(method, task, sample, S.OK, speedup=speedup, ci_low=speedup * 0.9)
@@ -306,9 +307,9 @@ def test_a_crash_of_the_candidates_timing_runs_is_not_correct_one_of_the_native_
     """The timing stage's verdict on a failed run (kit.stages.timingrun.check_run) and what it counts for: a kernel that
     traps once verified scored timing_failed (correct, FCR); the candidate's crash is runtime_crash now (CSR
     only), its hang runtime_timeout, while the native side's crash stays timing_failed (the machine's)."""
+    from kit.host.proc import ProcResult
     from kit.mnn.runner import RunResult
-    from kit.outcomes import StageFailure
-    from kit.proc import ProcResult
+    from kit.results.outcomes import StageFailure
     from kit.stages import timingrun as strun
 
     def verdict(who, **how):

@@ -10,7 +10,7 @@ import pytest
 from conftest import mnn_source_dir
 from conftest_fixture import fixture_config_text
 
-from kit.config import load_config
+from kit.settings.config import load_config
 
 
 def test_a_fixture_config_keeps_its_own_tree(tmp_path):

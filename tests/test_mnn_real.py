@@ -12,9 +12,9 @@ import polars as pl
 import pytest
 from sample_expected import status_differences
 
-from kit.config import load_config
-from kit.evaluate import evaluate
-from kit.shards import scan
+from kit.outline.evaluate import evaluate
+from kit.results.shards import scan
+from kit.settings.config import load_config
 
 pytestmark = [pytest.mark.mnn, pytest.mark.slow]
 

@@ -14,13 +14,13 @@ from elftools.elf.elffile import ELFFile
 from evalcfg import write_config
 from fakendk import MARK, REVISION, make_fake_ndk
 
-from kit.artefacts import elf_arch
-from kit.config import ConfigError, load_config
-from kit.evaluate import evaluate
+from kit.host.shipping import elf_arch
+from kit.host.target import TargetError
 from kit.mnn import build as mbuild
 from kit.mnn import toolchain
-from kit.shards import scan
-from kit.target import TargetError
+from kit.outline.evaluate import evaluate
+from kit.results.shards import scan
+from kit.settings.config import ConfigError, load_config
 
 
 def _cfg(tmp_path: Path, body: str) -> Path:
@@ -87,7 +87,7 @@ def test_the_cross_build_uses_the_ndks_toolchain_file_android_variables_and_clan
     assert not any("aarch64-linux-gnu.cmake" in a for a in argv)
     assert toolchain.cxx(t) == str(ndk / "toolchains/llvm/prebuilt/linux-x86_64/bin/aarch64-linux-android21-clang++")
     assert toolchain.build_reads(t) == [ndk]  # the confined build may read the whole NDK
-    assert t.static  # linked -static as without an NDK (kit.target.Target.static says why)
+    assert t.static  # linked -static as without an NDK (kit.host.target.Target.static says why)
 
 
 def test_check_tools_names_the_ndk_field(tmp_path):

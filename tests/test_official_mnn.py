@@ -16,10 +16,10 @@ import os
 import pytest
 
 from kit.cli import main
-from kit.config import load_config
-from kit.evaluate import evaluate
-from kit.importer.official import load_pins, select
-from kit.shards import scan
+from kit.outline.evaluate import evaluate
+from kit.results.shards import scan
+from kit.settings.config import load_config
+from kit.suite.importer.official import load_pins, select
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.mnn, pytest.mark.torch, pytest.mark.slow]

@@ -16,13 +16,13 @@ import polars as pl
 import pytest
 
 from kit.cli import main
-from kit.config import load_config
-from kit.evaluate import check, evaluate
-from kit.records import Status
-from kit.shards import done_job_ids, scan
+from kit.job.worker import setup_worker
+from kit.outline.evaluate import check, evaluate
+from kit.results.records import Status
+from kit.results.shards import done_job_ids, scan
+from kit.settings.config import load_config
 from kit.stages.verify import REVERIFY_SEED_OFFSET, reverify_salt
-from kit.tasks import load_suite
-from kit.worker import setup_worker
+from kit.suite.tasks import load_suite
 
 pytestmark = pytest.mark.slow
 
@@ -220,10 +220,10 @@ def test_killed_job_leaves_workspace_repairable(evaluated, caplog):
     cfg, cfg_path, tmp = evaluated
     code = (
         "import os, signal, sys\n"
-        "from kit.config import load_config\n"
-        "from kit.worker import setup_worker\n"
+        "from kit.settings.config import load_config\n"
+        "from kit.job.worker import setup_worker\n"
         "from kit.mnn import register\n"
-        "from kit.tasks import load_suite\n"
+        "from kit.suite.tasks import load_suite\n"
         f"cfg = load_config({str(cfg_path)!r})\n"
         "w = setup_worker(cfg)\n"
         "t = [t for t in load_suite(cfg.tasks.dir) if t.id == 'fx_argmax'][0]\n"
@@ -254,9 +254,9 @@ def test_next_owner_kills_what_a_killed_worker_left_running(evaluated, tmp_path)
     gpid = tmp_path / "grandchild.pid"
     code = (
         "import os, signal, threading, time\n"
-        "from kit import proc\n"
-        "from kit.config import load_config\n"
-        "from kit.worker import setup_worker\n"
+        "from kit.host import proc\n"
+        "from kit.settings.config import load_config\n"
+        "from kit.job.worker import setup_worker\n"
         f"w = setup_worker(load_config({str(cfg_path)!r}), index=0)\n"
         # like ninja: the "compiler" runs in a process group of its own inside the build's session
         f"cmd = ['sh', '-c', '{sys.executable} -c \\'import os, time; os.setpgid(0, 0); time.sleep(300)\\' & echo $! > {gpid}; wait']\n"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kit import proc
-from kit.proc import spawn
+from kit.host import proc
+from kit.host.proc import spawn
 
 
 def test_exit_code_and_output():
@@ -207,7 +207,7 @@ def test_child_dies_with_its_killed_parent(tmp_path):
     import subprocess
 
     pid_file = tmp_path / "child.pid"
-    code = ("import sys; from kit import proc; "
+    code = ("import sys; from kit.host import proc; "
             f"proc.run(['sh', '-c', 'echo $$ > {pid_file}; exec sleep 300'])")
     parent = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent)
     _wait_until(lambda: pid_file.is_file() and pid_file.read_text().strip(), "the child wrote its pid")
@@ -533,7 +533,7 @@ def test_run_feeds_stdin_and_reads_large_output():
 @pytest.mark.parametrize("wrapped", [True, False], ids=["taskset", "preexec"])
 def test_a_command_runs_on_the_cores_it_is_pinned_to(wrapped, monkeypatch):
     """``cpus`` pins the command (through util-linux taskset, or sched_setaffinity where that is missing)."""
-    from kit import hostinfo
+    from kit.host import machine as hostinfo
 
     if not wrapped:
         monkeypatch.setattr(spawn, "_TASKSET", None)

@@ -1,11 +1,11 @@
-"""The per-stage counts of the live progress display (kit.progress.StageTally)."""
+"""The per-stage counts of the live progress display (kit.host.progress.StageTally)."""
 
 from __future__ import annotations
 
 import collections
 
-from kit.progress import StageTally
-from kit.records import Record, Status
+from kit.host.progress import StageTally
+from kit.results.records import Record, Status
 
 
 def _rec(status: Status, i: int, candidate_ms: float | None = None) -> Record:
@@ -31,7 +31,7 @@ def test_live_status_follows_the_running_stage_when_the_bar_is_drawn():
     """The serial run sets the status once; rich's status column renders the stage the worker is in now."""
     from types import SimpleNamespace
 
-    from kit.progress import LiveStatus, job_progress
+    from kit.host.progress import LiveStatus, job_progress
 
     worker = SimpleNamespace(stage="")
     tally = StageTally(total=2)
@@ -54,7 +54,7 @@ def test_live_status_follows_the_running_stage_when_the_bar_is_drawn():
 
 
 def test_mkb_progress_forces_a_terminal_bar_on_stderr(monkeypatch):
-    from kit.progress import job_progress
+    from kit.host.progress import job_progress
 
     monkeypatch.setenv("MKB_PROGRESS", "1")
     p = job_progress()

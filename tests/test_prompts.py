@@ -1,4 +1,4 @@
-"""Initial prompts (kit/prompts.py) against a tiny fake MNN tree and, when available, the real one."""
+"""Initial prompts (kit/suite/prompts.py) against a tiny fake MNN tree and, when available, the real one."""
 
 from __future__ import annotations
 
@@ -9,8 +9,15 @@ from pathlib import Path
 import pytest
 
 from kit.candidates import parse_response
-from kit.prompts import MECHANISM_HEADERS, PromptError, build_prompt, headers_for, one_shot, write_prompts
-from kit.tasks import Task
+from kit.suite.prompts import (
+    MECHANISM_HEADERS,
+    PromptError,
+    build_prompt,
+    headers_for,
+    one_shot,
+    write_prompts,
+)
+from kit.suite.tasks import Task
 
 MODEL_PY = "import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return torch.argmax(x, dim=1)\n"
 

@@ -1,4 +1,4 @@
-"""kit.provenance: one file per run, first session on top, every session listed, changed keys named."""
+"""kit.run.provenance: one file per run, first session on top, every session listed, changed keys named."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import json
 
 import pytest
 
-from kit import hostinfo, provenance, report
-from kit.config import EvalConfig
+from kit import report
+from kit.host import machine as hostinfo
+from kit.run import provenance
+from kit.settings.config import EvalConfig
 
 
 def _session(cpu: str, started: str, **over) -> dict:

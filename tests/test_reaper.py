@@ -1,4 +1,4 @@
-"""kit.proc.reaper: a SIGKILLed driver's marked processes (daemons that ignore SIGTERM, and one started late
+"""kit.host.proc.reaper: a SIGKILLed driver's marked processes (daemons that ignore SIGTERM, and one started late
 by a dying parent) and its descendants that lost their mark are killed; a driver that closes its reaper stays
 alive, its marked children do not."""
 
@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from kit.proc import reaper
+from kit.host.proc import reaper
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -19,7 +19,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 #: only once it is itself being torn down (late: after the driver died); prints its mark, then waits
 DRIVER = r"""
 import subprocess, sys, time
-from kit.proc import reaper
+from kit.host.proc import reaper
 r = reaper.start()
 subprocess.Popen(["sh", "-c", "trap '' TERM; sleep 300"], start_new_session=True)
 subprocess.Popen(["sh", "-c", "sleep 0.3; sleep 300 & wait"], start_new_session=True)
@@ -80,7 +80,7 @@ def test_a_sigkilled_driver_leaves_no_marked_process():
 #: (as a process renaming itself may wipe it): like Ray's raylet and its agents
 UNMARKED = r"""
 import os, subprocess, sys, time
-from kit.proc import reaper
+from kit.host.proc import reaper
 r = reaper.start()
 subprocess.Popen(["env", "-i", "sh", "-c", "(trap '' TERM; exec sleep 300) & echo $!; exec sleep 300"],
                  stdout=open(sys.argv[1], "w"), start_new_session=True)
@@ -133,8 +133,8 @@ def test_closing_the_reaper_kills_the_marked_children_and_spares_the_driver():
 #: fork and prctl leaves the same); the reaper is then closed as a finished run closes it
 ORPHAN = r"""
 import sys, time
-from kit import proc
-from kit.proc import reaper
+from kit.host import proc
+from kit.host.proc import reaper
 r = reaper.start()
 res = proc.run(["sh", "-c", "setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!; sleep 0.5"], env={"PATH": "/usr/bin:/bin"},
                timeout_s=30)

@@ -10,10 +10,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from kit import metrics, report
-from kit.records import Diagnostic, ErrorKind, Record, Status
-from kit.shards import ShardWriter
-from kit.tasks import CATEGORIES
+from kit import report
+from kit.results.records import Diagnostic, ErrorKind, Record, Status
+from kit.results.shards import ShardWriter
+from kit.score import metrics
+from kit.suite.tasks import CATEGORIES
 
 S = Status
 TASKS = pl.DataFrame(
@@ -273,7 +274,7 @@ def _scoring_rules_run(run_dir):
     """A run over 6 selected tasks: llm_x with a task left with only harness errors, an implausible and an
     untimeable speedup, a timing_failed record carrying 3.0x, speedups inside and beyond their task's noise
     band; ghost, whose only record is of a task outside the selection; a calibration with per-task noise."""
-    from kit.records import Flag
+    from kit.results.records import Flag
 
     def r(method, task, sample, status, speedup=None, **kw):
         ci = {} if speedup is None else dict(speedup_ci_low=speedup * 0.97, speedup_ci_high=speedup * 1.03)

@@ -8,9 +8,9 @@ import re
 import polars as pl
 
 from kit import report
-from kit.records import DeviceState, ErrorKind, Record, Status
 from kit.report.places import place
-from kit.shards import ShardWriter
+from kit.results.records import DeviceState, ErrorKind, Record, Status
+from kit.results.shards import ShardWriter
 
 TASKS = pl.DataFrame({"task_id": ["activation_0", "activation_1"], "category": ["activation"] * 2,
                       "split": ["test"] * 2})

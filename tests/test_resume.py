@@ -2,8 +2,8 @@
 every job recorded exactly once, and the same metrics as an uninterrupted evaluation of the same jobs.
 
 The driver is this file run as a script (``python tests/test_resume.py drive CFG PIDFILE``): it calls
-:func:`kit.evaluate.evaluate` on a :class:`kit.dispatch.RayExecutor` with ``dispatch.mode = "ray"`` and no
-address, i.e. an embedded Ray started by the driver, on the jobs :func:`kit.jobs.make_jobs` makes from the fixture engine's
+:func:`kit.outline.evaluate.evaluate` on a :class:`kit.dispatch.RayExecutor` with ``dispatch.mode = "ray"`` and no
+address, i.e. an embedded Ray started by the driver, on the jobs :func:`kit.run.plan.make_jobs` makes from the fixture engine's
 sample candidates.  The per-job work is the module-level :func:`work` below (a deterministic verdict from
 the sample name, after a short sleep); the workers' setup takes a per-index lock the way a workspace does,
 so a worker that outlived its killed driver would make the rerun fail.
@@ -30,10 +30,10 @@ from pathlib import Path
 import pytest
 from conftest_fixture import fixture_config_text
 
-from kit import proc
-from kit.config import EvalConfig, load_config
-from kit.jobs import Job
-from kit.records import Record, Status
+from kit.host import proc
+from kit.job.record import Job
+from kit.results.records import Record, Status
+from kit.settings.config import EvalConfig, load_config
 
 FIXTURE_ROOT = Path(__file__).resolve().parent / "fixture_engine"
 #: seconds each job sleeps in the driver subprocess (so that the kill lands mid-run)
@@ -69,7 +69,7 @@ def work(job: Job, state: dict) -> Record:
 
 def drive(cfg_path: str, pid_file: str) -> int:
     from kit.dispatch import RayExecutor
-    from kit.evaluate import evaluate
+    from kit.outline.evaluate import evaluate
 
     Path(pid_file).write_text(str(os.getpid()))
     cfg = load_config(cfg_path)
@@ -119,10 +119,10 @@ def _cmdline(pid: int) -> str:
 
 @pytest.mark.slow
 def test_driver_sigkill_then_rerun_finishes(tmp_path):
-    from kit import headline
-    from kit.jobs import make_jobs
-    from kit.shards import ShardWriter, scan, shard_paths
-    from kit.tasks import load_suite
+    from kit.results.shards import ShardWriter, scan, shard_paths
+    from kit.run.plan import make_jobs
+    from kit.score import headline
+    from kit.suite.tasks import load_suite
 
     cfg_path = _config(tmp_path)
     cfg = load_config(cfg_path)
@@ -133,7 +133,7 @@ def test_driver_sigkill_then_rerun_finishes(tmp_path):
     env = proc.base_env({"HOME": str(tmp_path / "home"), "RAY_TMPDIR": str(ray_tmp), "RAY_USAGE_STATS_ENABLED": "0",
                          "MKB_TEST_JOB_SLEEP_S": str(JOB_SLEEP_S), "PYTHONPATH": str(Path(__file__).parent)})
     argv = [sys.executable, __file__, "drive", str(cfg_path)]
-    # setsid: the driver (and the Ray it embeds) in a session of its own, so kit.proc.run's clean-up of
+    # setsid: the driver (and the Ray it embeds) in a session of its own, so kit.host.proc.run's clean-up of
     # its child's process group cannot stand in for Ray's own fate sharing with a killed driver
     first: dict = {}
     t = threading.Thread(

@@ -4,9 +4,9 @@ mid-compile and mid-timing, the run going on without them.  Every job is recorde
 and no process of the killed parts outlives them.
 
 Unlike ``tests/test_resume.py`` (an injected per-job function) this runs the real command,
-``python -m kit.cli eval --config CFG``, i.e. :func:`kit.evaluate.evaluate` on a :class:`kit.dispatch.RayExecutor`
-with its default setup (:func:`kit.worker.setup_worker`: pristine tree, locked workspace ``w<i>``, native build) and
-:func:`kit.pipeline.run_job` (register, build, convert, verify, time) on the fixture engine's sample
+``python -m kit.cli eval --config CFG``, i.e. :func:`kit.outline.evaluate.evaluate` on a :class:`kit.dispatch.RayExecutor`
+with its default setup (:func:`kit.job.worker.setup_worker`: pristine tree, locked workspace ``w<i>``, native build) and
+:func:`kit.job.pipeline.run_job` (register, build, convert, verify, time) on the fixture engine's sample
 candidates, with ``dispatch.mode = "ray"`` and no address (an embedded Ray started by the driver), and the
 sandbox as configured by default (bubblewrap where it works).
 
@@ -36,9 +36,9 @@ import polars as pl
 import pytest
 from conftest_fixture import copy_fixture_engine, fixture_config_text
 
-from kit import proc
-from kit.config import load_config
-from kit.records import Status
+from kit.host import proc
+from kit.results.records import Status
+from kit.settings.config import load_config
 
 pytestmark = pytest.mark.slow
 
@@ -150,8 +150,8 @@ class Ref:
 @pytest.fixture(scope="module")
 def ref(tmp_path_factory) -> Ref:
     """The uninterrupted run into ``<tmp>/reference`` (and the cache's one-time setup)."""
-    from kit.jobs import make_jobs
-    from kit.tasks import load_suite
+    from kit.run.plan import make_jobs
+    from kit.suite.tasks import load_suite
 
     tmp = tmp_path_factory.mktemp("e2e")
     cfg_path = _config(tmp, copy_fixture_engine(tmp / "fixture_engine"))
@@ -182,8 +182,8 @@ def _same_records_and_metrics(r: Ref, run_dir: Path, stdout: str) -> pl.DataFram
     """Check ``run_dir``'s records against the reference run's: every job once, the same statuses (the ones
     the fixture samples are made to get) and metrics, the headline printed, the report written.  Returns the
     run's shard rows."""
-    from kit import headline, metrics
-    from kit.shards import RESULTS_FILE, scan
+    from kit.results.shards import RESULTS_FILE, scan
+    from kit.score import headline, metrics
 
     rows = scan(run_dir, dedupe=False).collect()
     assert sorted(rows["job_id"].to_list()) == r.job_ids  # no duplicate, none lost
@@ -217,7 +217,7 @@ def _same_records_and_metrics(r: Ref, run_dir: Path, stdout: str) -> pl.DataFram
 
 
 def test_real_eval_driver_sigkill_then_rerun_matches_uninterrupted_run(ref):
-    from kit.shards import scan, shard_paths
+    from kit.results.shards import scan, shard_paths
 
     run_dir = ref.tmp / "run"
     out1, err1 = ref.tmp / "killed.out", ref.tmp / "killed.err"
@@ -308,7 +308,7 @@ def test_workers_sigkilled_mid_compile_and_mid_timing_the_run_retries_their_jobs
     while the runner times (``--wait-go``): the driver gives each job to a fresh worker, the run ends with one
     record per job, the statuses and metrics of the uninterrupted run; the killed workers' compilers and
     runners die with them (their sandboxes die with their parent)."""
-    from kit.shards import shard_paths
+    from kit.results.shards import shard_paths
 
     run_dir = ref.tmp / "faults"
     out, err = ref.tmp / "faults.out", ref.tmp / "faults.err"

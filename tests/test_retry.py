@@ -2,10 +2,10 @@
 that scoring, the printed summary and the report read, and until then a task left with only harness errors
 counts as missing and is listed as such.
 
-The jobs are the fixture engine's sample candidates planned by :func:`kit.jobs.plan_jobs`; their verdicts come
-from :class:`VerdictExecutor`, an executor of the :class:`kit.evaluate.Executor` kind whose worker gives each
+The jobs are the fixture engine's sample candidates planned by :func:`kit.run.plan.plan_jobs`; their verdicts come
+from :class:`VerdictExecutor`, an executor of the :class:`kit.outline.evaluate.Executor` kind whose worker gives each
 job the verdict its sample name says (as ``tests/test_resume.py``'s job function does), its records built by
-:func:`kit.jobs.job_record` and written through the run's real record sink.
+:func:`kit.job.record.job_record` and written through the run's real record sink.
 """
 
 from __future__ import annotations
@@ -16,15 +16,17 @@ from collections.abc import Sequence
 import polars as pl
 from conftest_fixture import fixture_config_text
 
-from kit import metrics, provenance, rundir
 from kit.cli import main
-from kit.config import EvalConfig, load_config
-from kit.evaluate import evaluate
-from kit.jobs import Job, RunStats, job_record, now_utc, plan_jobs
-from kit.outcomes import Outcome, StageFailure, TimingOutcome, Where
-from kit.records import ErrorKind, Status
-from kit.shards import RecordSink, read_records, scan
-from kit.tasks import load_suite
+from kit.job.record import Job, job_record, now_utc
+from kit.outline.evaluate import evaluate
+from kit.results.outcomes import Outcome, StageFailure, TimingOutcome, Where
+from kit.results.records import ErrorKind, Status
+from kit.results.shards import RecordSink, read_records, scan
+from kit.run import provenance, rundir
+from kit.run.plan import RunStats, plan_jobs
+from kit.score import metrics
+from kit.settings.config import EvalConfig, load_config
+from kit.suite.tasks import load_suite
 
 VERDICTS = {"compile_error": Status.COMPILE_ERROR, "wrong_result": Status.VERIFY_MISMATCH,
             "crash": Status.RUNTIME_CRASH}

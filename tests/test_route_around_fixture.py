@@ -15,12 +15,12 @@ import pytest
 from conftest_fixture import FIXTURE_ROOT
 from evalcfg import write_config
 
-from kit.config import load_config
-from kit.evaluate import evaluate
+from kit.job.worker import setup_worker
 from kit.mnn import runner as mrunner
-from kit.records import ErrorKind, Status
-from kit.shards import scan
-from kit.worker import setup_worker
+from kit.outline.evaluate import evaluate
+from kit.results.records import ErrorKind, Status
+from kit.results.shards import scan
+from kit.settings.config import load_config
 
 pytestmark = pytest.mark.slow
 

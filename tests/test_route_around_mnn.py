@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from evalcfg import write_config
 
-from kit.config import load_config
-from kit.evaluate import evaluate
-from kit.records import ErrorKind, Status
-from kit.shards import scan
+from kit.outline.evaluate import evaluate
+from kit.results.records import ErrorKind, Status
+from kit.results.shards import scan
+from kit.settings.config import load_config
 
 pytestmark = [pytest.mark.mnn, pytest.mark.slow]
 

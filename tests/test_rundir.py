@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from conftest_fixture import fixture_config_text
 
-from kit import provenance, rundir
 from kit.cli import main
-from kit.config import ConfigError, EvalConfig, load_config
-from kit.records import Record, Status
-from kit.shards import ShardError, ShardWriter, scan
+from kit.results.records import Record, Status
+from kit.results.shards import ShardError, ShardWriter, scan
+from kit.run import provenance, rundir
+from kit.settings.config import ConfigError, EvalConfig, load_config
 
 
 def _record(digest: str, i: int = 0) -> Record:
@@ -114,7 +114,7 @@ def test_a_run_dir_in_use_by_another_eval_is_refused(tmp_path):
     path = _cfg_file(tmp_path)
     cfg = load_config(path)
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from kit import rundir; from kit.config import load_config; "
+        [sys.executable, "-c", "import sys, time; from kit.run import rundir; from kit.settings.config import load_config; "
          "rundir.prepare(load_config(sys.argv[1])); print('held', flush=True); time.sleep(600)", path],
         stdout=subprocess.PIPE, text=True)
     try:
@@ -182,7 +182,7 @@ def test_a_shard_damaged_inside_stops_a_resumed_eval_before_any_job(tmp_path, ca
     data = bytearray(shard.read_bytes())
     with ShardWriter(cfg.run.dir, "w1") as w:
         w.append(_rec("fx_exp", "b", digest=cfg.digest()))
-    from kit.shards import read_records
+    from kit.results.shards import read_records
     pos = len(data) // 4
     for i in range(pos, pos + 64):
         data[i] ^= 0xFF

@@ -18,9 +18,9 @@ import pytest
 from conftest_fixture import wait_for_state
 from onnx import TensorProto, helper, numpy_helper
 
-from kit.compare import compare
 from kit.mnn import convert as mconvert
 from kit.mnn import runner as mr
+from kit.suite.compare import compare
 
 pytestmark = pytest.mark.mnn
 
@@ -37,8 +37,8 @@ def _mnn_dirs():
     global SRC_DIR, BUILD_DIR
     worker = None
     if not BUILD:
-        from kit.config import load_config
-        from kit.worker import setup_worker
+        from kit.job.worker import setup_worker
+        from kit.settings.config import load_config
 
         worker = setup_worker(load_config())
         SRC_DIR, BUILD_DIR = worker.workspace.src, worker.workspace.build
@@ -390,7 +390,7 @@ def _preload(work: Path, name: str, code: str) -> Path:
 
 
 def _env(**extra: str) -> dict[str, str]:
-    from kit import proc
+    from kit.host import proc
 
     return {**proc.base_env(), **extra}
 

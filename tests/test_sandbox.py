@@ -1,4 +1,4 @@
-"""kit.sandbox through kit.proc, for real (bubblewrap from Debian; CI installs it): what a confined command
+"""kit.host.sandbox through kit.host.proc, for real (bubblewrap from Debian; CI installs it): what a confined command
 can see and do, the rlimits and how their hits are named, and what happens where bubblewrap is missing."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kit import proc, sandbox
-from kit.records import ErrorKind, Status
+from kit.host import proc, sandbox
+from kit.results.records import ErrorKind, Status
 from kit.stages.verify import process_failure
 
 BWRAP = pytest.mark.skipif(bool(sandbox.bwrap_works()), reason=f"bubblewrap does not work here: {sandbox.bwrap_works()}")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kit.outcomes import StageFailure
-from kit.records import ErrorKind, Status
+from kit.results.outcomes import StageFailure
+from kit.results.records import ErrorKind, Status
 from kit.stages import screen
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,7 +159,7 @@ def test_every_file_a_task_lets_a_candidate_replace_passes_as_the_tree_has_it():
     """An honest candidate that keeps the tree's own text is never refused (67 files of MNN 3.2.2)."""
     import os
 
-    from kit.tasks import load_suite
+    from kit.suite.tasks import load_suite
 
     src = os.environ.get("MKB_MNN__SOURCE_DIR")
     if not src:

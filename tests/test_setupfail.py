@@ -2,7 +2,7 @@
 the one-line cause, says that line and exits 2; the same command run again retries those jobs.
 
 The serial tests inject a setup and a job function (no build); the ``evaluate`` tests run the real setup
-(:func:`kit.worker.setup_worker`: the fixture engine's native build, made to fail) in serial mode, sandbox off
+(:func:`kit.job.worker.setup_worker`: the fixture engine's native build, made to fail) in serial mode, sandbox off
 (a fake program in the test's folder under /tmp would be hidden by the sandbox's private /tmp).
 """
 
@@ -21,15 +21,16 @@ from test_buildfail import needs_toolchain, tools_without
 from test_buildwatch import hanging_ninja
 
 from kit.cli import main
-from kit.config import EvalConfig, load_config
-from kit.evaluate import evaluate, execute
-from kit.jobs import Job, make_jobs, setup_cause, setup_failed_record
+from kit.job.record import Job, setup_cause, setup_failed_record
 from kit.mnn.native import NativeBuildError
-from kit.records import ErrorKind, Record, Status
-from kit.serial import SerialExecutor
-from kit.shards import done_job_ids, read_records
-from kit.tasks import load_suite
-from kit.tomlvalue import toml_value
+from kit.outline.evaluate import evaluate, execute
+from kit.results.records import ErrorKind, Record, Status
+from kit.results.shards import done_job_ids, read_records
+from kit.run.plan import make_jobs
+from kit.run.serial_executor import SerialExecutor
+from kit.settings.config import EvalConfig, load_config
+from kit.settings.tomlvalue import toml_value
+from kit.suite.tasks import load_suite
 
 FIXTURE_ROOT = Path(__file__).resolve().parent / "fixture_engine"
 CAUSE = "native fixture build failed: /bin/sh: 1: /nonexistent/ccache: not found; check mnn.cmake_args"
@@ -179,7 +180,7 @@ def test_a_setup_refused_before_any_build_exits_2_without_a_traceback(breakage, 
                                                                       monkeypatch, capsys):
     """Setup errors that are the user's to fix (no bubblewrap with sandbox.mode = "bwrap", a cache folder that
     cannot be written): the one line, exit 2, each job one harness_error record (were a traceback, exit 1)."""
-    from kit import sandbox
+    from kit.host import sandbox
 
     if breakage == "no_bwrap":
         monkeypatch.setattr(sandbox, "bwrap_path", lambda: None)

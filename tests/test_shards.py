@@ -1,4 +1,4 @@
-"""kit.shards: concurrent workers, SIGKILL safety, the resume set, dedupe, stable schema, merge readers."""
+"""kit.results.shards: concurrent workers, SIGKILL safety, the resume set, dedupe, stable schema, merge readers."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from kit import shards, shardschema
 from kit.cli import main
-from kit.records import SCHEMA_VERSION, Diagnostic, Record, Status, Trial
+from kit.results import schema as shardschema
+from kit.results import shards
+from kit.results.records import SCHEMA_VERSION, Diagnostic, Record, Status, Trial
 
 N_WORKERS = 8
 PER_WORKER = 30

@@ -10,12 +10,12 @@ import pytest
 from conftest_fixture import FIXTURE_ROOT
 from scipy import stats
 
-from kit import proc
+from kit.host import proc
 from kit.mnn.runner import RunResult
-from kit.records import IMPLAUSIBLE_SPEEDUP
+from kit.results.records import IMPLAUSIBLE_SPEEDUP
 from kit.stages import speedup as sp
 from kit.stages import timing as st
-from kit.tasks import load_suite
+from kit.suite.tasks import load_suite
 
 
 def test_round_medians_in_round_order():
@@ -147,7 +147,7 @@ def test_asymmetric_runs_are_refused():
     from types import SimpleNamespace
 
     def run(sha: str):
-        from kit.hostinfo import allowed_cores
+        from kit.host.machine import allowed_cores
 
         return SimpleNamespace(invocation_sha256=sha, waiting=SimpleNamespace(pid=os.getpid()),
                                allowed_cores=lambda: allowed_cores(os.getpid()))
@@ -156,7 +156,7 @@ def test_asymmetric_runs_are_refused():
     assert st.check_symmetric(plan, [run("a")] * 4, ()) == {"native": "a", "candidate": "a"}
     with pytest.raises(st.AsymmetricTiming, match="invoked differently"):
         st.check_symmetric(plan, [run("a"), run("a"), run("b"), run("a")], ())
-    usable = tuple(__import__("kit.hostinfo", fromlist=["x"]).usable_cores())
+    usable = tuple(__import__("kit.host.machine", fromlist=["x"]).usable_cores())
     if len(usable) > 1:  # this process may run on more cores than the timing cores: refused
         with pytest.raises(st.AsymmetricTiming, match="not only the timing cores"):
             st.check_symmetric(plan, [run("a")] * 4, usable[:1])

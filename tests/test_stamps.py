@@ -118,7 +118,7 @@ def test_a_forward_with_no_op_at_all_is_refused():
 
 
 def _proc(stdout: str, stderr: str, truncated: bool = False):
-    from kit.proc import ProcResult
+    from kit.host.proc import ProcResult
 
     return ProcResult(("mkb_runner",), 0, stdout, stderr, 0.1, truncated=truncated)
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from kit.config import ConfigError, load_config
+from kit.host.target import TargetError, make_target
 from kit.mnn import build as mbuild
 from kit.mnn import targets as mtargets
 from kit.mnn import toolchain
-from kit.target import TargetError, make_target
+from kit.settings.config import ConfigError, load_config
 
 
 def _cfg(tmp_path: Path, text: str) -> Path:

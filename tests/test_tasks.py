@@ -11,8 +11,8 @@ from pathlib import Path
 import onnx
 import pytest
 
-from kit import suite
-from kit.tasks import (
+from kit.suite import builtin as suite
+from kit.suite.tasks import (
     CATEGORIES,
     TaskError,
     check_manifest,

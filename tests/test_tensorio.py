@@ -7,8 +7,8 @@ import os
 import numpy as np
 import pytest
 
-from kit import tensorio
-from kit.tensorio import TensorIOError, read_manifest, read_tensors, to_wire, write_tensors
+from kit.mnn import tensorio
+from kit.mnn.tensorio import TensorIOError, read_manifest, read_tensors, to_wire, write_tensors
 
 
 def test_round_trip_keeps_order_dtype_shape_and_values(tmp_path):

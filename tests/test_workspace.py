@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from kit.config import EvalConfig
 from kit.mnn import register
 from kit.mnn.source import SourceError, ensure_pristine, tree_digest
 from kit.mnn.workspace import WorkspaceError, open_workspace
-from kit.tasks import MnnTarget, Task, TensorSpec
+from kit.settings.config import EvalConfig
+from kit.suite.tasks import MnnTarget, Task, TensorSpec
 
 REG_SCRIPT = '''
 import os, re, sys
@@ -216,8 +216,8 @@ def test_disallowed_name_is_a_harness_error(setup):
 def test_dropping_a_registered_op_type_is_a_compile_error(setup):
     """A replaced file that no longer registers an op type the original registers would silently drop it
     (kit.mnn.register refuses it; the build stage names the status)."""
-    from kit.outcomes import StageFailure
-    from kit.records import ErrorKind, Status
+    from kit.results.outcomes import StageFailure
+    from kit.results.records import ErrorKind, Status
     from kit.stages.build import candidate_in
 
     _, pristine, ws = setup
@@ -234,8 +234,8 @@ def test_dropping_a_registered_op_type_is_a_compile_error(setup):
 
 
 def test_new_file_may_not_overwrite_an_existing_file(setup, tmp_path):
-    from kit.outcomes import StageFailure
-    from kit.records import Status
+    from kit.results.outcomes import StageFailure
+    from kit.results.records import Status
     from kit.stages.build import candidate_in
 
     _, _, ws = setup
@@ -267,7 +267,7 @@ def test_what_a_job_wrote_into_the_sources_is_restored_and_flagged(setup):
 
 
 def test_the_native_baseline_is_sealed(tmp_path):
-    from kit.worker import BaselineChanged, Seal
+    from kit.job.worker import BaselineChanged, Seal
 
     files = [tmp_path / "libMNN.so", tmp_path / "mkb_runner"]
     for f in files:
@@ -284,7 +284,7 @@ def test_after_a_job_what_a_run_wrote_into_sources_or_build_is_removed_and_flagg
     """Without the sandbox (``sandbox.mode = "none"``) a candidate's run can write into its workspace: the
     check after the job finds the file in the sources and the files written into the build directory after the
     job's build, removes them, and flags the record; the build's own outputs stay."""
-    from kit.records import Flag
+    from kit.results.records import Flag
     from kit.stages.build import WORKSPACE_CHANGED, check_after_job
 
     _, pristine, ws = setup

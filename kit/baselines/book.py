@@ -18,9 +18,9 @@ from typing import Any
 from kit.baselines.key import BaselineKey, RunnerSettings, device_hardware, host_hardware, task_sha256
 from kit.baselines.lookup import NoBaseline, find
 from kit.baselines.table import Entry, TableError, add_entry
-from kit.outcomes import TimingOutcome
-from kit.records import DeviceState
-from kit.tasks import Task
+from kit.results.outcomes import TimingOutcome
+from kit.results.records import DeviceState
+from kit.suite.tasks import Task
 
 log = logging.getLogger("kit")
 

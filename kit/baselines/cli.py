@@ -52,8 +52,8 @@ def tables_dir(args: argparse.Namespace) -> Path:
     the default cache's.
 
     Raises:
-        kit.config.ConfigError: the config is invalid."""
-    from kit.config import DEFAULT_CACHE_DIR, load_config
+        kit.settings.config.ConfigError: the config is invalid."""
+    from kit.settings.config import DEFAULT_CACHE_DIR, load_config
 
     if args.dir is not None:
         return args.dir

@@ -2,7 +2,7 @@
 settings of the native side; and the content digest of a task (an entry's key inside a table).
 
 * **hardware fingerprint** (:func:`host_hardware`, :func:`device_hardware`): on a host or a Ray node the
-  :data:`kit.hostinfo.HARDWARE_KEYS` of :func:`kit.hostinfo.fingerprint` (CPU model, architecture, logical
+  :data:`kit.host.machine.HARDWARE_KEYS` of :func:`kit.host.machine.fingerprint` (CPU model, architecture, logical
   CPUs); on an adb device its model, SoC, ABI, the cores the runners were pinned to and their maximum
   frequencies.  ``fingerprint_id``: sha256 (16 hex) of it.
 * **flags digest**: sha256 (16 hex) of the native build's key (:func:`kit.mnn.native.native_key`: tree digest,
@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kit import hostinfo
-from kit.records import DeviceState
-from kit.tasks import Task
+from kit.host import machine as hostinfo
+from kit.results.records import DeviceState
+from kit.suite.tasks import Task
 
 #: the task files whose content an entry is keyed by, in digest order
 TASK_FILES: tuple[str, ...] = ("task.toml", "model.onnx", "model.py")
@@ -34,7 +34,7 @@ def _sha16(obj: Any) -> str:
 
 def host_hardware() -> dict[str, Any]:
     """This node's hardware fingerprint: ``{"device": "host", "cpu_model": str, "arch": str, "cpus": int}``
-    (:data:`kit.hostinfo.HARDWARE_KEYS`)."""
+    (:data:`kit.host.machine.HARDWARE_KEYS`)."""
     fp = hostinfo.fingerprint()
     return {"device": "host", **{k: fp[k] for k in hostinfo.HARDWARE_KEYS}}
 

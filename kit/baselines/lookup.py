@@ -15,8 +15,15 @@ from pathlib import Path
 import polars as pl
 
 from kit.baselines.key import BaselineKey
-from kit.baselines.table import Entry as Entry  # re-exported: what find returns
-from kit.baselines.table import entries, read_all, read_table, table_path
+from kit.baselines.table import (
+    Entry as Entry,  # re-exported: what find returns
+)
+from kit.baselines.table import (
+    entries,
+    read_all,
+    read_table,
+    table_path,
+)
 
 #: the parts of a flags digest a miss names when they differ (table column -> how the message names it)
 FLAG_PARTS = {"native_key": "native build key (tree, compiler, CMake arguments, runner, target)",

@@ -36,10 +36,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from kit.bench.common import ROOT, real_engine, write_config
-from kit.config import load_config
 from kit.devices.adb import Adb
+from kit.settings.config import load_config
 from kit.stages import timing as stiming
-from kit.tasks import load_suite
+from kit.suite.tasks import load_suite
 
 SERIAL = "BENCH0001"
 #: seconds between the kit's two /proc/stat reads of the device's load (device.load_sample_s)
@@ -139,7 +139,7 @@ def _sides(worker, task, tmp: Path):
 
 def _measure(tmp: Path, adb: Path, real: bool, task_id: str, repeats: int):
     """The recorded pass, then ``repeats`` interleaved kit / raw timings: (cost, raw steps, config, rounds)."""
-    from kit.worker import setup_worker
+    from kit.job.worker import setup_worker
 
     cfg = _config(tmp, adb, real, task_id)
     task = next(t for t in load_suite(cfg.tasks.dir) if t.id == task_id)

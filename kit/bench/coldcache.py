@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit.bench.common import ROOT, real_engine, sample_root, write_config
-from kit.config import EvalConfig, load_config
-from kit.evaluate import execute
-from kit.jobs import make_jobs
-from kit.serial import SerialExecutor
-from kit.shards import read_records
-from kit.tasks import load_suite
+from kit.outline.evaluate import execute
+from kit.results.shards import read_records
+from kit.run.plan import make_jobs
+from kit.run.serial_executor import SerialExecutor
+from kit.settings.config import EvalConfig, load_config
+from kit.suite.tasks import load_suite
 
 #: the candidates' C/C++ sources (the files a nonce goes into)
 SOURCES = (".c", ".cc", ".cpp", ".cxx")

@@ -10,20 +10,20 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from kit import proc
 from kit.bench.common import real_engine, sample_root, write_config
-from kit.config import EvalConfig, load_config
-from kit.evaluate import evaluate
-from kit.inputs import make_inputs
-from kit.jobs import Job
+from kit.host import proc
+from kit.job.pipeline import run_job
+from kit.job.record import Job
+from kit.job.worker import setup_worker
 from kit.mnn import build as mbuild
 from kit.mnn import convert as mconvert
 from kit.mnn import runner as mrunner
 from kit.mnn import targets
 from kit.mnn.native import workspace_lib_dir
-from kit.pipeline import run_job
-from kit.tasks import load_suite
-from kit.worker import setup_worker
+from kit.outline.evaluate import evaluate
+from kit.settings.config import EvalConfig, load_config
+from kit.suite.inputs import make_inputs
+from kit.suite.tasks import load_suite
 
 
 def raw_steps(cfg: EvalConfig, worker, task, files: dict[str, str], scratch: Path) -> float:

@@ -1,7 +1,7 @@
 """Benchmark 5 (``--sandbox-cost``): what the sandbox adds per candidate, side by side.
 
 One worker runs the same candidate (the sample set's ``correct`` one for ``--task``) through the whole pipeline
-(:func:`kit.pipeline.run_job`: register, build, convert, verify, time) with ``sandbox.mode = "none"`` (rlimits
+(:func:`kit.job.pipeline.run_job`: register, build, convert, verify, time) with ``sandbox.mode = "none"`` (rlimits
 only) and ``"bwrap"`` alternately, ``--repeats`` times each, in one process; prints the median seconds of each
 and the ratio (target <= 1.10).  Needs bubblewrap.
 """
@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 from kit.bench.common import real_engine, sample_root, write_config
-from kit.config import load_config
-from kit.jobs import Job
-from kit.pipeline import run_job
-from kit.tasks import load_suite
-from kit.worker import setup_worker
+from kit.job.pipeline import run_job
+from kit.job.record import Job
+from kit.job.worker import setup_worker
+from kit.settings.config import load_config
+from kit.suite.tasks import load_suite
 
 
 def sandbox_cost(task_id: str | None, repeats: int) -> int:

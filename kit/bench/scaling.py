@@ -16,18 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from kit.bench.common import ROOT, real_engine, sample_root, write_config
-from kit.config import EvalConfig, load_config
-from kit.evaluate import execute
-from kit.gate import NodeGate
-from kit.jobs import Job, make_jobs
+from kit.host.nodelock import NodeLock
+from kit.job.record import Job
+from kit.job.worker import setup_worker
 from kit.mnn.source import ensure_pristine
-from kit.serial import SerialExecutor
-from kit.tasks import load_suite
-from kit.worker import setup_worker
+from kit.outline.evaluate import execute
+from kit.run.plan import make_jobs
+from kit.run.serial_executor import SerialExecutor
+from kit.settings.config import EvalConfig, load_config
+from kit.suite.tasks import load_suite
 
 
 def stamped_setup(cfg: EvalConfig, index: int, name: str) -> Any:
-    """:func:`kit.worker.setup_worker`, then the worker's ready time (``time.monotonic()`` seconds; the clock
+    """:func:`kit.job.worker.setup_worker`, then the worker's ready time (``time.monotonic()`` seconds; the clock
     is system-wide on Linux, so comparable with the driver's on this host) and the host's CPU counters
     (:func:`_cpu_jiffies`) written to ``<run.dir>/bench-ready/w<index>``; the worker's gate becomes a
     :class:`TimedGate` reporting to ``<run.dir>/bench-gate/w<index>.json``.  The scaling benchmark's Ray runs use
@@ -41,8 +42,8 @@ def stamped_setup(cfg: EvalConfig, index: int, name: str) -> Any:
     return state
 
 
-class TimedGate(NodeGate):
-    """A :class:`kit.gate.NodeGate` (same lock file, same locking) that sums, per mode (``shared``: builds and
+class TimedGate(NodeLock):
+    """A :class:`kit.host.nodelock.NodeLock` (same lock file, same locking) that sums, per mode (``shared``: builds and
     verification; ``exclusive``: timing phases), the seconds spent waiting for the lock (``wait_s``) and holding
     it (``held_s``; a shared hold includes the seconds its commands were paused for a timing phase, summed in
     ``paused_s``).  With ``report`` set, the sums are rewritten there (JSON) after each hold, so a Ray actor's
@@ -76,7 +77,7 @@ class TimedGate(NodeGate):
 
 
 def _instrument(worker: Any, report: Path) -> None:
-    """Give ``worker`` (a :class:`kit.worker.Worker`) a :class:`TimedGate` on its gate's lock file."""
+    """Give ``worker`` (a :class:`kit.job.worker.Worker`) a :class:`TimedGate` on its gate's lock file."""
     if getattr(worker, "gate", None) is not None:
         report.parent.mkdir(parents=True, exist_ok=True)
         worker.gate = TimedGate(worker.gate.path, report)
@@ -130,7 +131,7 @@ class ModeRun:
 
 
 def _tally(m: ModeRun, run_dir: Path) -> ModeRun:
-    from kit.shards import read_records
+    from kit.results.shards import read_records
 
     frame = read_records(run_dir)
     m.n = frame.height
@@ -147,8 +148,8 @@ def _tally(m: ModeRun, run_dir: Path) -> ModeRun:
 
 
 def run_serial(cfg: EvalConfig, jobs: list[Job], label: str) -> ModeRun:
-    """What ``mkb eval`` does with ``dispatch.mode = "serial"`` (:func:`kit.evaluate.execute` on a
-    :class:`~kit.serial.SerialExecutor`, shards written as in ``mkb eval``), timed in parts: ``setup_worker``,
+    """What ``mkb eval`` does with ``dispatch.mode = "serial"`` (:func:`kit.outline.evaluate.execute` on a
+    :class:`~kit.run.serial_executor.SerialExecutor`, shards written as in ``mkb eval``), timed in parts: ``setup_worker``,
     then the job loop, then the rest (workspace release).  The worker's gate is a :class:`TimedGate` (same lock
     file, same locking) as in the Ray runs."""
     m = ModeRun(label, 1, cfg.build.jobs)
@@ -171,7 +172,7 @@ def run_serial(cfg: EvalConfig, jobs: list[Job], label: str) -> ModeRun:
 
 
 def run_ray(cfg: EvalConfig, jobs: list[Job], label: str) -> ModeRun:
-    """:func:`kit.evaluate.execute` on a :class:`~kit.dispatch.RayExecutor` (embedded local Ray), as ``mkb eval``
+    """:func:`kit.outline.evaluate.execute` on a :class:`~kit.dispatch.RayExecutor` (embedded local Ray), as ``mkb eval``
     runs it, timed in parts: ``ray.init``, start to the first worker ready (stamped by :func:`stamped_setup`),
     ``work_s``, then close + shutdown."""
     from kit.dispatch import RayExecutor  # imports Ray

@@ -16,11 +16,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from kit.bench.common import real_engine, write_config
-from kit.config import load_config
+from kit.job.worker import setup_worker
+from kit.settings.config import load_config
 from kit.stages import timing as stiming
 from kit.stages import verify as sverify
-from kit.tasks import load_suite
-from kit.worker import setup_worker
+from kit.suite.tasks import load_suite
 
 
 def _seconds(fn) -> float:

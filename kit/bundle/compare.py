@@ -4,18 +4,18 @@
 Rules (issue 17):
 
 * **Compile and correctness** must match exactly, per candidate (method, task, sample): the compile outcome is
-  ``built`` for a status in :data:`kit.records.COMPILED`, else the status; correctness is ``correct`` for a
-  status in :data:`kit.records.CORRECT`, else the status (``not built`` before a build).  A candidate recorded
+  ``built`` for a status in :data:`kit.results.records.COMPILED`, else the status; correctness is ``correct`` for a
+  status in :data:`kit.results.records.CORRECT`, else the status (``not built`` before a build).  A candidate recorded
   on one side only is a difference.
-* **Speedups** (only a usable one, :func:`kit.scoring.scorable_speedup`) must agree within their intervals:
+* **Speedups** (only a usable one, :func:`kit.results.rules.scorable_speedup`) must agree within their intervals:
   ``same`` when each lies inside the other's interval, ``within noise`` when the intervals overlap or the ratio
-  of the two is inside the task's A/A noise band (``noise_log``, :mod:`kit.scoring`), else ``different``; a
+  of the two is inside the task's A/A noise band (``noise_log``, :mod:`kit.results.rules`), else ``different``; a
   usable speedup on one side only is a difference.
 * **fast_p** of a task may differ only inside the noise band: a task that counts for ``fast_p`` on one side
   and not on the other is ``within noise`` when its best speedups agree (the rule above), else ``different``.
-  A metric (CSR, FCR, each fast_p per method, :func:`kit.metrics.summary`) is ``same`` when equal; a fast_p
+  A metric (CSR, FCR, each fast_p per method, :func:`kit.score.metrics.summary`) is ``same`` when equal; a fast_p
   that differs only by such tasks is ``within noise``.
-* **Other hardware** (a fingerprint key of :data:`kit.hostinfo.HARDWARE_KEYS` differs): speedups and fast_p
+* **Other hardware** (a fingerprint key of :data:`kit.host.machine.HARDWARE_KEYS` differs): speedups and fast_p
   are ``not compared``; compile and correctness must still match.
 """
 
@@ -27,8 +27,9 @@ from typing import Any
 
 import polars as pl
 
-from kit import metrics, scoring
-from kit.records import COMPILED, CORRECT, ErrorKind
+from kit.results import rules as scoring
+from kit.results.records import COMPILED, CORRECT, ErrorKind
+from kit.score import metrics
 
 SAME, NOISE, DIFFERENT = "same", "within noise", "different"
 NA, SKIPPED = "n/a", "not compared"
@@ -69,7 +70,7 @@ def speedup_verdict(a: Speedup, b: Speedup, noise_log: float | None = None) -> s
 
 
 @dataclass
-class Comparison:
+class BundleComparison:
     """The verdicts: ``candidates`` and ``tasks`` rows (dicts; the keys :mod:`kit.bundle.verdict` prints),
     ``metrics`` rows (``method``, ``metric``, ``bundle``, ``reproduced``, ``verdict``) and ``differences``,
     one sentence per real difference (what makes ``mkb reproduce`` exit 1)."""
@@ -106,10 +107,10 @@ def usable_speedups(records: pl.DataFrame) -> dict[tuple[str, str, str], Speedup
 
 
 def compare(bundle: pl.DataFrame, reproduced: pl.DataFrame, tasks: pl.DataFrame, ps: list[float],
-            noise: dict[str, float] | None = None, same_hardware: bool = True) -> Comparison:
-    """Compare the reproduced records with the bundle's (both deduplicated, :data:`kit.shards.SHARD_SCHEMA`)
+            noise: dict[str, float] | None = None, same_hardware: bool = True) -> BundleComparison:
+    """Compare the reproduced records with the bundle's (both deduplicated, :data:`kit.results.shards.SHARD_SCHEMA`)
     over the bundle's denominator ``tasks`` and thresholds ``ps`` (module rules)."""
-    out = Comparison(same_hardware)
+    out = BundleComparison(same_hardware)
     noise = noise or {}
     sa, sb = usable_speedups(bundle), usable_speedups(reproduced)
     status_a = {k[:3]: k[3] for k in bundle.select(*KEY, "status").iter_rows()}
@@ -149,7 +150,7 @@ def _candidate(key: tuple[str, str, str], a: str | None, b: str | None, sa: Spee
 
 
 def _best(records: pl.DataFrame) -> dict[tuple[str, str], Speedup]:
-    """Per (method, task), the largest usable speedup of its samples (best-of-k, :mod:`kit.metrics`)."""
+    """Per (method, task), the largest usable speedup of its samples (best-of-k, :mod:`kit.score.metrics`)."""
     out: dict[tuple[str, str], Speedup] = {}
     for (m, t, _s), sp in usable_speedups(records).items():
         if (m, t) not in out or sp.value > out[(m, t)].value:
@@ -157,7 +158,7 @@ def _best(records: pl.DataFrame) -> dict[tuple[str, str], Speedup]:
     return out
 
 
-def _task_rows(out: Comparison, a: pl.DataFrame, b: pl.DataFrame, tasks: pl.DataFrame, ps: list[float],
+def _task_rows(out: BundleComparison, a: pl.DataFrame, b: pl.DataFrame, tasks: pl.DataFrame, ps: list[float],
                noise: dict[str, float]) -> dict[tuple[str, float], list[tuple[str, str]]]:
     """Fill ``out.tasks``; return, per (method, p), the tasks whose fast_p differs with their verdict."""
     pa, pb = (metrics.per_task(x, tasks, ("method",), noise or None) for x in (a, b))
@@ -190,7 +191,7 @@ def _task_rows(out: Comparison, a: pl.DataFrame, b: pl.DataFrame, tasks: pl.Data
     return flips
 
 
-def _metric_rows(out: Comparison, a: pl.DataFrame, b: pl.DataFrame, tasks: pl.DataFrame, ps: list[float],
+def _metric_rows(out: BundleComparison, a: pl.DataFrame, b: pl.DataFrame, tasks: pl.DataFrame, ps: list[float],
                  noise: dict[str, float], flips: dict[tuple[str, float], list[tuple[str, str]]]) -> None:
     sa, sb = ({r["method"]: r for r in metrics.summary(x, tasks, ps=ps, n_boot=1, noise=noise or None).iter_rows(
         named=True)} for x in (a, b))

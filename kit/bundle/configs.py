@@ -10,8 +10,8 @@ from pydantic import ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from kit.bundle.manifest import BundleError
-from kit.config import EvalConfig
-from kit.tomlvalue import toml_value
+from kit.settings.config import EvalConfig
+from kit.settings.tomlvalue import toml_value
 
 
 class _Exact(EvalConfig):

@@ -3,9 +3,9 @@
 A bundle is one archive (:mod:`kit.bundle.archive`) whose single top folder :data:`ROOT` holds::
 
     manifest.json          this module's :class:`Manifest`
-    provenance.json        the run's provenance (kit.provenance), every session
-    results.parquet        the run's records, deduplicated (kit.shards), one per job
-    metrics.json           kit.metrics.summary per method, as the bundle computed it (kit.bundle.scores)
+    provenance.json        the run's provenance (kit.run.provenance), every session
+    results.parquet        the run's records, deduplicated (kit.results.shards), one per job
+    metrics.json           kit.score.metrics.summary per method, as the bundle computed it (kit.bundle.scores)
     calibration.json       the run's A/A noise floor, when the run directory had one
     candidates/<method>/   a directory source: the task folders of its recorded samples, bytes unchanged
     candidates/<method>.jsonl   a JSONL source: its lines of recorded tasks, bytes unchanged
@@ -23,9 +23,10 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from kit.tasks import sha256_file
+from kit.settings.base import StrictModel
+from kit.suite.tasks import sha256_file
 
 #: version of this layout; a reader refuses another
 BUNDLE_FORMAT = 1
@@ -45,11 +46,7 @@ class BundleError(Exception):
     the message names the file."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class TaskEntry(_Strict):
+class TaskEntry(StrictModel):
     """One task of the bundle: where it lies under ``tasks/`` and the sha256 of each of its files."""
 
     category: str
@@ -58,7 +55,7 @@ class TaskEntry(_Strict):
     files: dict[str, str]
 
 
-class SourceEntry(_Strict):
+class SourceEntry(StrictModel):
     """One method's candidates: ``path`` inside the bundle (``candidates/<method>`` or ``.jsonl``)."""
 
     method: str
@@ -68,7 +65,7 @@ class SourceEntry(_Strict):
     original_path: str
 
 
-class Manifest(_Strict):
+class Manifest(StrictModel):
     """``manifest.json`` (module docstring).  Versions and digests are what the run's provenance recorded;
     ``bundled_by`` is the kit that made the bundle."""
 
@@ -90,7 +87,7 @@ class Manifest(_Strict):
     #: ``mnn_version``, ``mnn_tree_digest``, ``engine``, ``compiler``, ``onnxruntime``, ``python``,
     #: ``image_digest`` (null: not run inside an image)
     environment: dict[str, Any]
-    #: one :func:`kit.hostinfo.fingerprint` per session of the run (its timing CPU's model and architecture)
+    #: one :func:`kit.host.machine.fingerprint` per session of the run (its timing CPU's model and architecture)
     hosts: list[dict[str, Any]] = Field(min_length=1)
     #: every file of the bundle but ``manifest.json``: path (POSIX, relative to the bundle's root) -> sha256
     files: dict[str, str]

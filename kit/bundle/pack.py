@@ -20,7 +20,6 @@ from typing import Any
 
 import polars as pl
 
-from kit import metrics, provenance, shards
 from kit.bundle import scores
 from kit.bundle.archive import write_archive
 from kit.bundle.manifest import (
@@ -40,10 +39,13 @@ from kit.bundle.manifest import (
     folder_hashes,
     write_manifest,
 )
-from kit.records import SCHEMA_VERSION
-from kit.report.inputs import load_records
-from kit.tasks import Task, check_selected, load_suite, sha256_file
-from kit.versions import kit_facts
+from kit.host.versions import kit_facts
+from kit.report.data import load_records
+from kit.results import shards
+from kit.results.records import SCHEMA_VERSION
+from kit.run import provenance
+from kit.score import metrics
+from kit.suite.tasks import Task, check_selected, load_suite, sha256_file
 
 #: the archive ``mkb bundle`` writes without ``--out`` (inside the run directory)
 DEFAULT_NAME = "bundle.tar.gz"
@@ -57,7 +59,7 @@ def make_bundle(run_dir: Path, out: Path | None = None, tasks_dir: Path | None =
     Raises:
         BundleError: no provenance or records of one config digest, a candidate source or the tasks folder
             gone.
-        kit.tasks.TaskError: a task folder changed since the suite's manifest.json was written.
+        kit.suite.tasks.TaskError: a task folder changed since the suite's manifest.json was written.
         kit.report.ReportError: the run's records cannot be read, or its task selection is not in the suite.
     """
     prov = provenance.load(run_dir)
@@ -183,7 +185,7 @@ def environment(prov: dict[str, Any], records: pl.DataFrame) -> dict[str, Any]:
 
 
 def session_hosts(prov: dict[str, Any], records: pl.DataFrame) -> list[dict[str, Any]]:
-    """One fingerprint per session: its ``host`` (:func:`kit.hostinfo.fingerprint`) with the model and
+    """One fingerprint per session: its ``host`` (:func:`kit.host.machine.fingerprint`) with the model and
     architecture of the CPU that timed it; a session of an older kit without ``host`` gets those two and the
     governor its records name."""
     governors = sorted({g for g in records["cpu_governor"].to_list() if g})

@@ -4,7 +4,7 @@ Steps: extract the bundle into ``<run dir>/bundle`` and check it (:mod:`kit.bund
 fails is not run); check the tasks to run on (the bundle's own, or ``--tasks-dir``) against the bundle's
 hashes; write ``<run dir>/reproduce.toml``, the bundle's config with this machine's paths (run and tasks
 folders, the bundled candidates; ``mnn.source_dir`` and ``mnn.cache_dir`` left to this machine's defaults,
-``MKB_...`` variables and the overrides); run ``mkb eval`` on it (:func:`kit.evaluate.evaluate`, on the executor
+``MKB_...`` variables and the overrides); run ``mkb eval`` on it (:func:`kit.outline.evaluate.evaluate`, on the executor
 the config names: running inside the pinned image is that setting's business); then compare
 (:mod:`kit.bundle.compare`), print the verdict and write ``verdict.json``.  The same command again resumes the
 reproduction (the run directory's records are kept).
@@ -17,20 +17,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kit import metrics, provenance
 from kit.bundle import scores
 from kit.bundle.archive import extract
-from kit.bundle.compare import SAME, Comparison, compare
+from kit.bundle.compare import SAME, BundleComparison, compare
 from kit.bundle.configs import config_toml
 from kit.bundle.manifest import CANDIDATES, TASKS, BundleError, Manifest, folder_hashes
 from kit.bundle.pack import environment, session_hosts
 from kit.bundle.validate import check_root
 from kit.bundle.verdict import print_verdict, write_verdict
-from kit.config import EvalConfig, load_config
-from kit.hostinfo import HARDWARE_KEYS
-from kit.rundir import changed_settings
-from kit.shards import read_records
-from kit.tasks import load_suite
+from kit.host.machine import HARDWARE_KEYS
+from kit.results.shards import read_records
+from kit.run import provenance
+from kit.run.rundir import changed_settings
+from kit.score import metrics
+from kit.settings.config import EvalConfig, load_config
+from kit.suite.tasks import load_suite
 
 CONFIG_FILE = "reproduce.toml"
 BUNDLE_DIR = "bundle"
@@ -45,12 +46,12 @@ def default_run_dir(bundle: Path) -> Path:
 
 
 def reproduce(bundle: Path, run_dir: Path | None = None, overrides: Sequence[str] = (),
-              tasks_dir: Path | None = None) -> Comparison:
+              tasks_dir: Path | None = None) -> BundleComparison:
     """Reproduce ``bundle`` into ``run_dir`` (default :func:`default_run_dir`), print the verdict and return it.
 
     Raises:
         BundleError: the bundle fails validation (every problem named), or the tasks differ from its hashes.
-        kit.config.ConfigError: an override is invalid, or the run directory holds another config's records.
+        kit.settings.config.ConfigError: an override is invalid, or the run directory holds another config's records.
         what ``mkb eval`` raises (a missing MNN tree, a worker's setup error).
     """
     run_dir = (run_dir or default_run_dir(bundle)).absolute()
@@ -65,7 +66,7 @@ def reproduce(bundle: Path, run_dir: Path | None = None, overrides: Sequence[str
     cfg_path = run_dir / CONFIG_FILE
     cfg_path.write_text(config_toml(local_config(m, root, run_dir, tasks_dir)))
     cfg = load_config(cfg_path, overrides)
-    from kit.evaluate import evaluate  # the whole pipeline: only once the bundle passed
+    from kit.outline.evaluate import evaluate  # the whole pipeline: only once the bundle passed
 
     evaluate(cfg)
     suite = metrics.tasks_frame(load_suite(root / TASKS, "all"))
@@ -123,7 +124,7 @@ def _shown(values: list[Any]) -> str:
 def environment_rows(m: Manifest, prov: dict[str, Any], reproduced: Any,
                      cfg: EvalConfig) -> tuple[list[dict[str, Any]], bool]:
     """The environment table's rows (``key``, ``bundle``, ``reproduced``, ``verdict``: ``same`` / ``differs``)
-    and whether the hardware is the same: every :data:`kit.hostinfo.HARDWARE_KEYS` value of every session
+    and whether the hardware is the same: every :data:`kit.host.machine.HARDWARE_KEYS` value of every session
     of both runs equal (a key a session did not record is left out)."""
     rows = []
 

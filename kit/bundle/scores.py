@@ -1,9 +1,9 @@
-"""A bundle's ``metrics.json``: :func:`kit.metrics.summary` per method, computed one way by ``mkb bundle`` and
+"""A bundle's ``metrics.json``: :func:`kit.score.metrics.summary` per method, computed one way by ``mkb bundle`` and
 again by ``mkb validate`` (the same call on the same records, so a stored figure that differs was edited).
 
-The denominator is what ``mkb report`` scores the run over (:func:`kit.report.inputs.run_tasks`: the task
+The denominator is what ``mkb report`` scores the run over (:func:`kit.report.data.run_tasks`: the task
 selection of every session in ``provenance.json``), the noise figures those of the run's ``calibration.json``
-(:func:`kit.report.inputs.load_calibration`), the thresholds the config's ``report.fast_p``.  The bootstrap CIs
+(:func:`kit.report.data.load_calibration`), the thresholds the config's ``report.fast_p``.  The bootstrap CIs
 are seeded (:data:`N_BOOT` resamples, :data:`SEED`), so they are reproduced too.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 
 import polars as pl
 
-from kit import metrics
-from kit.report.inputs import load_calibration, run_tasks
+from kit.report.data import load_calibration, run_tasks
+from kit.score import metrics
 
 N_BOOT = 1000
 SEED = 0
@@ -45,7 +45,7 @@ def noise_of(root: Path, records: pl.DataFrame) -> dict[str, float] | None:
 
 def compute(records: pl.DataFrame, tasks: pl.DataFrame, noise: dict[str, float] | None,
             ps: list[float]) -> list[dict[str, Any]]:
-    """One JSON-able row per method: every column of :func:`kit.metrics.summary` (rates as fractions in
+    """One JSON-able row per method: every column of :func:`kit.score.metrics.summary` (rates as fractions in
     [0, 1], counts, CIs, ``geomean_speedup``, task lists); NaN written as null."""
     df = metrics.summary(records, tasks, ps=ps, by=("method",), n_boot=N_BOOT, seed=SEED, noise=noise)
     return [{k: _plain(v) for k, v in row.items()} for row in df.iter_rows(named=True)]

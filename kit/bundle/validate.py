@@ -4,7 +4,7 @@ In order: the manifest (format, fields); every file's sha256 against it, and no 
 records (a record file of a known schema version, the manifest's, one record per job id, every record of the
 manifest's config digest); the config (this kit reads it, and its digest is the recorded one); the tasks
 (each folder's files are the manifest's); one record per job: the jobs are planned again from the bundled
-candidates and config by the kit's own planner (:func:`kit.jobs.make_jobs`), so a candidate byte changed or a
+candidates and config by the kit's own planner (:func:`kit.run.plan.make_jobs`), so a candidate byte changed or a
 record removed shows even in a bundle whose manifest was rewritten to match; and the metrics, computed again
 from the records by the code the bundle used (:mod:`kit.bundle.scores`), equal the stored ones.
 """
@@ -18,7 +18,6 @@ from pathlib import Path
 
 import polars as pl
 
-from kit import metrics, shards
 from kit.bundle import scores
 from kit.bundle.archive import extract
 from kit.bundle.configs import exact_config
@@ -35,12 +34,14 @@ from kit.bundle.manifest import (
     restore_links,
 )
 from kit.candidates import NATIVE_METHOD, CandidateSourceError
-from kit.config import EvalConfig
-from kit.jobs import make_jobs
-from kit.records import SCHEMA_VERSION
-from kit.report.inputs import ReportError
-from kit.shardschema import ShardError, read_schema_version
-from kit.tasks import Task, TaskError, load_suite
+from kit.report.data import ReportError
+from kit.results import shards
+from kit.results.records import SCHEMA_VERSION
+from kit.results.schema import ShardError, read_schema_version
+from kit.run.plan import make_jobs
+from kit.score import metrics
+from kit.settings.config import EvalConfig
+from kit.suite.tasks import Task, TaskError, load_suite
 
 #: problems listed per kind before "... and N more"
 SHOWN = 20

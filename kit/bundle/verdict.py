@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from kit.bundle.compare import DIFFERENT, NOISE, SAME, Comparison, Speedup
+from kit.bundle.compare import DIFFERENT, NOISE, SAME, BundleComparison, Speedup
 
 VERDICT_FILE = "verdict.json"
 _STYLE = {SAME: "green", NOISE: "yellow", DIFFERENT: "bold red"}
@@ -43,7 +43,7 @@ def environment_table(rows: list[dict[str, Any]]) -> Table:
     return table
 
 
-def task_table(cmp: Comparison) -> Table:
+def task_table(cmp: BundleComparison) -> Table:
     table = Table(title="per task (compile and correctness per candidate, best usable speedup, fast_p)")
     for col in ("method", "task", "samples", "compile", "correct", "speedup: bundle", "reproduction", "speedups",
                 "fast_p"):
@@ -56,7 +56,7 @@ def task_table(cmp: Comparison) -> Table:
     return table
 
 
-def metric_table(cmp: Comparison) -> Table:
+def metric_table(cmp: BundleComparison) -> Table:
     table = Table(title="per metric (over the bundle's tasks)")
     for col in ("method", "metric", "bundle", "reproduction", "verdict"):
         table.add_column(col)
@@ -65,7 +65,7 @@ def metric_table(cmp: Comparison) -> Table:
     return table
 
 
-def summary_line(cmp: Comparison) -> str:
+def summary_line(cmp: BundleComparison) -> str:
     where = ("same hardware: compile, correctness, speedups and fast_p compared" if cmp.same_hardware else
              "other hardware: only compile and correctness must match (speedups and fast_p not compared)")
     if cmp.matches:
@@ -74,7 +74,7 @@ def summary_line(cmp: Comparison) -> str:
     return f"verdict: DIFFERENT, {len(cmp.differences)} real difference(s) ({where})"
 
 
-def print_verdict(cmp: Comparison, env: list[dict[str, Any]], console: Console | None = None) -> None:
+def print_verdict(cmp: BundleComparison, env: list[dict[str, Any]], console: Console | None = None) -> None:
     """Print the three tables, every real difference by name, and the summary line."""
     console = console or Console(width=200)
     console.print(environment_table(env))
@@ -95,7 +95,7 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def write_verdict(cmp: Comparison, env: list[dict[str, Any]], run_dir: Path) -> Path:
+def write_verdict(cmp: BundleComparison, env: list[dict[str, Any]], run_dir: Path) -> Path:
     """``run_dir/verdict.json``: ``matches``, ``same_hardware``, ``differences``, ``environment``, ``metrics``,
     ``tasks`` and ``candidates`` (speedups as ``{"value", "low", "high"}``)."""
     path = run_dir / VERDICT_FILE

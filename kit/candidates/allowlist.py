@@ -21,8 +21,8 @@ from kit.candidates.model import (
     text_sha256,
 )
 from kit.candidates.parse import parse_response
-from kit.records import ErrorKind
-from kit.tasks import Task
+from kit.results.records import ErrorKind
+from kit.suite.tasks import Task
 
 
 class Reject(Exception):

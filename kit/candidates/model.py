@@ -12,8 +12,8 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict
 
-from kit.records import ErrorKind
-from kit.tasks import Task
+from kit.results.records import ErrorKind
+from kit.suite.tasks import Task
 
 NATIVE_METHOD = "native"
 NAME_RE = re.compile(r"^[A-Za-z0-9_.+-]+$")

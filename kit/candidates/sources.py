@@ -1,4 +1,4 @@
-"""Candidate sources (:class:`kit.config.CandidateSource`) read into candidates, and the native candidate.
+"""Candidate sources (:class:`kit.settings.config.CandidateSource`) read into candidates, and the native candidate.
 
 - a directory ``<path>/<task_id>/<sample_id>/<files>``;
 - a JSONL file whose lines are ``{"task_id", "sample_id", "response": "<raw LLM text>"}`` or
@@ -28,9 +28,9 @@ from kit.candidates.model import (
     files_sha256,
     text_sha256,
 )
-from kit.config import CandidateSource
-from kit.records import ErrorKind
-from kit.tasks import Task
+from kit.results.records import ErrorKind
+from kit.settings.config import CandidateSource
+from kit.suite.tasks import Task
 
 # the package's logger, as before the split into modules: log filters that name "kit.candidates" still match
 log = logging.getLogger("kit.candidates")

@@ -1,4 +1,4 @@
-"""The kit's adb client: one device (``-s SERIAL``), every command through :func:`kit.proc.run` with a timeout.
+"""The kit's adb client: one device (``-s SERIAL``), every command through :func:`kit.host.proc.run` with a timeout.
 
 adb's command-line contract, as used here: ``adb devices``, ``adb -s S get-state`` (prints ``device``; exit 1
 and ``error: device unauthorized.`` / ``error: device offline`` / ``error: device 'S' not found`` otherwise),
@@ -23,8 +23,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit import proc
 from kit.devices.errors import AdbMissing, DeviceError, DeviceLost
+from kit.host import proc
 
 #: the line every script prints last on stderr: its exit status
 EXIT_MARK = "mkb_exit:"

@@ -1,13 +1,13 @@
 """What goes wrong with a timing device: :class:`DeviceError` and its kinds.
 
-A job's timing that meets one becomes ``timing_failed`` with the error's ``kind`` (:func:`kit.pipeline._guarded`;
-``device_lost`` and ``device_busy`` are retried by a resumed run, :mod:`kit.scoring`); met while a worker is set
+A job's timing that meets one becomes ``timing_failed`` with the error's ``kind`` (:func:`kit.job.pipeline._guarded`;
+``device_lost`` and ``device_busy`` are retried by a resumed run, :mod:`kit.results.rules`); met while a worker is set
 up (adb missing, no such device, unauthorized) it stops the run with its message.
 """
 
 from __future__ import annotations
 
-from kit.records import ErrorKind
+from kit.results.records import ErrorKind
 
 
 class DeviceError(Exception):

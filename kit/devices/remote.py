@@ -22,10 +22,10 @@ import shutil
 from pathlib import Path
 from typing import Protocol
 
-from kit import proc
 from kit.devices import adb as kadb
 from kit.devices.adb import Adb
 from kit.devices.errors import DeviceLost
+from kit.host import proc
 from kit.mnn import runner as mrunner
 
 _PID_RE = re.compile(r"^mkb_pid:(\d+)\s*$", re.M)
@@ -68,8 +68,8 @@ def map_argv(call: mrunner._Call, pusher: Pusher, run_dir: str) -> list[str]:
 
 
 class RemoteWaiting:
-    """A runner waiting at its rendezvous on the device (the :class:`kit.proc.Waiting` of its ``adb shell``),
-    with :meth:`go` and :meth:`cancel` as :class:`kit.proc.Waiting` has them; :meth:`go` pulls the run's outputs
+    """A runner waiting at its rendezvous on the device (the :class:`kit.host.proc.Waiting` of its ``adb shell``),
+    with :meth:`go` and :meth:`cancel` as :class:`kit.host.proc.Waiting` has them; :meth:`go` pulls the run's outputs
     into ``out_dir`` before it returns the run's result."""
 
     def __init__(self, adb: Adb, waiting: proc.Waiting, run_dir: str, out_dir: Path) -> None:
@@ -77,7 +77,7 @@ class RemoteWaiting:
         self.pid = waiting.pid
 
     def go(self, timeout_s: float | None = None) -> proc.ProcResult:
-        """As :meth:`kit.proc.Waiting.go`, on the device.
+        """As :meth:`kit.host.proc.Waiting.go`, on the device.
 
         Raises:
             DeviceLost: the run ended without its exit status and the device is not ready any more (or it is,

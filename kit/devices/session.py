@@ -13,7 +13,7 @@ each job).  The session is the :class:`kit.mnn.runner.RemoteRunner` of the timin
   device, then until the hottest CPU zone is at most ``device.max_temp_c`` (up to ``cooldown_timeout_s``), then
   until the CPU load over ``load_sample_s`` is at most ``max_load_pct`` (up to ``load_wait_s``); a device still
   too hot or too busy refuses the job (:class:`~kit.devices.errors.DeviceBusy`).  The waits and the state
-  read last are the job's :class:`~kit.records.DeviceState`.
+  read last are the job's :class:`~kit.results.records.DeviceState`.
 * Candidate code runs on the device unconfined, as the shell user that owns the baseline: the baseline files
   and input sets a job uses are checked by sha256 on the device before and after its timed runs
   (:class:`~kit.devices.errors.BaselineTampered`; a changed file is pushed anew for the next job).
@@ -38,9 +38,9 @@ from kit.devices import state as dstate
 from kit.devices.adb import Adb
 from kit.devices.errors import BaselineTampered, DeviceBusy, DeviceError, DeviceMismatch
 from kit.mnn import runner as mrunner
-from kit.records import DeviceState
+from kit.results.records import DeviceState
 from kit.settings.device import DeviceSection
-from kit.tasks import sha256_file
+from kit.suite.tasks import sha256_file
 
 log = logging.getLogger("kit")
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from kit.records import DeviceState
+from kit.results.records import DeviceState
 
 #: the properties read
 PROPS = ("ro.product.model", "ro.soc.model", "ro.board.platform", "ro.build.version.release",
@@ -182,7 +182,7 @@ def battery(fields: dict[str, str]) -> tuple[int | None, bool | None, float | No
 
 def device_state(serial: str, raw: Raw, cores: tuple[int, ...], load_pct: float | None, load_sample_s: float,
                  cooldown_wait_s: float = 0.0, load_wait_s: float = 0.0) -> DeviceState:
-    """The record's :class:`~kit.records.DeviceState` of ``raw`` for the timing ``cores``."""
+    """The record's :class:`~kit.results.records.DeviceState` of ``raw`` for the timing ``cores``."""
     used = [c for c in raw.cpus if c.index in cores]
     cur = [c.cur_khz for c in used if c.cur_khz]
     temp, zone = hottest(raw.zones)

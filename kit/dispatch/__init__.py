@@ -8,11 +8,11 @@ Ray code of the kit.
   retry jobs whose worker died, ship built artefacts to timing nodes;
 * :mod:`~kit.dispatch.slots`: the driver's worker slots, the Ray options of their actors, whether the run can go
   on with the workers left, what a failed setup raises;
-* :mod:`~kit.dispatch.executor`: :class:`RayExecutor`, what :mod:`kit.evaluate` runs pending jobs with.
+* :mod:`~kit.dispatch.executor`: :class:`RayExecutor`, what :mod:`kit.outline.evaluate` runs pending jobs with.
 * :mod:`~kit.dispatch.launcher`: Ray cluster launcher YAMLs checked offline against Ray's schema and the
   workers a kit config asks for (``python -m kit.dispatch.launcher``; docs/cloud.md).
 
-Timing exclusivity is not scheduled here: :class:`kit.gate.NodeGate` (a file lock in the node's cache
+Timing exclusivity is not scheduled here: :class:`kit.host.nodelock.NodeLock` (a file lock in the node's cache
 directory) lets one timing phase run per node with nothing building beside it, whichever actor holds it.
 Remote nodes need the same ``kit`` installed (checked: :func:`~kit.dispatch.cluster.kit_digest`), the task
 suite at ``tasks.dir`` and the MNN source at ``mnn.source_dir`` at the same paths; ``mnn.cache_dir`` is per

@@ -1,10 +1,10 @@
 """The Ray actors of a run: build workers (:class:`JobActor`) and timing workers (:class:`TimeActor`).
 
-Each actor calls its setup once in its ``__init__`` — by default :func:`kit.worker.setup_worker`, which
-locks workspace ``w<index>`` on its node for the actor's life, or :func:`kit.timer.setup_timer` — and then
-runs one job at a time: ``job_fn(job, state)`` (default :func:`kit.pipeline.run_job`), the build half
-(:func:`kit.pipeline.build_job`) when timing runs elsewhere, or ``time_fn(job, built, timer)`` (default
-:func:`kit.pipeline.time_job`) on a timing node.  An actor's ``name`` is ``n<node id, 8 hex>.w<index>``
+Each actor calls its setup once in its ``__init__`` — by default :func:`kit.job.worker.setup_worker`, which
+locks workspace ``w<index>`` on its node for the actor's life, or :func:`kit.job.timing_worker.setup_timing_worker` — and then
+runs one job at a time: ``job_fn(job, state)`` (default :func:`kit.job.pipeline.run_job`), the build half
+(:func:`kit.job.pipeline.build_job`) when timing runs elsewhere, or ``time_fn(job, built, timer)`` (default
+:func:`kit.job.pipeline.time_job`) on a timing node.  An actor's ``name`` is ``n<node id, 8 hex>.w<index>``
 (``.t<index>`` for a timing worker); it becomes ``Record.worker`` and the shard name.  A setup that raises
 is kept and re-raised by every call, so the driver sees the exception's own type.  Each actor has a second
 thread (``max_concurrency=2``) that answers :meth:`Actor.stage` while a job runs.
@@ -21,24 +21,25 @@ from typing import Any
 
 import ray
 
-from kit.artefacts import BuildHalf, Built, Bundle
-from kit.config import EvalConfig
 from kit.dispatch.cluster import kit_digest
-from kit.hostinfo import cpu_model
-from kit.jobs import Job
+from kit.host.machine import cpu_model
+from kit.host.shipping import Bundle
+from kit.job.artefacts import BuildHalf, Built
+from kit.job.pipeline import build_job, run_job, time_job
+from kit.job.record import Job
+from kit.job.timing_worker import setup_timing_worker
+from kit.job.worker import Worker, setup_worker
 from kit.mnn.native import native_bundle
-from kit.pipeline import build_job, run_job, time_job
-from kit.provenance import collect
-from kit.records import Record
-from kit.timer import setup_timer
-from kit.worker import Worker, setup_worker
+from kit.results.records import Record
+from kit.run.provenance import collect
+from kit.settings.config import EvalConfig
 
-#: ``setup_fn(cfg, index, name) -> state``: runs once per build actor (default: :func:`kit.worker.setup_worker`)
+#: ``setup_fn(cfg, index, name) -> state``: runs once per build actor (default: :func:`kit.job.worker.setup_worker`)
 SetupFn = Callable[[EvalConfig, int, str], Any]
-#: ``job_fn(job, state) -> Record``: runs once per try of a job (default: :func:`kit.pipeline.run_job`)
+#: ``job_fn(job, state) -> Record``: runs once per try of a job (default: :func:`kit.job.pipeline.run_job`)
 JobFn = Callable[[Job, Any], Record]
 #: ``time_fn(job, built, timer) -> Record``: the timing half of a job on a timing worker
-#: (default: :func:`kit.pipeline.time_job`)
+#: (default: :func:`kit.job.pipeline.time_job`)
 TimeFn = Callable[[Job, Built, Any], Record]
 
 DEFAULT_SETUP: SetupFn = setup_worker
@@ -82,7 +83,7 @@ class Actor:
             "pid": os.getpid(),
             "arch": platform.machine(),
             "kit_digest": self.kit_digest,
-            "native_key": getattr(self.state, "native_key", None),  # Worker and Timer both have one
+            "native_key": getattr(self.state, "native_key", None),  # Worker and TimingWorker both have one
         }
 
     def stage(self) -> str:
@@ -129,7 +130,7 @@ class JobActor(Actor):
         return native_bundle(self.state.native)
 
     def provenance(self) -> dict[str, Any]:
-        """This session's provenance on this worker's node (:func:`kit.provenance.collect`)."""
+        """This session's provenance on this worker's node (:func:`kit.run.provenance.collect`)."""
         return collect(self.cfg, self.state if isinstance(self.state, Worker) else None)
 
 
@@ -141,7 +142,7 @@ class TimeActor(Actor):
         self._start(cfg, f"n{{node}}.t{index}")
         self.time_fn = time_fn
         try:
-            self.state = setup_timer(cfg, index, self.name, native_key, native)
+            self.state = setup_timing_worker(cfg, index, self.name, native_key, native)
         except Exception as exc:  # noqa: BLE001 - re-raised by ready() so the driver sees its type
             self.setup_error = exc
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import ray
 
-from kit.config import EvalConfig
-from kit.proc import reaper
+from kit.host.proc import reaper
+from kit.settings.config import EvalConfig
 
 #: fraction of ``dispatch.timing_resource`` each actor requests (only placement, never a limit)
 RESOURCE_FRACTION = 0.01
@@ -47,14 +47,14 @@ def kit_digest() -> str:
     return h.hexdigest()[:16]
 
 
-#: the reaper of the embedded Ray this process started (:mod:`kit.proc.reaper`)
+#: the reaper of the embedded Ray this process started (:mod:`kit.host.proc.reaper`)
 _REAPER: reaper.Reaper | None = None
 
 
 def connect(cfg: EvalConfig) -> bool:
     """Initialise Ray for ``cfg.dispatch``; True if this call started it (then :func:`shutdown` it).
 
-    An embedded Ray gets a reaper (:mod:`kit.proc.reaper`): should this process die, SIGKILL included, every
+    An embedded Ray gets a reaper (:mod:`kit.host.proc.reaper`): should this process die, SIGKILL included, every
     process it started from here on dies with it (Ray's agents otherwise outlive a killed driver)."""
     global _REAPER
     if ray.is_initialized():

@@ -1,8 +1,8 @@
 """The driver of a Ray run: the ``ray.wait`` loop that hands jobs to ready actors, receives their records,
 and replaces actors that die.
 
-* **Records.** The driver receives each :class:`~kit.records.Record` as it completes (``ray.wait``) and
-  passes it to the run's sink (:class:`kit.shards.RecordSink`: one shard file per record, named after the
+* **Records.** The driver receives each :class:`~kit.results.records.Record` as it completes (``ray.wait``) and
+  passes it to the run's sink (:class:`kit.results.shards.RecordSink`: one shard file per record, named after the
   actor that produced it), so only the driver writes files and a killed driver loses only the jobs in flight.
 * **Faults.** If an actor dies during a job (``RayActorError``), a new actor takes its slot and the job is
   retried, up to ``dispatch.max_retries`` times; then the job gets a ``worker_lost`` record.  If ``job_fn``
@@ -14,11 +14,11 @@ and replaces actors that die.
   Ray's object store; the driver hands that reference to a timing actor (one per ``timing_resource`` node,
   pinned by node affinity, given the native baseline by a build actor at start).  A timing actor that dies,
   or artefacts lost with their node, send the job back to be built again (a try); after the last try the
-  record keeps the build's results (:func:`kit.jobs.timing_lost_record`).
+  record keeps the build's results (:func:`kit.job.record.timing_lost_record`).
 * **Progress.** The live display counts jobs running / passed / failed per stage (build, verify, time);
   busy actors report their stage through their second thread (:meth:`kit.dispatch.actors.Actor.stage`).
 * **Provenance.** The first ready build worker's facts and the dispatch settings, then each timing worker's
-  node, go to the session's :class:`kit.provenance.SessionLog`.
+  node, go to the session's :class:`kit.run.provenance.SessionLog`.
 """
 
 from __future__ import annotations
@@ -33,17 +33,18 @@ from typing import Any
 import ray
 from ray.exceptions import ActorUnschedulableError, ObjectLostError, RayActorError, RayTaskError
 
-from kit.artefacts import BuildHalf
-from kit.config import EvalConfig
 from kit.dispatch.actors import JobActor, JobFn, SetupFn, TimeActor, TimeFn
 from kit.dispatch.cluster import DispatchError, actor_requests, kit_digest, timer_nodes
 from kit.dispatch.slots import Slot, check_alive, check_placeable, first_lines, ray_options, setup_error
-from kit.jobqueue import JobQueue
-from kit.jobs import Job, lost_record, record_setup_failure, timing_lost_record
-from kit.progress import StageTally, log_record
-from kit.provenance import SessionLog
-from kit.records import Record, Status
-from kit.shards import RecordSink
+from kit.host.progress import StageTally, log_record
+from kit.job.artefacts import BuildHalf
+from kit.job.record import Job, lost_record, timing_lost_record
+from kit.results.records import Record, Status
+from kit.results.shards import RecordSink
+from kit.run.plan import record_setup_failure
+from kit.run.provenance import SessionLog
+from kit.run.queue import JobQueue
+from kit.settings.config import EvalConfig
 
 log = logging.getLogger("kit")
 
@@ -205,7 +206,7 @@ class Driver:
         Raises:
             DispatchError: no worker is left, or the workers are not alike.
             Exception: what a worker's setup raised (:func:`kit.dispatch.slots.setup_error`), after every job
-                not recorded yet got a ``harness_error`` record with its cause (:func:`kit.jobs.record_setup_failure`).
+                not recorded yet got a ``harness_error`` record with its cause (:func:`kit.run.plan.record_setup_failure`).
         """
         self.jobs = list(jobs)
         queue = JobQueue(jobs)

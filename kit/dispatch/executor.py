@@ -1,8 +1,8 @@
 """The Ray executor of a run: connect to (or start) Ray, start the workers, run the pending jobs, stop.
 
-:class:`RayExecutor` is what :func:`kit.evaluate.evaluate` uses for ``dispatch.mode = "processes" | "ray"``:
+:class:`RayExecutor` is what :func:`kit.outline.evaluate.evaluate` uses for ``dispatch.mode = "processes" | "ray"``:
 it receives the pending jobs and gives every record to the run's sink; planning, resume, provenance files and
-the summary are :mod:`kit.evaluate`'s.
+the summary are :mod:`kit.outline.evaluate`'s.
 """
 
 from __future__ import annotations
@@ -10,14 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kit.config import EvalConfig
 from kit.dispatch.actors import DEFAULT_JOB, DEFAULT_SETUP, DEFAULT_TIME, JobFn, SetupFn, TimeFn
 from kit.dispatch.cluster import connect, shutdown, timer_nodes, worker_count
 from kit.dispatch.driver import Driver
-from kit.jobs import Job, RunStats
-from kit.progress import StageTally, job_progress
-from kit.provenance import SessionLog
-from kit.shards import RecordSink
+from kit.host.progress import StageTally, job_progress
+from kit.job.record import Job
+from kit.results.shards import RecordSink
+from kit.run.plan import RunStats
+from kit.run.provenance import SessionLog
+from kit.settings.config import EvalConfig
 
 
 class RayExecutor:

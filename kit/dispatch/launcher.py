@@ -29,10 +29,10 @@ from typing import Any
 import jsonschema
 import yaml
 
-from kit.config import ConfigError, EvalConfig, load_config
 from kit.dispatch.cluster import actor_requests
 from kit.dispatch.nodeimages import ImageCheckError, check_images
-from kit.target import CROSS_PAIRS
+from kit.host.target import CROSS_PAIRS
+from kit.settings.config import ConfigError, EvalConfig, load_config
 
 #: what marks a value the user must fill before ``ray up``
 PLACEHOLDER = "REPLACE_ME"
@@ -172,7 +172,7 @@ def _check_arches(path: Path, cfg: EvalConfig, hosts: dict[str, list[str]], type
                   arches: dict[str, str | None]) -> str | None:
     """The timing nodes' architecture (None: not known): the node types that time (roles ``job``, ``time``) must
     all be ``target.arch`` (the kit scores no emulated timing); those that only build (``build``) may also be a
-    host the kit cross-builds from (:data:`kit.target.CROSS_PAIRS`: x86_64 build nodes for an aarch64 target).
+    host the kit cross-builds from (:data:`kit.host.target.CROSS_PAIRS`: x86_64 build nodes for an aarch64 target).
 
     Raises:
         LauncherError: names the node types, their instance types and ``target.arch``."""

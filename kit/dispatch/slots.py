@@ -13,8 +13,8 @@ from typing import Any
 
 from ray.exceptions import RayTaskError
 
-from kit.config import EvalConfig
 from kit.dispatch.cluster import DispatchError, alive_nodes
+from kit.settings.config import EvalConfig
 
 log = logging.getLogger("kit")
 
@@ -34,7 +34,7 @@ class Slot:
     setup_deaths: int = 0  # consecutive deaths before ready()
     dead: bool = False  # gave up on this slot
     stage: str = ""  # last stage the worker reported for its running job
-    last_task: str | None = None  # task id of the last job handed to this worker (kit.jobqueue affinity)
+    last_task: str | None = None  # task id of the last job handed to this worker (kit.run.queue affinity)
 
     @property
     def tag(self) -> str:

@@ -8,7 +8,7 @@
 * :mod:`kit.images.cli`: ``python -m kit.images lock|base|build|apt|check|context``.
 
 Everything but the CLI is re-exported here.  The host facts (architecture, emulation) live in
-:mod:`kit.hostinfo`.
+:mod:`kit.host.machine`.
 """
 
 from kit.images.common import (
@@ -22,8 +22,8 @@ from kit.images.common import (
     ImageError,
 )
 from kit.images.docker import (
-    BuildResult,
-    RunResult,
+    ContainerRun,
+    ImageBuild,
     build_context,
     build_image,
     build_kit_image,
@@ -66,7 +66,7 @@ __all__ = [
     "REPO_ROOT",
     "REQUIREMENTS_PATH",
     "BaseSection",
-    "BuildResult",
+    "ImageBuild",
     "ImageError",
     "ImagePin",
     "ImageProbe",
@@ -74,7 +74,7 @@ __all__ = [
     "Lock",
     "MnnPin",
     "PythonPin",
-    "RunResult",
+    "ContainerRun",
     "build_context",
     "build_image",
     "build_kit_image",

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from kit.hostinfo import normalize_arch
+from kit.host.machine import normalize_arch
 from kit.images.common import ARCHES, DOCKERFILE, LOCK_PATH, ImageError
 from kit.images.docker import build_context, build_kit_image, image_info, run
 from kit.images.lock import BaseSection, LocalBase, Lock, MnnPin, PythonPin, load_lock, write_lock
@@ -33,7 +33,7 @@ def _cmd_lock(args: argparse.Namespace) -> int:
     if Path(args.lock).exists():
         lock = load_lock(args.lock, check_requirements=False)
     else:
-        from kit.config import MNN_TARBALL_URL, MNN_TREE_SHA256, MNN_VERSION
+        from kit.settings.config import MNN_TARBALL_URL, MNN_TREE_SHA256, MNN_VERSION
 
         lock = Lock(
             base=BaseSection(),

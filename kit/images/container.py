@@ -1,5 +1,5 @@
 """One worker's container (``container.mode = "docker"``): started once for the worker's life, every command of
-the worker exec'd in it (:mod:`kit.proc.container`), removed with its volume when the worker ends, however.
+the worker exec'd in it (:mod:`kit.host.proc.containermode`), removed with its volume when the worker ends, however.
 
 The container (Docker SDK):
 
@@ -14,12 +14,12 @@ The container (Docker SDK):
   sources) and ``container.ro_paths``;
 * ``nano_cpus``, ``mem_limit`` (= ``memswap_limit``) and ``pids_limit`` from ``[container]``; Docker's default
   seccomp profile and capabilities; ``init`` (reaps what a candidate orphans); command ``sleep infinity``;
-* a reaper (``kit/proc/dockerexec.py reap``) that removes container and volume once the worker process is
+* a reaper (``kit/host/proc/dockerexec.py reap``) that removes container and volume once the worker process is
   gone (SIGKILL included).
 
 Bubblewrap is not used inside: with Docker's default seccomp profile ``unshare`` of user, network and PID
 namespaces is refused (EPERM, measured with Docker 20.10), and unconfined it still cannot mount ``/proc``.
-The container is the candidate's sandbox; the rlimits of :mod:`kit.sandbox` still apply to every command.
+The container is the candidate's sandbox; the rlimits of :mod:`kit.host.sandbox` still apply to every command.
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kit.hostinfo import normalize_arch
+from kit.host.machine import normalize_arch
+from kit.host.proc import containermode as pcontainer
 from kit.images.common import LOCK_PATH, ImageError
 from kit.images.lock import load_lock
 from kit.images.seed import seed_cache
-from kit.proc import container as pcontainer
 
 log = logging.getLogger("kit")
 
@@ -140,11 +140,11 @@ class WorkerContainer:
     docker_host: str
     start_s: float
     _reaper: subprocess.Popen[bytes] | None = field(default=None, repr=False)
-    _previous: pcontainer.Target | None = field(default=None, repr=False)
+    _previous: pcontainer.ContainerTarget | None = field(default=None, repr=False)
 
     def activate(self) -> None:
-        """Run this process's commands in the container from now on (:func:`kit.proc.container.use`)."""
-        self._previous = pcontainer.use(pcontainer.Target(self.id, self.docker_host, IMAGE_PYTHON))
+        """Run this process's commands in the container from now on (:func:`kit.host.proc.containermode.use`)."""
+        self._previous = pcontainer.use(pcontainer.ContainerTarget(self.id, self.docker_host, IMAGE_PYTHON))
 
     def remove(self) -> None:
         """Commands on the host again; the container and its volume removed (the reaper ends with them)."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kit.hostinfo import normalize_arch
+from kit.host.machine import normalize_arch
 from kit.images.common import APT_PACKAGES, ARCHES, DOCKERFILE, LOCK_PATH, REPO_ROOT, ImageError
 from kit.images.lock import ImagePin, Lock, load_lock, write_lock
 
@@ -119,7 +119,7 @@ def build_context(
 
 
 @dataclass(frozen=True)
-class BuildResult:
+class ImageBuild:
     """``image_id`` (``sha256:...``), the tag, and the build log (text)."""
 
     image_id: str
@@ -135,7 +135,7 @@ def build_image(
     arch: str | None = None,
     network_mode: str | None = "host",
     echo: bool = False,
-) -> BuildResult:
+) -> ImageBuild:
     """Build ``dockerfile`` (a path inside the context) from ``context_tar`` with the classic builder.
 
     ``arch`` sets the platform (``linux/<arch>``); ``network_mode`` ``host`` lets RUN steps reach package
@@ -176,7 +176,7 @@ def build_image(
         c.close()
     if not image_id:
         raise ImageError(f"building {tag}: the daemon reported no image id\n{''.join(lines)[-4000:]}")
-    return BuildResult(image_id, tag, "".join(lines))
+    return ImageBuild(image_id, tag, "".join(lines))
 
 
 def kit_buildargs(
@@ -225,7 +225,7 @@ def build_kit_image(
     lock_path: Path = LOCK_PATH,
     echo: bool = True,
     ca_cert: Path | None = None,
-) -> BuildResult:
+) -> ImageBuild:
     """Build the kit image for ``arch`` (``amd64``/``arm64``) and record its id in the lock.
 
     Needs network for pip (and apt, and MNN unless ``mnn_dir`` is given).
@@ -248,7 +248,7 @@ def build_kit_image(
 
 
 @dataclass(frozen=True)
-class RunResult:
+class ContainerRun:
     """Exit code and combined output (text) of one container run."""
 
     exit_code: int
@@ -264,7 +264,7 @@ def run(
     environment: Mapping[str, str] | None = None,
     mem_limit: str | None = None,
     timeout_s: float = 600.0,
-) -> RunResult:
+) -> ContainerRun:
     """Run ``image`` once (network ``none`` by default) and remove the container.
 
     Raises:
@@ -294,7 +294,7 @@ def run(
             container.kill()
             raise ImageError(f"{image}: container still running after {timeout_s} s; killed") from None
         out = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
-        return RunResult(int(status["StatusCode"]), out)
+        return ContainerRun(int(status["StatusCode"]), out)
     except DockerException as exc:
         raise ImageError(f"running {image}: {exc}") from None
     finally:

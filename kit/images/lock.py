@@ -10,17 +10,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from kit.images.common import ARCHES, LOCK_PATH, ImageError
-from kit.tomlvalue import toml_value
+from kit.settings.base import StrictModel
+from kit.settings.tomlvalue import toml_value
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class LocalBase(_Strict):
+class LocalBase(StrictModel):
     """A base image made here by images/make-base.sh (debootstrap minbase + ``docker import``)."""
 
     image: str
@@ -29,7 +26,7 @@ class LocalBase(_Strict):
     made_by: str
 
 
-class BaseSection(_Strict):
+class BaseSection(StrictModel):
     upstream: str = "debian:bookworm-slim"
     #: manifest-list digest of ``upstream`` (``sha256:...``); empty until filled on a networked machine
     upstream_digest: str = Field(default="", pattern=r"^(|sha256:[0-9a-f]{64})$")
@@ -40,25 +37,25 @@ class BaseSection(_Strict):
     local: dict[str, LocalBase] = Field(default_factory=dict)
 
 
-class MnnPin(_Strict):
+class MnnPin(StrictModel):
     version: str
     tarball_url: str
     tree_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 
-class PythonPin(_Strict):
+class PythonPin(StrictModel):
     requirements: str = "requirements.lock"
     requirements_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 
-class ImagePin(_Strict):
+class ImagePin(StrictModel):
     tag: str
     #: image id of the last build recorded here (``sha256:...``)
     id: str = Field(default="", pattern=r"^(|sha256:[0-9a-f]{64})$")
     skip_mnn_build: bool = False
 
 
-class Lock(_Strict):
+class Lock(StrictModel):
     """images/lock.toml: every pinned input of the images."""
 
     schema_version: int = Field(default=1, alias="schema", ge=1, le=1)

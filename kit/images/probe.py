@@ -18,7 +18,7 @@ class ImageProbe:
 
     ``help_exit``/``help_output``: ``mkb --help``; ``packages``: Python distributions (canonical name ->
     version); ``apt``: installed versions of :data:`APT_PACKAGES`; ``env``: the ``MKB_`` environment;
-    ``emulated``: :func:`kit.hostinfo.is_emulated` inside the container.
+    ``emulated``: :func:`kit.host.machine.is_emulated` inside the container.
     """
 
     help_exit: int
@@ -30,7 +30,7 @@ class ImageProbe:
 
 
 _PROBE_PY = (
-    "import json, os, importlib.metadata as m; from kit.hostinfo import is_emulated; "
+    "import json, os, importlib.metadata as m; from kit.host.machine import is_emulated; "
     "print(json.dumps({'packages': {d.metadata['Name']: d.version for d in m.distributions()}, "
     "'env': {k: v for k, v in os.environ.items() if k.startswith('MKB_')}, 'emulated': is_emulated()}))"
 )

@@ -20,12 +20,12 @@ import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from kit import proc
+from kit.host import proc
+from kit.host.sandbox import Confinement, Policy, interpreter_paths
+from kit.host.target import Target
 from kit.mnn import buildfail, buildwatch, converter, runner_build, targets, toolchain
 from kit.mnn.workspace import Workspace
-from kit.records import Diagnostic
-from kit.sandbox import Confinement, Policy, interpreter_paths
-from kit.target import Target
+from kit.results.records import Diagnostic
 
 ENGINE_CMAKE_ARGS = {
     "mnn": ["-DMNN_BUILD_CONVERTER=ON", "-DMNN_BUILD_TOOLS=ON"],

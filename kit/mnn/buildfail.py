@@ -21,9 +21,9 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from kit import proc
+from kit.host import proc
+from kit.host.target import Target
 from kit.mnn import toolchain
-from kit.target import Target
 
 #: Debian packages of the programs a build runs
 PACKAGES = {"cmake": "cmake", "ninja": "ninja-build", "c++": "g++", "g++": "g++", "cc": "gcc", "gcc": "gcc",

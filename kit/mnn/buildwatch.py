@@ -12,7 +12,7 @@ from its new end.
 The watch never fails or slows the build: the thread only reads files, an exception in the callback is logged
 once and ignored, and a dry run that fails leaves the build unplanned (no total; a stall limit still works).
 
-Stall limit: :meth:`BuildWatch.stalled` is the ``stop_when`` of the build's :func:`kit.proc.run`: True once no
+Stall limit: :meth:`BuildWatch.stalled` is the ``stop_when`` of the build's :func:`kit.host.proc.run`: True once no
 command finished for ``stall_s`` seconds of the build's running time (a timing phase's pause not counted), so a
 long build runs as long as it makes progress and a hung one stops (``build.stall_timeout_s``).
 """
@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from kit import proc
+from kit.host import proc
 
 log = logging.getLogger("kit")
 
@@ -134,7 +134,7 @@ class BuildWatch:
 
     def stalled(self, running_s: float) -> bool:
         """True (and :attr:`stalled_out` set) once no command finished in the last ``stall_s`` seconds of the
-        build's running time ``running_s`` (as :func:`kit.proc.run` asks its ``stop_when``: paused time
+        build's running time ``running_s`` (as :func:`kit.host.proc.run` asks its ``stop_when``: paused time
         excluded); always False without ``stall_s``.  Cheap: it reads the count the thread keeps."""
         count = self.counter.count  # the raw count: a regenerated build.ninja may run more steps than planned
         if count != self._seen:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit import proc, sandbox
+from kit.host import proc, sandbox
 
 _CONVERT_SUCCESS = "Converted Success!"
 _NOT_SUPPORTED = re.compile(r"These Op Not Support:\s*(.*)")
@@ -61,7 +61,7 @@ def convert(
     """Convert ``onnx_path`` to ``out_mnn`` with ``MNNConvert -f ONNX ... --bizCode MNN --keepInputFormat=1``.
 
     ``out_mnn`` is deleted first so a stale file never counts; the converter runs in ``out_mnn``'s directory.
-    ``env`` defaults to :func:`kit.proc.base_env` (pass ``LD_LIBRARY_PATH`` here to run it against other libs).
+    ``env`` defaults to :func:`kit.host.proc.base_env` (pass ``LD_LIBRARY_PATH`` here to run it against other libs).
     ``policy`` confines it (a candidate's converter is candidate code): it sees the converter, the ONNX model
     and ``lib_dir`` (the libraries ``LD_LIBRARY_PATH`` names) read-only and writes only ``out_mnn``'s directory.
 

@@ -17,14 +17,14 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit import proc
-from kit.artefacts import Bundle, pack, runtime_libs
+from kit.host import proc
+from kit.host.progress import BuildProgress, duration_text
+from kit.host.sandbox import SandboxError
+from kit.host.shipping import Bundle, pack, runtime_libs
 from kit.mnn import build as mbuild
 from kit.mnn import buildfail, converter, targets, toolchain
 from kit.mnn.source import Pristine
 from kit.mnn.workspace import Workspace
-from kit.progress import BuildProgress, duration_text
-from kit.sandbox import SandboxError
 
 #: the engine's name in the native build's progress line
 _ENGINE_NAMES = {"mnn": "MNN"}
@@ -37,7 +37,7 @@ class NativeBuildError(buildfail.CauseError):
     why and what to do (:mod:`kit.mnn.buildfail`: the first real error of the build's output, a missing program,
     a timeout at step k/n), then where the build's whole output is kept (:attr:`log`, a file of the workspace;
     None when there is none).  The records of a run whose setup failed carry the cause
-    (:func:`kit.jobs.setup_failed_record`)."""
+    (:func:`kit.job.record.setup_failed_record`)."""
 
     OUTPUT = "the build's whole output"
 
@@ -151,7 +151,7 @@ def check_build_tools(opts: mbuild.BuildOptions, what: str) -> None:
 
 def build_pristine(ws: Workspace, opts: mbuild.BuildOptions, label: str) -> mbuild.BuildResult:
     """Build ``ws`` (which must hold the pristine sources), its steps shown as ``label``
-    (:class:`kit.progress.BuildProgress`): the native build, and a fresh workspace's first build (the whole
+    (:class:`kit.host.progress.BuildProgress`): the native build, and a fresh workspace's first build (the whole
     tree, ~10 min for MNN on 2 cores, 13 from a cold ccache; up to date: a no-op of ~0.3 s).  It runs as long
     as steps keep finishing: stopped when none finished in ``opts.stall_timeout_s`` seconds (0: after
     ``opts.timeout_s`` seconds in all).  Returns the build's result (``wall_s``, ``steps_done``).
@@ -162,7 +162,7 @@ def build_pristine(ws: Workspace, opts: mbuild.BuildOptions, label: str) -> mbui
         NativeBuildError: the pristine tree fails to configure or build, or timed out: one line naming the
             first real error (the whole output is kept in ``<workspace>/build-failed.log`` or
             ``configure-failed.log``).  Its callers check the programs it needs first (:func:`check_build_tools`
-            in :func:`ensure_native` and :func:`kit.worker.setup_worker`)."""
+            in :func:`ensure_native` and :func:`kit.job.worker.setup_worker`)."""
     repaired = ws.check_and_repair()
     if repaired:  # a job killed in the middle left them; restored from the pristine tree
         log.warning("workspace %s: restored %d file(s) a killed job left changed: %s", ws.root, len(repaired),
@@ -257,7 +257,7 @@ def native_meta(native: Native) -> dict:
 
 
 def native_bundle(native: Native) -> Bundle:
-    """The native libraries and the runner as a :class:`~kit.artefacts.Bundle` (``lib/*``, ``bin/mkb_runner``),
+    """The native libraries and the runner as a :class:`~kit.host.shipping.Bundle` (``lib/*``, ``bin/mkb_runner``),
     for a timing node that has no MNN build of its own."""
     return pack(runtime_libs(native.runner, native.lib_dir) | {"bin/mkb_runner": native.runner})
 
@@ -271,7 +271,7 @@ def install_shipped(cache_dir: Path, key: str, bundle: Bundle, arch: str | None 
     an x86_64 node that emulates an aarch64 target: ``aarch64``, ``under qemu-aarch64-static``).
 
     Raises:
-        kit.artefacts.ArtefactError: a file of the bundle is not machine code for ``arch`` (names the file).
+        kit.host.shipping.ArtefactError: a file of the bundle is not machine code for ``arch`` (names the file).
     """
     if arch is None:
         bundle.check_runs_here(f"the native baseline {key}")

@@ -18,9 +18,9 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kit import proc
+from kit.host import proc
 from kit.mnn.workspace import GENERATED_FILES, Workspace
-from kit.tasks import Task
+from kit.suite.tasks import Task
 
 _REGISTER_LINE = re.compile(r"^\s*(REGISTER_[A-Z0-9_]+\s*\(.*)$", re.MULTILINE)
 

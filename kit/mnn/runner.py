@@ -7,7 +7,7 @@ The runner protocol (also implemented by the fixture engine)::
     mkb_runner <model_file> <in_dir> <out_dir> --outputs y[,z] [--threads N] [--precision high|normal|low]
                [--warmup W] [--iterations N] [--op-types A,B|*] [--wait-go 0|1] [--checked K] [--pid-ns 0|1]
 
-Inputs and outputs are tensor directories (:mod:`kit.tensorio`).  ``in_dir`` is one input set (a tensor
+Inputs and outputs are tensor directories (:mod:`kit.mnn.tensorio`).  ``in_dir`` is one input set (a tensor
 directory; outputs go to ``out_dir``) or several, ``in_dir/0/``, ``in_dir/1/``, ... (outputs of set k go to
 ``out_dir/k/``), all with the same tensors.  ``--iterations 0`` runs one forward per set, in order, and writes
 each set's outputs; ``--iterations N`` (N >= the number of sets S) runs ``--warmup`` untimed and N timed
@@ -49,7 +49,7 @@ wrote into an input, :data:`EXIT_THREADS_LEFT` (5) a thread left running after a
 :data:`EXIT_PROCESS_LEFT` (7) a process besides the runner after a forward, :data:`EXIT_STAMP_LOST` (8) a stamp
 lost or stderr replaced; a crash is a signal.
 
-Nothing here turns a failure into a record status: results carry ``ok`` and the :class:`~kit.proc.ProcResult`;
+Nothing here turns a failure into a record status: results carry ``ok`` and the :class:`~kit.host.proc.ProcResult`;
 exceptions are raised only for faults of the kit itself (:class:`RunnerBuildError`, :class:`RunnerProtocolError`).
 """
 
@@ -66,8 +66,9 @@ from typing import Protocol
 
 import numpy as np
 
-from kit import hostinfo, proc, sandbox, tensorio
-from kit.mnn import stamps
+from kit.host import machine as hostinfo
+from kit.host import proc, sandbox
+from kit.mnn import stamps, tensorio
 from kit.mnn.runner_build import (
     CXX_FLAGS,
     RUNNER_FILES,
@@ -103,7 +104,7 @@ EXIT_PROCESS_LEFT = 7
 #: exit status of the runner when a stamp could not be written whole to stderr, or stderr is no longer the file
 #: it was at the start (the candidate closed it or put a pipe of its own there)
 EXIT_STAMP_LOST = 8
-#: bytes of stderr kept of a timing run (kit.proc's ``log_limit``): its stamp lines are ~21 bytes, two per timed
+#: bytes of stderr kept of a timing run (kit.host.proc's ``log_limit``): its stamp lines are ~21 bytes, two per timed
 #: op, so 100 ops x 40 forwards make ~170 KB; a stream cut at the limit is a stamp error
 TIMING_LOG_LIMIT = 16 << 20
 PRECISIONS = ("high", "normal", "low")
@@ -127,7 +128,7 @@ class RemoteRunner(Protocol):
 
     def conditions(self, cores: tuple[int, ...]) -> dict[str, object]:
         """The conditions of a timing phase on that machine, read inside it: the
-        :class:`kit.outcomes.TimingOutcome` fields ``governor``, ``freq_mhz``, ``load_1m``, ``device`` and
+        :class:`kit.results.outcomes.TimingOutcome` fields ``governor``, ``freq_mhz``, ``load_1m``, ``device`` and
         ``emulated``."""
         ...
 
@@ -136,7 +137,7 @@ class RemoteRunner(Protocol):
 
 
 def runner_env(lib_dir: Path | None, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for the runner: ``base`` (default :func:`kit.proc.base_env`) plus, when ``lib_dir`` is
+    """The environment for the runner: ``base`` (default :func:`kit.host.proc.base_env`) plus, when ``lib_dir`` is
     given, ``LD_LIBRARY_PATH=lib_dir[:lib_dir/express]`` so its ``libMNN.so`` (and ``libMNN_Express.so``) are
     loaded instead of the ones in the runner's RUNPATH."""
     env = dict(base) if base is not None else proc.base_env()
@@ -180,14 +181,14 @@ class RunSettings:
     (each half for :func:`start_model`); ``memory_limit_bytes``: RLIMIT_AS of the runner process (None: none);
     ``cpus``: the CPU cores the runner is pinned to (empty: not pinned); ``checked``: timed forwards on fresh inputs the runner
     writes out per run, picked at random (``--checked``; 0: none, the flag left out); ``policy``: how it is confined (the
-    runner executes candidate code: :mod:`kit.sandbox`; it sees the runner, the libraries, the model and its
+    runner executes candidate code: :mod:`kit.host.sandbox`; it sees the runner, the libraries, the model and its
     input directory read-only and writes only its output directory); ``emulator``: the command prefix that runs
     the runner (a cross build's: ``qemu-aarch64-static -L SYSROOT``, :func:`kit.mnn.toolchain.emulator`; empty:
     run directly); ``extra_threads``: threads the runner's thread check allows besides the engine's (the
     emulator's own, :data:`kit.mnn.toolchain.EMULATOR_THREADS`); ``runner_label``: names the runner in the
     invocation digest instead of its path, where each side has a runner of its own built the same way (a static
     build links the side's engine into it; empty: the path); ``remote``: the machine that runs the runner
-    (:class:`RemoteRunner`; None: this one, through :mod:`kit.proc`).
+    (:class:`RemoteRunner`; None: this one, through :mod:`kit.host.proc`).
     """
 
     threads: int = 1
@@ -229,7 +230,7 @@ def run_model(
             None = the libraries the runner was linked with.
         settings: threads, precision, warm-up and timed iterations, op types, timeout, memory limit.
         scratch: a directory of this call's own; ``scratch/in`` and ``scratch/out`` are recreated.
-        env: base environment (default :func:`kit.proc.base_env`); ``LD_LIBRARY_PATH`` is set from ``lib_dir``.
+        env: base environment (default :func:`kit.host.proc.base_env`); ``LD_LIBRARY_PATH`` is set from ``lib_dir``.
     Returns:
         a :class:`RunResult`; ``ok`` False for a runner error (exit 3), a changed input (4), a thread left
         running (5), a signal or a timeout.
@@ -278,7 +279,7 @@ class StartedRun:
 
     def allowed_cores(self) -> tuple[int, ...] | None:
         """The cores the waiting runner may run on (None where unreadable: gone, or on another machine)."""
-        # behind a container bridge: the command's own pid (kit.proc.command_pid)
+        # behind a container bridge: the command's own pid (kit.host.proc.command_pid)
         return None if self.call.settings.remote is not None else hostinfo.allowed_cores(proc.command_pid(self.waiting.pid))
 
 

@@ -7,7 +7,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from kit import proc
+from kit.host import proc
 
 #: the runner's C++ source, shipped inside the package (it includes ``mkb_io.hpp``, ``mkb_guard.hpp`` and ``mkb_fresh.hpp`` beside it)
 RUNNER_SOURCE = Path(__file__).with_name("runner") / "mkb_runner.cpp"

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from kit import proc, tensorio
+from kit.host import proc
+from kit.mnn import tensorio
 
 #: the largest timing.json read: ~12 bytes per time, two times per timed forward (10**6 forwards at most)
 MAX_TIMING_BYTES = 32 << 20
@@ -30,7 +31,7 @@ class RunnerProtocolError(RuntimeError):
 
 class PlantedOutputError(RunnerProtocolError):
     """The runner's output directory holds a symbolic link, a special file (a FIFO) or a file larger than it may
-    be where the kit reads (:class:`kit.tensorio.PlantedFileError`): the runner writes none of those, the
+    be where the kit reads (:class:`kit.mnn.tensorio.PlantedFileError`): the runner writes none of those, the
     candidate's code running in it did."""
 
 

@@ -21,8 +21,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit.config import MnnSection
-from kit.tasks import sha256_file
+from kit.settings.config import MnnSection
+from kit.suite.tasks import sha256_file
 
 #: top-level folders left out of the digest (demo apps; three iOS assets are missing from some mirrors)
 DIGEST_EXCLUDE = ("apps", ".git")
@@ -32,7 +32,7 @@ class SourceError(Exception):
     """The MNN tree cannot be found, fetched or verified; the message says what to set.  The configured input
     is refused: a run ends before any job, and records none (:attr:`records_jobs`)."""
 
-    #: whether a run whose setup raised this gives its jobs ``harness_error`` records (kit.jobs)
+    #: whether a run whose setup raised this gives its jobs ``harness_error`` records (kit.job.record)
     records_jobs = False
 
 

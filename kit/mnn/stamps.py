@@ -33,7 +33,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from kit import proc
+from kit.host import proc
 from kit.mnn.runresult import Timing
 
 #: what every stamp line starts with (MNN prints nothing like it)

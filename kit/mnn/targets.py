@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kit.target import Target
+from kit.host.target import Target
 
 #: CMake argument of a shared build: every shared library linked with no undefined symbol left
 NO_UNDEFINED = "-DCMAKE_SHARED_LINKER_FLAGS=-Wl,--no-undefined"

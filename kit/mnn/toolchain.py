@@ -22,12 +22,12 @@ Facts (Debian bookworm, MNN 3.2.2; measured on the 2-core x86_64 dev VM):
   ``qemu-aarch64-static -L /usr/aarch64-linux-gnu BINARY ...`` (no binfmt registration); an emulated process
   has one thread more than its program starts (qemu's RCU thread: ``Threads: 2`` in ``/proc/self/status`` for
   a single-threaded static program), which the runner's thread check allows (``--extra-threads``).
-* With an Android NDK (``target.ndk``, :class:`kit.target.Ndk`) the cross build uses the NDK's
+* With an Android NDK (``target.ndk``, :class:`kit.host.target.Ndk`) the cross build uses the NDK's
   ``build/cmake/android.toolchain.cmake`` with ``ANDROID_ABI``, ``ANDROID_PLATFORM`` and ``ANDROID_STL`` (MNN's
   ``project/android/build_64.sh``: arm64-v8a, android-21, c++_static; for MNN also its ``MNN_USE_LOGCAT=false``,
   so the runtime's messages reach the runner's stderr, and ``MNN_BUILD_FOR_ANDROID_COMMAND=true``, so its
   libraries stay in the build folder), and the kit's runner is compiled with the NDK's
-  ``aarch64-linux-android<API>-clang++``, linked ``-static`` as without one (:attr:`kit.target.Target.static`).
+  ``aarch64-linux-android<API>-clang++``, linked ``-static`` as without one (:attr:`kit.host.target.Target.static`).
   No real NDK was run here: the tests use an NDK-shaped folder whose compiler wraps Debian's cross g++.
 """
 
@@ -35,8 +35,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kit import proc
-from kit.target import NDK_STL, Target, TargetError
+from kit.host import proc
+from kit.host.target import NDK_STL, Target, TargetError
 
 #: the kit's CMake toolchain file per target architecture
 TOOLCHAIN_FILES = {"aarch64": Path(__file__).with_name("toolchains") / "aarch64-linux-gnu.cmake"}

@@ -1,12 +1,12 @@
 """Reports of one or more runs: self-contained HTML, Markdown, JSON and CSV, with plots.
 
 :func:`build_report` writes the report of one or more run directories into a folder.  Layers, each
-importing only those before it: :mod:`~kit.report.inputs` (a run's records, denominator, provenance and
+importing only those before it: :mod:`~kit.report.data` (a run's records, denominator, provenance and
 noise floor), :mod:`~kit.report.tables` (metrics per run, display tables), :mod:`~kit.report.plots`
 (matplotlib figures), :mod:`~kit.report.render` (HTML/Markdown/JSON/CSV and :func:`build_report`).
 """
 
-from kit.report.inputs import (
+from kit.report.data import (
     PROVENANCE_KEYS,
     ReportError,
     Run,

@@ -10,10 +10,10 @@ from typing import Any
 
 import polars as pl
 
-from kit import provenance
 from kit.baselines.drift import DEFAULT_BAND_LOG, drift
 from kit.baselines.table import TableError, read_table, table_path
-from kit.report.inputs import Run
+from kit.report.data import Run
+from kit.run import provenance
 
 
 def _tables(run: Run) -> tuple[dict[str, dict[str, Any]], Path | None]:

@@ -1,5 +1,5 @@
 """The report's "Where the timings ran" section: for the timed records of each run (a candidate time measured,
-``candidate_ms``), the machine that timed them, from the record's ``timing_device`` (:mod:`kit.target`):
+``candidate_ms``), the machine that timed them, from the record's ``timing_device`` (:mod:`kit.host.target`):
 
 * ``host`` / ``qemu``: this host (``timing_host``, else ``host``: the node that built also timed), natively or
   under the emulator;
@@ -8,7 +8,7 @@
 * empty (records older than the target fields): the record's ``host``.
 
 Timings taken under emulation (``timing_emulated``: qemu, a Ray node of another architecture, a device that
-says it is an emulator) are marked: they are recorded and never scored (:mod:`kit.metrics`).
+says it is an emulator) are marked: they are recorded and never scored (:mod:`kit.score.metrics`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from kit.report.inputs import Run
+from kit.report.data import Run
 
 #: the columns of the section's table
 COLUMNS = ("run", "timed on", "timing_device", "cores", "emulated", "timed records", "methods")

@@ -14,7 +14,7 @@ import matplotlib.ticker
 import numpy as np
 import polars as pl
 
-from kit.records import Status
+from kit.results.records import Status
 
 FUNNEL: tuple[tuple[str, str], ...] = (
     ("compile", "csr"),

@@ -1,12 +1,12 @@
 """Writing a report of one or more runs into a folder (:func:`build_report`).
 
 ``build_report([run_a, run_b], out_dir, tasks)`` reads each run's records (its shards, or
-``results.parquet`` when it has no shards), computes :func:`kit.metrics.summary` per run and labels every
+``results.parquet`` when it has no shards), computes :func:`kit.score.metrics.summary` per run and labels every
 method with its run (``<run>/<method>`` when there are several runs), and writes into ``out_dir``:
 
 - ``report.html``: everything below, plots embedded as base64 PNG (no external file needed);
 - ``report.md``: the same tables, plots linked from ``plots/*.png``;
-- ``report.json``: the summary rows (same numbers as :func:`kit.metrics.summary`), per category rows,
+- ``report.json``: the summary rows (same numbers as :func:`kit.score.metrics.summary`), per category rows,
   failures, compile errors, flagged records, provenance, calibration;
 - ``summary.csv``: one row per run, method (, split) and category (``category == "all"`` for the overall row).
 
@@ -32,9 +32,8 @@ from typing import Any
 
 import polars as pl
 
-from kit import metrics, noisefloor
 from kit.report.baselines import baselines_note, baselines_table, drift_table
-from kit.report.inputs import ReportError, Run, read_runs
+from kit.report.data import ReportError, Run, read_runs
 from kit.report.places import emulated_note, places_note, places_table
 from kit.report.plots import plot_categories, plot_failures, plot_funnel, plot_speedups
 from kit.report.tables import (
@@ -52,6 +51,7 @@ from kit.report.tables import (
     task_list_table,
     untimeable_table,
 )
+from kit.score import metrics, noisefloor
 
 REPORT_SCHEMA_VERSION = 1
 _TITLE = "MobileKernelBench report"
@@ -139,14 +139,14 @@ def build_report(
     Args:
         run_dirs: one or more run directories; several are compared side by side, methods labelled by run.
         out_dir: created if missing; existing report files are overwritten.
-        tasks: the task table (``task_id``, ``category``, ``split``) or a list of :class:`kit.tasks.Task`.
+        tasks: the task table (``task_id``, ``category``, ``split``) or a list of :class:`kit.suite.tasks.Task`.
         ps: fast_p thresholds of the headline table (the funnel and category plots add 0.5, 1.0, 1.5).
-        n_boot, seed: bootstrap of the CIs (:func:`kit.metrics.summary`).
+        n_boot, seed: bootstrap of the CIs (:func:`kit.score.metrics.summary`).
 
     Raises:
         ReportError: no run directories, a run without records, records of no task in ``tasks``, or a
             malformed run input file.
-        kit.metrics.MetricsError: records unusable for metrics.
+        kit.score.metrics.MetricsError: records unusable for metrics.
     """
     if not run_dirs:
         raise ReportError("run_dirs: give at least one run directory")

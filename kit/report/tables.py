@@ -12,9 +12,10 @@ from typing import Any
 
 import polars as pl
 
-from kit import metrics, scoring
-from kit.records import Status
-from kit.report.inputs import PROVENANCE_KEYS, Run
+from kit.report.data import PROVENANCE_KEYS, Run
+from kit.results import rules as scoring
+from kit.results.records import Status
+from kit.score import metrics
 
 HEADLINE_PS: tuple[float, ...] = (0.0, 0.5, 1.0, 1.5, 2.0)
 TOP_ERRORS = 15
@@ -140,7 +141,7 @@ def category_table(by_cat: pl.DataFrame, categories: list[str]) -> pl.DataFrame:
 
 
 def status_table(fail: pl.DataFrame) -> pl.DataFrame:
-    """Samples per status (rows, in :class:`~kit.records.Status` order) and system (columns), from
+    """Samples per status (rows, in :class:`~kit.results.records.Status` order) and system (columns), from
     :func:`failures`."""
     status_order = {s.value: i for i, s in enumerate(Status)}
     return (
@@ -161,7 +162,7 @@ def kind_table(fail: pl.DataFrame) -> pl.DataFrame:
 
 
 def task_list_table(summary: pl.DataFrame, column: str, header: str) -> pl.DataFrame:
-    """``system`` and its list column ``column`` of :func:`kit.metrics.summary` (comma-separated, headed
+    """``system`` and its list column ``column`` of :func:`kit.score.metrics.summary` (comma-separated, headed
     ``header``), for the systems that have any."""
     return summary.select("system", pl.col(column).list.join(", ").alias(header)).filter(pl.col(header) != "")
 
@@ -203,7 +204,7 @@ INSIDE_NOISE_MARK = "~"
 def speedup_table(per_task: pl.DataFrame) -> pl.DataFrame:
     """Per-task best scorable speedups: one row per task that has one for some system (sorted), one column
     per system holding ``"1.234"``, followed by :data:`INSIDE_NOISE_MARK` when |ln speedup| <= the task's
-    ``noise_log`` (:func:`kit.metrics.per_task`); empty where the system has none."""
+    ``noise_log`` (:func:`kit.score.metrics.per_task`); empty where the system has none."""
     timed = per_task.filter(pl.col("speedup").is_not_null())
     if timed.height == 0:
         return pl.DataFrame(schema={"task_id": pl.String})
@@ -215,16 +216,16 @@ def speedup_table(per_task: pl.DataFrame) -> pl.DataFrame:
 
 
 def provenance_table(runs: list[Run]) -> pl.DataFrame:
-    """One row per key of :data:`~kit.report.inputs.PROVENANCE_KEYS`, one column per run (its label)."""
+    """One row per key of :data:`~kit.report.data.PROVENANCE_KEYS`, one column per run (its label)."""
     return pl.DataFrame(
         {"key": list(PROVENANCE_KEYS), **{r.label: [r.provenance[k] for k in PROVENANCE_KEYS] for r in runs}}
     )
 
 
 def category_order(task_table: pl.DataFrame) -> list[str]:
-    """The categories of ``task_table``: those of :data:`kit.tasks.CATEGORIES` in that order, then the others
+    """The categories of ``task_table``: those of :data:`kit.suite.tasks.CATEGORIES` in that order, then the others
     sorted."""
-    from kit.tasks import CATEGORIES
+    from kit.suite.tasks import CATEGORIES
 
     present = set(task_table["category"].to_list())
     return [c for c in CATEGORIES if c in present] + sorted(present - set(CATEGORIES))
@@ -235,11 +236,11 @@ class Scores:
     """The metrics of a report's runs (:func:`score_runs`)."""
 
     summary: pl.DataFrame
-    """:func:`kit.metrics.summary` by run, method, system (and split when there are several), sorted"""
+    """:func:`kit.score.metrics.summary` by run, method, system (and split when there are several), sorted"""
     by_cat: pl.DataFrame
     """the same per category"""
     per_task: pl.DataFrame
-    """:func:`kit.metrics.per_task` by run, method and system"""
+    """:func:`kit.score.metrics.per_task` by run, method and system"""
     fail: pl.DataFrame
     """:func:`failures` of every run's records"""
     errors: pl.DataFrame
@@ -264,7 +265,7 @@ def score_runs(runs: list[Run], ps: tuple[float, ...], n_boot: int, seed: int) -
     """Metrics of ``runs`` at the fast_p thresholds ``ps``, each run over its own denominator.
 
     Raises:
-        kit.metrics.MetricsError: records unusable for metrics.
+        kit.score.metrics.MetricsError: records unusable for metrics.
     """
     records = pl.concat([r.records for r in runs], how="diagonal_relaxed")
     task_table = pl.concat([r.tasks for r in runs]).unique(subset="task_id", keep="first").sort("task_id")

@@ -1,6 +1,6 @@
 """What every config section shares: the frozen, extra-forbidding model base, the error of a cross-field check,
 and the pinned MNN constants the defaults come from.  The sections are in :mod:`kit.settings.sections`; loading
-(TOML, environment, CLI) is :mod:`kit.config`."""
+(TOML, environment, CLI) is :mod:`kit.settings.config`."""
 
 from __future__ import annotations
 
@@ -34,7 +34,12 @@ def fields_error(fields: Sequence[str], message: str) -> PydanticCustomError:
 
 
 
-class Section(BaseModel):
-    """Base of every config section: unknown keys are errors, values are frozen."""
+class StrictModel(BaseModel):
+    """A model of a file the kit reads (a config section, ``task.toml``, a bundle's manifest, the images' lock):
+    unknown keys are errors, values are frozen."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Section(StrictModel):
+    """Base of every config section."""

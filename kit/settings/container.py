@@ -14,7 +14,7 @@ from kit.settings.base import Section
 class ContainerSection(Section):
     """``mode = "docker"``: each worker starts one container of the pinned image for its life (no network, the
     image's root filesystem read-only, the kit cache as a writable volume named after the run, the task and
-    candidate folders read-only) and every command it runs through :mod:`kit.proc` is exec'd in it."""
+    candidate folders read-only) and every command it runs through :mod:`kit.host.proc` is exec'd in it."""
 
     #: ``host``: commands run on this host; ``docker``: inside the pinned image
     mode: Literal["host", "docker"] = "host"

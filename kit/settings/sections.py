@@ -1,5 +1,5 @@
 """The sections of an evaluation config (``[run]``, ``[tasks]``, ... ``[target]``): every key, its default, its
-unit and its checks.  :class:`kit.config.EvalConfig` puts them together and loads them."""
+unit and its checks.  :class:`kit.settings.config.EvalConfig` puts them together and loads them."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from kit.host.target import NDK_ABI, NDK_API, Ndk
 from kit.settings.base import (
     DEFAULT_CACHE_DIR,
     MNN_TARBALL_URL,
@@ -17,7 +18,6 @@ from kit.settings.base import (
     Section,
     fields_error,
 )
-from kit.target import NDK_ABI, NDK_API, Ndk
 
 
 class RunSection(Section):
@@ -144,7 +144,7 @@ class TimingSection(Section):
 
 
 class SandboxSection(Section):
-    """How commands that run or compile candidate code are confined (:mod:`kit.sandbox`)."""
+    """How commands that run or compile candidate code are confined (:mod:`kit.host.sandbox`)."""
 
     #: ``bwrap``: bubblewrap required; ``auto``: bubblewrap where it works, else rlimits only (logged, and every
     #: record says ``sandboxed = false``); ``none``: rlimits only
@@ -217,7 +217,7 @@ class DispatchSection(Section):
 
 
 class TargetSection(Section):
-    """What jobs are built for (:mod:`kit.target`): ``x86_64`` (this host: native builds, timed here) or
+    """What jobs are built for (:mod:`kit.host.target`): ``x86_64`` (this host: native builds, timed here) or
     ``aarch64`` (cross-built on an x86_64 node, linked statically, verified under qemu, and timed there under
     qemu — recorded, never scored — or shipped to Ray timing nodes of ``dispatch.timing_resource``, or to an adb
     device; built natively on an aarch64 node)."""
@@ -228,7 +228,7 @@ class TargetSection(Section):
     #: steps
     fp16: bool = False
     #: an Android NDK's root folder: a cross build then uses the NDK's CMake toolchain file and clang (the
-    #: paper's set-up, :class:`kit.target.Ndk`) instead of Debian's cross compilers; None: Debian's
+    #: paper's set-up, :class:`kit.host.target.Ndk`) instead of Debian's cross compilers; None: Debian's
     ndk: Path | None = None
     #: the Android API level of an NDK build (its ``aarch64-linux-android<API>-clang++``; MNN's own 64-bit
     #: Android script uses 21)
@@ -257,7 +257,7 @@ class TargetSection(Section):
         return self
 
     def ndk_info(self) -> Ndk | None:
-        """The :class:`kit.target.Ndk` of ``ndk`` (None without one)."""
+        """The :class:`kit.host.target.Ndk` of ``ndk`` (None without one)."""
         if self.ndk is None:
             return None
         return Ndk(str(self.ndk.expanduser().absolute()), self.android_api, self.android_abi)

@@ -16,9 +16,9 @@ from pathlib import Path
 from kit.mnn import build as mbuild
 from kit.mnn import register, runner_build, targets
 from kit.mnn.workspace import Workspace
-from kit.outcomes import BuildOutcome, StageFailure
-from kit.records import Diagnostic, ErrorKind, Flag, Status
-from kit.tasks import Task
+from kit.results.outcomes import BuildOutcome, StageFailure
+from kit.results.records import Diagnostic, ErrorKind, Flag, Status
+from kit.suite.tasks import Task
 
 #: the statuses a file that cannot be placed stands for (:class:`kit.mnn.register.PlacementError`)
 _PLACEMENT = {

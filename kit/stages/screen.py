@@ -30,8 +30,8 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from kit.outcomes import StageFailure
-from kit.records import ErrorKind, Flag, Status
+from kit.results.outcomes import StageFailure
+from kit.results.records import ErrorKind, Flag, Status
 
 #: flag codes
 THREADS = "threads"

@@ -20,14 +20,14 @@ from pathlib import Path
 
 import numpy as np
 
-from kit import hostinfo
 from kit.baselines.table import Entry
-from kit.outcomes import StageFailure, TimingOutcome
-from kit.records import IMPLAUSIBLE_SPEEDUP, ErrorKind, Flag, Status
+from kit.host import machine as hostinfo
+from kit.results.outcomes import StageFailure, TimingOutcome
+from kit.results.records import IMPLAUSIBLE_SPEEDUP, ErrorKind, Flag, Status
 from kit.stages import speedup as sspeedup
 from kit.stages import timing as stiming
 from kit.stages.verify import References, Side
-from kit.tasks import Task
+from kit.suite.tasks import Task
 
 
 def time_against_table(task: Task, runner: Path, candidate: tuple[Path, Side], entry: Entry, key: str,

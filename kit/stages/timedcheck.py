@@ -8,7 +8,7 @@ Two kinds of timed forward are compared, at the task's tolerance (:func:`kit.sta
 * the forwards on fresh inputs that the runner picked at random after each forward and wrote out with their
   inputs (``RunResult.checked``, :mod:`kit.mnn.runner`): their references are computed here, on those inputs,
   with the task's ONNX model (a timing node without task files gets the model's bytes shipped:
-  :class:`kit.artefacts.Built`).
+  :class:`kit.job.artefacts.Built`).
 
 A kernel wrong on either is wrong when timed: ``verify_mismatch`` with error kind ``timed_output_mismatch``.
 """
@@ -21,17 +21,17 @@ from pathlib import Path
 import numpy as np
 
 from kit.mnn import runner as mrunner
-from kit.outcomes import StageFailure
-from kit.records import ErrorKind, Status
-from kit.reference import run_reference
+from kit.results.outcomes import StageFailure
+from kit.results.records import ErrorKind, Status
 from kit.stages.verify import References, protocol_failure, reference, trial_verdict
-from kit.tasks import Task
+from kit.suite.reference import run_reference
+from kit.suite.tasks import Task
 
 _DTYPES = {"float32": np.float32, "int32": np.int32, "int64": np.int64, "bool": np.bool_}
 
 
 def from_wire(task: Task, tensors: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The task's graph inputs from their wire form (float32/int32, :func:`kit.tensorio.to_wire`): each cast to
+    """The task's graph inputs from their wire form (float32/int32, :func:`kit.mnn.tensorio.to_wire`): each cast to
     the dtype its spec names (int64 and bool inputs travel as int32).
 
     Raises:

@@ -43,16 +43,16 @@ from pathlib import Path
 
 import numpy as np
 
-from kit import hostinfo
-from kit.inputs import make_inputs
+from kit.host import machine as hostinfo
 from kit.mnn import runner as mrunner
-from kit.outcomes import NativeProfile, StageFailure, TimingOutcome
-from kit.records import IMPLAUSIBLE_SPEEDUP, ErrorKind, Flag, Status
+from kit.results.outcomes import NativeProfile, StageFailure, TimingOutcome
+from kit.results.records import IMPLAUSIBLE_SPEEDUP, ErrorKind, Flag, Status
 from kit.stages import speedup as sspeedup
 from kit.stages.timedcheck import check_timed_outputs
 from kit.stages.timingrun import go_run, start_run
 from kit.stages.verify import References, Side
-from kit.tasks import Task
+from kit.suite.inputs import make_inputs
+from kit.suite.tasks import Task
 
 #: input sets a timing run alternates between (fewer when ``iterations`` is smaller)
 TIMED_SETS = 2

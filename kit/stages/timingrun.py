@@ -11,10 +11,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kit.mnn import runner as mrunner
-from kit.outcomes import StageFailure
-from kit.records import ErrorKind, Status
+from kit.results.outcomes import StageFailure
+from kit.results.records import ErrorKind, Status
 from kit.stages.verify import Side, process_failure, protocol_failure
-from kit.tasks import Task
+from kit.suite.tasks import Task
 
 #: how much shorter than the kit's own wall time of a run (from writing "go" to the runner's exit) the runner's
 #: ``phase_ms`` (from reading "go" to its last timed forward) may be: CLOCK_SLACK_MS plus CLOCK_SLACK_FRACTION of

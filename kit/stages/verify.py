@@ -8,7 +8,7 @@ input (``input_modified``), left a thread running (``threads_left``) or started 
 :mod:`kit.mnn.runner`).
 
 A trial passes when every output matches in shape, dtype family, NaN/Inf placement and
-``|out - ref| <= atol + rtol * |ref|`` (the task's tolerance; :mod:`kit.compare`).  All trials run even after
+``|out - ref| <= atol + rtol * |ref|`` (the task's tolerance; :mod:`kit.suite.compare`).  All trials run even after
 a mismatch, so the record shows how often and by how much the candidate is wrong; a crash or timeout stops
 at once.  :func:`reverify` runs the trials again with other seeds after the timing stage.
 """
@@ -24,15 +24,15 @@ from pathlib import Path
 
 import numpy as np
 
-from kit import proc, sandbox
-from kit.compare import compare
-from kit.inputs import make_inputs
+from kit.host import proc, sandbox
 from kit.mnn import convert as mconvert
 from kit.mnn import runner as mrunner
-from kit.outcomes import StageFailure, VerifyOutcome
-from kit.records import ErrorKind, Status, Trial
-from kit.reference import run_reference
-from kit.tasks import Task
+from kit.results.outcomes import StageFailure, VerifyOutcome
+from kit.results.records import ErrorKind, Status, Trial
+from kit.suite.compare import compare
+from kit.suite.inputs import make_inputs
+from kit.suite.reference import run_reference
+from kit.suite.tasks import Task
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ EXTRA_NEW = (EXTRA + "Onnx*.cpp",)
 
 
 @dataclass(frozen=True)
-class Target:
+class OpSite:
     mechanism: str
     op_types: tuple[str, ...]
     files: tuple[str, ...]
@@ -53,55 +53,55 @@ _POOL_KEEP = ("poolingMax", "poolingAvg", "poolingMaxWithRedice", "pooling_max_p
 _MATMUL_KEEP = ("CPUMatMul::CPUMatMul(Backend*, bool, bool, bool, bool)", "CPUMatMul::execute")  # CPURaster, GRU
 _CAST_KEEP = ("CPUCastCreator::cast", "CPUCastCreator::FlOAT_TO_INT8", "CPUCastCreator::INT8_TO_FlOAT")
 
-UNARY = Target("atomic", ("UnaryOp",), _cpu("CPUUnary"), keep_symbols=_UNARY_KEEP)
-BINARY = Target("atomic", ("BinaryOp",), _cpu("CPUBinary"), keep_symbols=_BINARY_KEEP)
-BINARY_BCAST = Target("geometric", ("BinaryOp", "While", "Raster"), _cpu("CPUBinary") + (GEO + "GeometryBinary.cpp",),
+UNARY = OpSite("atomic", ("UnaryOp",), _cpu("CPUUnary"), keep_symbols=_UNARY_KEEP)
+BINARY = OpSite("atomic", ("BinaryOp",), _cpu("CPUBinary"), keep_symbols=_BINARY_KEEP)
+BINARY_BCAST = OpSite("geometric", ("BinaryOp", "While", "Raster"), _cpu("CPUBinary") + (GEO + "GeometryBinary.cpp",),
                       keep_symbols=_BINARY_KEEP)
 
 
-def _geo(*files: str, types=("Raster",)) -> Target:
-    return Target("geometric", types, tuple(GEO + f for f in files))
+def _geo(*files: str, types=("Raster",)) -> OpSite:
+    return OpSite("geometric", types, tuple(GEO + f for f in files))
 
 
-def _comp(conv_file: str, *more: str, types=("*",), keep=()) -> Target:
-    return Target("composite", types, (EXTRA + conv_file,) + tuple(more), EXTRA_NEW, keep)
+def _comp(conv_file: str, *more: str, types=("*",), keep=()) -> OpSite:
+    return OpSite("composite", types, (EXTRA + conv_file,) + tuple(more), EXTRA_NEW, keep)
 
 
 #: ONNX op -> default target
-OP_TARGETS: dict[str, Target] = {
+OP_TARGETS: dict[str, OpSite] = {
     **{op: UNARY for op in ("Abs", "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Sign",
                             "Erf", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Tanh", "Asinh",
                             "Acosh", "Atanh", "Sigmoid")},
     **{op: BINARY for op in ("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod", "Equal", "Greater", "Less",
                              "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor")},
-    "Relu": Target("atomic", ("ReLU",), _cpu("CPURelu"), keep_symbols=_RELU_KEEP),
-    "LeakyRelu": Target("atomic", ("ReLU",), _cpu("CPURelu"), keep_symbols=_RELU_KEEP),
-    "PRelu": Target("atomic", ("PReLU",), _cpu("CPURelu"), keep_symbols=_RELU_KEEP),
-    "Softmax": Target("atomic", ("Softmax",), _cpu("CPUSoftmax"), keep_symbols=("CPUSoftmax",)),
+    "Relu": OpSite("atomic", ("ReLU",), _cpu("CPURelu"), keep_symbols=_RELU_KEEP),
+    "LeakyRelu": OpSite("atomic", ("ReLU",), _cpu("CPURelu"), keep_symbols=_RELU_KEEP),
+    "PRelu": OpSite("atomic", ("PReLU",), _cpu("CPURelu"), keep_symbols=_RELU_KEEP),
+    "Softmax": OpSite("atomic", ("Softmax",), _cpu("CPUSoftmax"), keep_symbols=("CPUSoftmax",)),
     "HardSigmoid": _comp("OnnxHardSigmoid.cpp"),
     "Celu": _comp("OnnxPrelu.cpp"),
-    "BatchNormalization": Target("atomic", ("Scale",), _cpu("CPUScale")),
-    "LayerNormalization": Target("atomic", ("LayerNorm",), _cpu("CPULayerNorm") + (GEO + "GeometryLayernorm.cpp",)),
+    "BatchNormalization": OpSite("atomic", ("Scale",), _cpu("CPUScale")),
+    "LayerNormalization": OpSite("atomic", ("LayerNorm",), _cpu("CPULayerNorm") + (GEO + "GeometryLayernorm.cpp",)),
     "InstanceNormalization": _comp("OnnxBatchNormMerge.cpp", *_cpu("CPULayerNorm"), *_cpu("CPUScale"),
                                    types=("LayerNorm", "Scale")),
-    "MaxPool": Target("atomic", ("Pooling",), _cpu("CPUPool"), keep_symbols=_POOL_KEEP),
-    "AveragePool": Target("atomic", ("Pooling",), _cpu("CPUPool"), keep_symbols=_POOL_KEEP),
-    "GlobalAveragePool": Target("atomic", ("Pooling",), _cpu("CPUPool"), keep_symbols=_POOL_KEEP),
-    "GlobalMaxPool": Target("atomic", ("Pooling",), _cpu("CPUPool"), keep_symbols=_POOL_KEEP),
-    "Conv": Target("atomic", ("Convolution",),
+    "MaxPool": OpSite("atomic", ("Pooling",), _cpu("CPUPool"), keep_symbols=_POOL_KEEP),
+    "AveragePool": OpSite("atomic", ("Pooling",), _cpu("CPUPool"), keep_symbols=_POOL_KEEP),
+    "GlobalAveragePool": OpSite("atomic", ("Pooling",), _cpu("CPUPool"), keep_symbols=_POOL_KEEP),
+    "GlobalMaxPool": OpSite("atomic", ("Pooling",), _cpu("CPUPool"), keep_symbols=_POOL_KEEP),
+    "Conv": OpSite("atomic", ("Convolution",),
                    (CPU + "compute/ConvolutionFloatFactory.cpp", CPU + "compute/ConvolutionFloatFactory.h"),
                    keep_symbols=("ConvolutionFloatFactory::create",)),
-    "ConvTranspose": Target("atomic", ("Deconvolution",), _cpu("CPUDeconvolution"),
+    "ConvTranspose": OpSite("atomic", ("Deconvolution",), _cpu("CPUDeconvolution"),
                             keep_symbols=("CPUDeconvolutionBasic",)),
-    "MatMul": Target("atomic", ("MatMul",), _cpu("CPUMatMul"), keep_symbols=_MATMUL_KEEP),
+    "MatMul": OpSite("atomic", ("MatMul",), _cpu("CPUMatMul"), keep_symbols=_MATMUL_KEEP),
     "Gemm": _comp("OnnxGemm.cpp"),
     "Einsum": _comp("OnnxEinsum.cpp"),
-    "Det": Target("atomic", ("Det",), _cpu("CPUDet")),
-    **{op: Target("atomic", ("Reduction",), _cpu("CPUReduction"), keep_symbols=("CPUReductionCreator::create",))
+    "Det": OpSite("atomic", ("Det",), _cpu("CPUDet")),
+    **{op: OpSite("atomic", ("Reduction",), _cpu("CPUReduction"), keep_symbols=("CPUReductionCreator::create",))
        for op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd")},
     **{op: _comp("OnnxReduceL2.cpp") for op in ("ReduceL2", "ReduceSumSquare", "ReduceLogSumExp")},
-    "ArgMax": Target("atomic", ("ArgMax",), _cpu("CPUArgMax")),
-    "ArgMin": Target("atomic", ("ArgMin",), _cpu("CPUArgMax")),
+    "ArgMax": OpSite("atomic", ("ArgMax",), _cpu("CPUArgMax")),
+    "ArgMin": OpSite("atomic", ("ArgMin",), _cpu("CPUArgMax")),
     "Reshape": _geo("GeometryReshape.cpp"),
     "Transpose": _geo("GeometryPermute.cpp"),
     "Concat": _geo("GeometryConcat.cpp"),
@@ -117,21 +117,21 @@ OP_TARGETS: dict[str, Target] = {
     "GatherND": _geo("GeometryGather.cpp", types=("*",)),
     "ScatterND": _geo("GeometryScatter.cpp", types=("*",)),
     "CumSum": _geo("GeometryCumSum.cpp", types=("*",)),
-    "Resize": Target("atomic", ("Interp",), _cpu("CPUInterp")),
-    "Cast": Target("atomic", ("Cast",), _cpu("CPUCast"), keep_symbols=_CAST_KEEP),
-    "TopK": Target("atomic", ("TopKV2",), _cpu("CPUTopKV2")),
+    "Resize": OpSite("atomic", ("Interp",), _cpu("CPUInterp")),
+    "Cast": OpSite("atomic", ("Cast",), _cpu("CPUCast"), keep_symbols=_CAST_KEEP),
+    "TopK": OpSite("atomic", ("TopKV2",), _cpu("CPUTopKV2")),
     "Trilu": _comp("OnnxPrelu.cpp"),
     "Not": _comp("OnnxNot.cpp"),
-    "BitwiseXor": Target("composite", ("*",), (), EXTRA_NEW),
-    "Where": Target("atomic", ("Select",), _cpu("CPUSelect")),
+    "BitwiseXor": OpSite("composite", ("*",), (), EXTRA_NEW),
+    "Where": OpSite("atomic", ("Select",), _cpu("CPUSelect")),
     "RNN": _comp("OnnxLSTMMerge.cpp", GEO + "GeometryLSTM.cpp"),
     "LSTM": _comp("OnnxLSTMMerge.cpp", GEO + "GeometryLSTM.cpp"),
-    "STFT": Target("atomic", ("Stft",), _cpu("CPUStft")),
-    "RoiAlign": Target("atomic", ("ROIAlign",), _cpu("CPUROIAlign"), keep_symbols=("CPUROIAlign",)),
+    "STFT": OpSite("atomic", ("Stft",), _cpu("CPUStft")),
+    "RoiAlign": OpSite("atomic", ("ROIAlign",), _cpu("CPUROIAlign"), keep_symbols=("CPUROIAlign",)),
 }
 
 #: task id -> target, where the converter treats that task differently from its op's default
-TASK_TARGETS: dict[str, Target] = {}
+TASK_TARGETS: dict[str, OpSite] = {}
 
 #: converter file of each op whose conversion may expand into several MNN ops (ONNX name -> path)
 CONVERTER_FILES: dict[str, str] = {
@@ -154,7 +154,7 @@ CONVERTER_FILES: dict[str, str] = {
 _PLUMBING = {"Const", "ConvertTensor", "Input", "Unsqueeze", "Squeeze", "Reshape", "Shape", "Rank"}
 
 
-def derive(op: str, t: Target, obs: dict) -> Target:
+def derive(op: str, t: OpSite, obs: dict) -> OpSite:
     """Adjust the op default ``t`` of ``op`` to what the converter really produced: ``obs`` is one observation
     (``{"graph": [...], "runtime": [...]}`` as in ``observed.toml``; ``{}`` when none)."""
     graph = [g for g in obs.get("graph", []) if g not in _PLUMBING]
@@ -163,19 +163,19 @@ def derive(op: str, t: Target, obs: dict) -> Target:
         return t
     if len(set(graph)) > 1 and op in CONVERTER_FILES:
         # one ONNX node became several compute ops (grouped conv split, 3-D conv via Im2Col, ...)
-        return Target("composite", ("*",), (CONVERTER_FILES[op],) + t.files, EXTRA_NEW, t.keep_symbols)
+        return OpSite("composite", ("*",), (CONVERTER_FILES[op],) + t.files, EXTRA_NEW, t.keep_symbols)
     if op == "Conv" and "ConvolutionDepthwise" in runtime:
         # CPUConvolutionDepthwise.hpp is included by compute/ConvolutionFloatFactory.cpp
-        return Target("atomic", ("ConvolutionDepthwise",), _cpu("CPUConvolutionDepthwise"),
+        return OpSite("atomic", ("ConvolutionDepthwise",), _cpu("CPUConvolutionDepthwise"),
                       keep_symbols=("CPUConvolutionDepthwise",))
     if t is BINARY and runtime & {"While", "Raster"}:
         return BINARY_BCAST
     if op == "Where" and "Raster" in runtime:
-        return Target("geometric", t.op_types, t.files + (GEO + "GeometrySelect.cpp",), (), t.keep_symbols)
+        return OpSite("geometric", t.op_types, t.files + (GEO + "GeometrySelect.cpp",), (), t.keep_symbols)
     if op == "MatMul" and "While" in runtime:
-        return Target("geometric", t.op_types, t.files + (GEO + "GeometryBatchMatMul.cpp",), (), t.keep_symbols)
+        return OpSite("geometric", t.op_types, t.files + (GEO + "GeometryBatchMatMul.cpp",), (), t.keep_symbols)
     if "Pooling3D" in graph:
-        return Target("geometric", t.op_types, t.files + (GEO + "GeometryPooling3D.cpp",), (), t.keep_symbols)
+        return OpSite("geometric", t.op_types, t.files + (GEO + "GeometryPooling3D.cpp",), (), t.keep_symbols)
     return t
 
 #: converted-graph op types that are not compute (constants, layout changes of the graph I/O)
@@ -192,20 +192,20 @@ def observed_types(obs: dict, default: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(runtime)
 
 
-def _with_observed(t: Target, obs: dict) -> Target:
+def _with_observed(t: OpSite, obs: dict) -> OpSite:
     if t.mechanism == "composite":
         return t
-    return Target(t.mechanism, observed_types(obs, t.op_types), t.files, t.new_files, t.keep_symbols)
+    return OpSite(t.mechanism, observed_types(obs, t.op_types), t.files, t.new_files, t.keep_symbols)
 
 
-def target_from(op: str, obs: dict, default: Target | None = None) -> Target:
+def target_from(op: str, obs: dict, default: OpSite | None = None) -> OpSite:
     """The MNN target of an ``op`` node given one observation ``obs`` of its conversion (``{}``: none).
 
     ``default`` replaces :data:`OP_TARGETS`' entry (raises KeyError for an op without one and no default)."""
     return _with_observed(derive(op, default or OP_TARGETS[op], obs), obs)
 
 
-def target_for(td: TaskDef) -> Target:
+def target_for(td: TaskDef) -> OpSite:
     """The MNN target of a task (raises KeyError for an op without an entry in :data:`OP_TARGETS`)."""
     obs = OBSERVED.get(td.id) or {}
     return _with_observed(TASK_TARGETS.get(td.id) or derive(td.op, OP_TARGETS[td.op], obs), obs)

@@ -1,7 +1,7 @@
 """Native MNN from the PyPI ``mnn`` wheel (3.6.1), for the audit: convert and run one task.
 
 The converter can crash (segfault on some LSTM graphs), so both steps run in one child process
-(this file run as a script, through :mod:`kit.proc`); the child prints one JSON line per stage
+(this file run as a script, through :mod:`kit.host.proc`); the child prints one JSON line per stage
 (``{"stage": "convert", ...}``, ``{"stage": "run", ...}``) and the parent reads them, so a crash is
 attributed to the stage that did not report.  The wheel's ``mnnconvert`` console script and
 ``MNN.tools`` are never used (they run pip and send telemetry); the converter entry point
@@ -21,7 +21,7 @@ RUN_TIMEOUT_S = 120.0
 
 def _env() -> dict[str, str]:
     """Base environment plus PYTHONPATH pointing at this checkout of ``kit`` (installed or not)."""
-    from kit import proc
+    from kit.host import proc
 
     return proc.base_env({"PYTHONPATH": str(Path(__file__).resolve().parents[2]), "OMP_NUM_THREADS": "1"})
 
@@ -51,7 +51,7 @@ def native(onnx_path: Path, workdir: Path, inputs: dict, input_names: list[str],
     """
     import numpy as np
 
-    from kit import proc
+    from kit.host import proc
 
     onnx_path, workdir = Path(onnx_path).resolve(), Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -191,7 +191,7 @@ def start_batch(task_dirs: list[Path], seed: int, out_dir: Path, loops: int = 5)
     """
     import threading
 
-    from kit import proc
+    from kit.host import proc
 
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -246,8 +246,8 @@ def batch_result(out_dir: Path, task_id: str, poll_s: float = 0.1) -> dict:
 def _batch_main(jobs_path: str) -> int:
     import numpy as np
 
-    from kit.inputs import make_inputs
-    from kit.tasks import load_task
+    from kit.suite.inputs import make_inputs
+    from kit.suite.tasks import load_task
 
     jobs = json.loads(Path(jobs_path).read_text())
     out_dir = Path(jobs_path).parent

@@ -15,12 +15,12 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from kit import proc
-from kit.inputs import make_inputs
+from kit.host import proc
 from kit.suite import mnn_wheel
+from kit.suite.inputs import make_inputs
 from kit.suite.mnn_targets import OBSERVED_TOML
+from kit.suite.tasks import Task, load_suite
 from kit.suite.tomlw import dumps_observed
-from kit.tasks import Task, load_suite
 
 
 def convert_with(converter: Path, onnx_path: Path, mnn_path: Path) -> str:

@@ -27,7 +27,7 @@ _TORCH = {"float32": "torch.float32", "int32": "torch.int32", "int64": "torch.in
 class In:
     """A graph input (a task input): shape, dtype and the distribution inputs are drawn from.
 
-    ``dist`` is one of kit.tasks.TensorSpec's distributions: uniform [low, high), normal (mean low,
+    ``dist`` is one of kit.suite.tasks.TensorSpec's distributions: uniform [low, high), normal (mean low,
     std high), integers [low, high] inclusive, bool, positive.
     """
 

@@ -1,4 +1,4 @@
-"""A small TOML writer for ``task.toml`` (the schema of :class:`kit.tasks.Task`) and ``observed.toml`` (no
+"""A small TOML writer for ``task.toml`` (the schema of :class:`kit.suite.tasks.Task`) and ``observed.toml`` (no
 third-party writer)."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kit.settings.tomlvalue import toml_value
 from kit.suite.spec import TaskDef
-from kit.tomlvalue import toml_value
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -16,7 +16,7 @@ _v = toml_value
 
 
 def dumps_task(td: TaskDef, *, split: str, description: str, shapes: dict[str, list[int]], target) -> str:
-    """``task.toml`` text for ``td``; ``target`` is a :class:`kit.suite.mnn_targets.Target`."""
+    """``task.toml`` text for ``td``; ``target`` is a :class:`kit.suite.mnn_targets.OpSite`."""
     lines = [
         f"id = {_v(td.id)}",
         f"category = {_v(td.category)}",

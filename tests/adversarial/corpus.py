@@ -132,7 +132,7 @@ CASES: tuple[Case, ...] = (
     Case("includes_a_native_implementation", Expect(REJECT, "forbidden", reason="includes an implementation file"),
          top='#include "backend/cpu/CPUSoftmax.cpp"', klass="static"),
     Case("includes_outside_the_tree", Expect(REJECT, "forbidden", reason="a path that leaves the tree"),
-         top='#include "../../../../kit/config.py"', klass="static"),
+         top='#include "../../../../kit/settings/config.py"', klass="static"),
     # -- the built library's symbols ---------------------------------------------------------------------------
     Case("patches_the_clock", Expect(REJECT, "forbidden", reason="defines libc functions ['clock_gettime']"),
          top='#include <ctime>\nextern "C" int clock_gettime(clockid_t, struct timespec* t) '

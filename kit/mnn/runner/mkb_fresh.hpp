@@ -15,7 +15,7 @@
 // sample without replacement of the units of all S sets, in random order (a partial Fisher-Yates shuffle over
 // the S x units indices; the elements that do not fill a last unit are sampled alike, one by one).  Every value
 // is one the kit drew, so it stays in the tensor's domain: the kit draws every element of a tensor
-// independently from one distribution (kit.inputs), so a value is as valid at any position as at its own.
+// independently from one distribution (kit.suite.inputs), so a value is as valid at any position as at its own.
 // The multiset of values changes from one forward to the next (half of the pool with S = 2), so no fingerprint
 // of the input, not even one over every element (a sum), repeats.  Cost measured on the 2-core dev VM for a
 // 3.2 MB float tensor (S = 2): 0.15-0.25 ms for the shuffle of the 100 000 unit indices and 1.0-1.4 ms for the

@@ -22,7 +22,7 @@
 // stream, MNN 3.2.2 on the loaded 2-core x86-64 dev VM, 12 runs of 10 + 30 forwards: softmax_last_2d 0.576 ->
 // 0.579 ms, matmul_2d_rect 1.072 -> 1.071, conv2d_1x7 0.197 -> 0.195, hard_sigmoid_4d ("*": 3 ops) 0.874 -> 0.941;
 // whole forwards +0-11 %.  A begin stamp's write lands inside the interval it opens, on both sides alike.  Only
-// with a reader that does not wake for every line (kit/proc/pipes.py batch): one that did cost 20-65 us a forward.
+// with a reader that does not wake for every line (kit/host/proc/pipes.py batch): one that did cost 20-65 us a forward.
 
 #pragma once
 

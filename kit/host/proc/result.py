@@ -1,0 +1,88 @@
+"""What a command leaves: :class:`ProcResult`, its output decoded and truncated; :class:`FromProcess` for the
+results built on one."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ProcResult:
+    """Result of one command.
+
+    ``returncode`` is the exit status, or ``-N`` when killed by signal N (then ``signal == N``).
+    ``stdout``/``stderr`` are decoded (UTF-8, replacement) and truncated to ``log_limit`` bytes each,
+    keeping the head and the tail.  ``wall_s`` is wall-clock seconds the command ran, not counting
+    ``paused_s``, the seconds it was stopped while a timing phase had the node (see :func:`pausable`).
+    ``stopped``: killed because the caller's ``stop_when`` said so (:func:`kit.host.proc.run`), not by the timeout.
+    """
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    wall_s: float
+    timed_out: bool = False
+    signal: int | None = None
+    truncated: bool = False
+    paused_s: float = 0.0
+    stopped: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out and not self.stopped
+
+    @property
+    def output(self) -> str:
+        return self.stdout + ("\n" if self.stdout and self.stderr else "") + self.stderr
+
+
+class FromProcess:
+    """For results that carry the :class:`ProcResult` of the process they come from as ``proc`` (a converter's,
+    a runner's): whether it timed out, and the signal that killed it."""
+
+    proc: ProcResult
+
+    @property
+    def timed_out(self) -> bool:
+        return self.proc.timed_out
+
+    @property
+    def signal(self) -> int | None:
+        return self.proc.signal
+
+
+def _truncate(data: bytes, limit: int) -> tuple[str, bool]:
+    if len(data) <= limit:
+        return data.decode("utf-8", "replace"), False
+    head = data[: limit // 4]
+    tail = data[-(limit - limit // 4) :]
+    cut = len(data) - len(head) - len(tail)
+    return (
+        head.decode("utf-8", "replace") + f"\n[... {cut} bytes cut ...]\n" + tail.decode("utf-8", "replace"),
+        True,
+    )
+
+
+def _result(
+    args: list[str], proc: subprocess.Popen[bytes], out: bytes | None, err: bytes | None, elapsed_s: float,
+    timed_out: bool, paused_s: float, log_limit: int, sandboxed: bool = False,
+) -> ProcResult:
+    rc = proc.returncode
+    if sandboxed and rc is not None and 128 < rc <= 128 + 64:
+        # bubblewrap reaps the command and exits with 128 + the signal that killed it, as a shell does
+        rc = -(rc - 128)
+    so, t1 = _truncate(out or b"", log_limit)
+    se, t2 = _truncate(err or b"", log_limit)
+    return ProcResult(
+        argv=tuple(args),
+        returncode=rc if rc is not None else -9,
+        stdout=so,
+        stderr=se,
+        wall_s=elapsed_s - paused_s,
+        timed_out=timed_out,
+        signal=-rc if rc is not None and rc < 0 else None,
+        truncated=t1 or t2,
+        paused_s=paused_s,
+    )

@@ -1,0 +1,233 @@
+"""Starting a command: its environment, the wrapper that sets its rlimits and parent-death signal, a session
+of its own, and the record of that session under :func:`track_children`'s directory (see :mod:`kit.host.proc`)."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from kit.host.proc import containermode as container
+from kit.host.proc.reaper import MARK_VAR
+from kit.host.proc.sessions import kill_session
+from kit.host.sandbox import Confinement, Limits, PidsGroup, prefix, process_group_for
+
+#: environment variables passed through by default (everything else must be given explicitly)
+BASE_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "CCACHE_DIR", "CCACHE_BASEDIR", "CCACHE_NOHASHDIR")
+
+
+def base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A minimal environment: :data:`BASE_ENV_KEYS` from ours, then ``extra`` on top."""
+    env = {k: os.environ[k] for k in BASE_ENV_KEYS if k in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.setdefault("LANG", "C.UTF-8")
+    if extra:
+        env.update(extra)
+    return env
+
+
+def which(program: str, env: Mapping[str, str] | None = None) -> Path | None:
+    """Locate ``program`` on ``env['PATH']`` (or ours)."""
+    path = (env or os.environ).get("PATH")
+    found = shutil.which(program, path=path)
+    return Path(found) if found else None
+
+
+#: where :func:`run` records the process group of each running child (None: not recorded)
+_track_dir: Path | None = None
+
+
+def track_children(directory: Path) -> list[int]:
+    """Record the process group of each child :func:`run` starts from now on in ``directory`` (a file named by
+    the group id holding :func:`_identity`, removed when the group is reaped), after SIGKILLing the groups
+    recorded there by a previous owner that died without reaping them.  Returns the group ids it killed.
+
+    A recorded group is killed only while its leader is the very process recorded: same boot, same start time,
+    recorded in this same directory.  Why: a number alone named another process after a reboot or pid reuse, and
+    a copy of a cache taken while a run was going (its workspace lock not held in the copy) named the live
+    compilers of that run, which the copy's first worker then killed.
+
+    Call once per worker process, right after taking the lock that makes ``directory`` its own (e.g. a
+    workspace lock), so that no live process still owns those groups.
+    """
+    global _track_dir
+    directory.mkdir(parents=True, exist_ok=True)
+    killed = []
+    for f in directory.iterdir():
+        if f.name.isdigit():
+            try:
+                recorded = f.read_text()
+            except OSError:
+                recorded = ""
+            if recorded and recorded == _identity(int(f.name), directory) and kill_session(int(f.name)):
+                killed.append(int(f.name))
+            f.unlink(missing_ok=True)
+    _track_dir = directory
+    return killed
+
+
+def _identity(pid: int, directory: Path) -> str:
+    """What names process ``pid`` as the leader a tracking file in ``directory`` recorded: the boot id, the
+    process's start time (clock ticks since boot, ``/proc/<pid>/stat`` field 22) and the directory's real path;
+    "" when the process is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+    start = stat.rsplit(")", 1)[-1].split()[19]  # the fields after the command name start at field 3
+    return f"{boot} {start} {os.path.realpath(directory)}\n"
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """In the child before exec: SIGKILL me when the thread that forked me dies (Linux only)."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(137)
+
+
+_PRLIMIT, _SETPRIV, _TASKSET = shutil.which("prlimit"), shutil.which("setpriv"), shutil.which("taskset")
+
+
+def _wrapper(limits: Limits, cpus: Sequence[int] = (), parent_death: bool = True) -> list[str] | None:
+    """``prlimit`` (core dumps off and :class:`kit.host.sandbox.Limits`), ``setpriv --pdeathsig KILL`` and, with
+    ``cpus``, ``taskset --cpu-list`` (util-linux), each exec'ing the next, so the command runs as the same
+    direct child with the same limits, parent-death signal and CPU affinity a preexec_fn would set; None where
+    they are missing (then :func:`run` uses a preexec_fn)."""
+    if not sys.platform.startswith("linux") or _PRLIMIT is None or _SETPRIV is None:
+        return None
+    if cpus and _TASKSET is None:
+        return None
+    pin = [_TASKSET, "--cpu-list", ",".join(map(str, cpus))] if cpus else []
+    death = [_SETPRIV, "--pdeathsig", "KILL", "--"] if parent_death else []
+    return [_PRLIMIT, *limits.prlimit_args(), "--", *death, *pin]
+
+
+def _set_limits(limits: Limits) -> None:
+    """In the child before exec (the fallback without util-linux): :class:`kit.host.sandbox.Limits` as rlimits."""
+    pairs = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_AS, limits.memory_bytes),
+             (resource.RLIMIT_FSIZE, limits.file_bytes), (resource.RLIMIT_NOFILE, limits.open_files)]
+    for which, value in pairs:
+        if value is not None:
+            resource.setrlimit(which, (value, value))
+    if limits.cpu_s is not None:
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 5))
+
+
+def _check_program(program: str, env: Mapping[str, str], cwd: str | os.PathLike[str] | None) -> None:
+    """Raise FileNotFoundError as Popen would when ``program`` cannot be executed (the wrapper would only
+    exit 127)."""
+    if os.sep in program:
+        path = program if os.path.isabs(program) or cwd is None else os.path.join(os.fspath(cwd), program)
+        found = os.path.isfile(path) and os.access(path, os.X_OK)
+    else:
+        found = shutil.which(program, path=env.get("PATH", os.defpath)) is not None
+    if not found:
+        raise FileNotFoundError(errno.ENOENT, f"No such file or directory: {program!r}", program)
+
+
+def confinement(confine: Confinement | None, memory_limit_bytes: int | None, cpu_limit_s: int | None) -> Confinement:
+    """``confine`` with the older single limits folded in (they win over its own)."""
+    c = confine or Confinement()
+    if memory_limit_bytes is None and cpu_limit_s is None:
+        return c
+    lim = c.limits
+    return Confinement(Limits(memory_limit_bytes if memory_limit_bytes is not None else lim.memory_bytes,
+                              cpu_limit_s if cpu_limit_s is not None else lim.cpu_s, lim.file_bytes,
+                              lim.open_files, lim.processes), c.view)
+
+
+def _spawn(
+    args: list[str], cwd: str | os.PathLike[str] | None, env: Mapping[str, str] | None, stdin_pipe: bool,
+    confine: Confinement, cpus: Sequence[int] = (),
+) -> tuple[subprocess.Popen[bytes], Path | None, bool, PidsGroup | None]:
+    """Start ``args`` in a session of its own with the limits, the parent-death signal, the CPU affinity and,
+    with ``confine.view``, inside the sandbox (see :func:`run`), stdout/stderr piped, stdin piped or
+    /dev/null; record its session under :func:`track_children`'s directory.  Returns the Popen, the record's
+    path (None when not tracking), whether it runs in the sandbox (then exit status 128 + N means killed by
+    signal N) and its pids cgroup (release it when the command has ended; None: none)."""
+    environment = dict(env) if env is not None else base_env()
+    if (mark := os.environ.get(MARK_VAR)) is not None:
+        # every command carries the driver session's mark, whatever environment its caller gave: a command whose
+        # worker died before the parent-death signal took effect (a SIGKILL in the few ms between fork and
+        # prctl) lives on, orphaned, and the reaper finds it only by this mark when the run ends
+        environment[MARK_VAR] = mark
+    popen_args: dict = {}
+    limits = confine.limits
+    box = prefix(confine.view, cwd) if confine.view is not None else []
+    target = container.current()
+    # in a container its pids cgroup bounds the processes (a cgroup of ours would be a host path)
+    group = process_group_for(limits) if target is None else None
+    enter = group.enter() if group is not None else []
+    # no parent-death signal inside a container: a command `docker exec` starts is a child of `runc init`,
+    # which exits right after starting it, so the signal fires at random (measured: setpriv --pdeathsig KILL
+    # under docker exec, 2 of 6 `sleep 0.3` commands died of SIGKILL, 0 of 3 without it).  The bridge's
+    # session link and the container's reaper end what a dead worker leaves instead.
+    wrapper = _wrapper(limits, cpus, parent_death=target is None)
+    pidfile = None
+    if target is not None:
+        # the same command line, run inside the container by the bridge (kit.host.proc.containermode)
+        _check_program(args[0], environment, cwd)
+        command, pidfile = container.bridge_argv(target, (wrapper or []) + box + args, cwd)
+        if cpus and _TASKSET is not None:
+            # the bridge on the command's cores too: the timing stage reads a run's affinity from its pid
+            command = [_TASKSET, "--cpu-list", ",".join(map(str, cpus)), *command]
+        cwd = None  # the bridge's own; the command's is the exec's working directory
+    elif wrapper is not None:
+        # limits and the parent-death signal set by exec'd helpers: without a preexec_fn, Popen can vfork
+        # (measured: ~1-3 ms per command instead of ~17 ms for a fork of a worker process with ray, polars
+        # and onnxruntime loaded)
+        _check_program(args[0], environment, cwd)
+        command = enter + wrapper + box + args
+    else:
+        parent_pid = os.getpid()
+
+        def _preexec() -> None:
+            _die_with_parent(parent_pid)
+            _set_limits(limits)
+            if cpus:
+                os.sched_setaffinity(0, cpus)
+
+        if box or enter:
+            _check_program(args[0], environment, cwd)
+        command = enter + box + args
+        popen_args["preexec_fn"] = _preexec
+    try:
+        proc = subprocess.Popen(
+            command,
+            cwd=os.fspath(cwd) if cwd is not None else None,
+            env=environment,
+            stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            **popen_args,
+        )
+    except BaseException:
+        if group is not None:
+            group.release()
+        raise
+    if pidfile is not None:
+        container.link(proc.pid, pidfile)
+    marker = _track_dir / str(proc.pid) if _track_dir is not None else None
+    if marker is not None:
+        try:
+            marker.write_text(_identity(proc.pid, _track_dir))
+        except FileNotFoundError:
+            # the directory's owner is gone with it (a benchmark's temporary cache, removed while this process
+            # lives on: CI's next test then failed here, its child started and never waited for)
+            marker = None
+    return proc, marker, bool(box), group

@@ -1,0 +1,368 @@
+"""``run_job(job, worker) -> Record``: the stages in order, and the one place exceptions become statuses.
+
+register → build → convert + verify → time → verify again (other seeds: the kernel must stay correct over all
+its calls), in a workspace the worker owns.  Whatever happens, the
+workspace is restored and exactly one :class:`~kit.results.records.Record` comes back.  Each stage returns its own
+result (:mod:`kit.results.outcomes`), collected in an :class:`~kit.results.outcomes.Outcome`; :func:`_guarded` turns the
+outcome and whatever was raised into the record (through :func:`kit.job.record.job_record`), so a later failure
+keeps what earlier stages measured.
+
+When timing runs on other nodes than builds (``dispatch.build_resource``), a job is split in two halves:
+:func:`build_job` on the build node (register → build → convert + verify, then the artefacts packed into a
+:class:`~kit.job.artefacts.Built`, with the ONNX Runtime references of the timing node's checks) and
+:func:`time_job` on a timing node (a :class:`~kit.job.timing_worker.TimingWorker`: time, then verify again).  Both halves go
+through the same exception→status mapping.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import platform
+import shutil
+import socket
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import replace
+from pathlib import Path
+
+from kit.baselines.book import Book
+from kit.baselines.lookup import NoBaseline
+from kit.devices.errors import DeviceError
+from kit.devices.session import DeviceSession
+from kit.host import machine as hostinfo
+from kit.host.nodelock import NodeLock
+from kit.host.shipping import ArtefactError, Bundle, pack, runtime_libs
+from kit.job.artefacts import BuildHalf, Built
+from kit.job.options import JobSettings
+from kit.job.record import Job, job_record, now_utc, rejected_record
+from kit.job.timing_worker import TimingWorker
+from kit.job.worker import Worker
+from kit.mnn.native import workspace_lib_dir
+from kit.results.outcomes import Outcome, StageFailure, TimingOutcome, VerifyOutcome, Where
+from kit.results.records import ErrorKind, Record, Status
+from kit.stages import build as sbuild
+from kit.stages import screen
+from kit.stages import timing as stiming
+from kit.stages import verify as sverify
+from kit.stages.tabletiming import time_against_table
+from kit.suite.inputs import make_inputs
+from kit.suite.tasks import Task
+
+__all__ = ["build_job", "rejected_record", "run_job", "time_job"]
+
+
+def _where(worker: Worker) -> Where:
+    return Where(arch=platform.machine(), host=socket.gethostname(), worker=worker.name,
+                 mnn_version=worker.mnn_version or worker.cfg.mnn.version, build_flags=worker.build_flags,
+                 started_at=now_utc(),
+                 sandboxed=worker.settings.sandboxed, image_id=worker.image_id)
+
+
+def _built_on(job: Job, arch: str) -> Job:
+    """``job`` with its build mode as the node that built it has it (``arch``: that node's architecture, in
+    :func:`kit.host.machine.host_arch` names): the driver made the job with its own host's (an aarch64 build node of
+    an x86_64 driver builds natively, :mod:`kit.host.target`)."""
+    arch = hostinfo.MACHINE_ALIASES.get(arch.lower(), arch.lower())
+    return job if not arch or arch == job.target.host_arch else replace(job, target=replace(job.target, host_arch=arch))
+
+
+def run_job(job: Job, worker: Worker) -> Record:
+    """Evaluate one job in ``worker``'s workspace and return its record (never raises for a candidate's
+    failure; a fault of the kit itself becomes a ``harness_error`` record with the traceback)."""
+    job = _built_on(job, hostinfo.host_arch())
+    rec = _guarded(job, _where(worker), Outcome(), _checked(worker, lambda scratch, out: _stages(job, worker, scratch, out)),
+                   worker.scratch)
+    assert isinstance(rec, Record)
+    return rec
+
+
+def build_job(job: Job, worker: Worker) -> Record | Built:
+    """The build node's half of a job whose timing runs on another node (``dispatch.build_resource``):
+    register, build, convert and verify here (this node runs the build's architecture), then pack what
+    timing needs (:class:`~kit.job.artefacts.Built`).  Returns the final :class:`Record` instead when the job
+    ends here (a failure, or ``timing.enabled = false``).  Never raises for a candidate's failure."""
+    job = _built_on(job, hostinfo.host_arch())
+    return _guarded(job, _where(worker), Outcome(),
+                    _checked(worker, lambda scratch, out: _build_for_shipping(job, worker, scratch, out)), worker.scratch)
+
+
+def time_job(job: Job, built: Built, timer: TimingWorker) -> Record:
+    """The timing node's half: unpack ``built`` into a scratch directory, time it against the shipped
+    native baseline, and return the job's record (``worker`` = the build worker, ``timing_worker`` = this
+    one; ``wall_s`` = both halves).  Artefacts this node cannot use — machine code of another ELF machine
+    than the one it runs (its own, or the target it emulates), another native build — are a ``harness_error`` of
+    error kind ``artefact`` naming the file (a cluster fault, not the candidate's: a resumed run times it again)."""
+    half = built.half
+    job = _built_on(job, half.where.arch)
+    where = replace(half.where, timing_worker=timer.name, timing_host=socket.gethostname(),
+                    sandboxed=half.where.sandboxed and timer.settings.sandboxed)
+    outcome = replace(half.outcome)  # a copy: the timing result goes into this job's own outcome
+    rec = _guarded(job, where, outcome, lambda scratch, out: _time_shipped(job, built, timer, scratch, out),
+                   timer.scratch)
+    assert isinstance(rec, Record)
+    return rec.model_copy(update={"wall_s": (rec.wall_s or 0.0) + half.wall_s})
+
+
+#: a job's body: ``body(scratch, outcome)`` fills ``outcome`` stage by stage; returns the artefacts to ship,
+#: or None when the job ends here
+Body = Callable[[Path, Outcome], "Built | None"]
+
+
+def _checked(worker: Worker, body: Body) -> Body:
+    """``body``, then the workspace checked (:func:`kit.stages.build.check_after_job`) however it ended."""
+    def run(scratch: Path, out: Outcome) -> Built | None:
+        try:
+            return body(scratch, out)
+        finally:
+            sbuild.check_after_job(worker.workspace, out.flags)
+    return run
+
+
+def _guarded(job: Job, where: Where, outcome: Outcome, body: Body, scratch_root: Path | None = None) -> Record | Built:
+    """Run ``body(scratch, outcome)`` and turn its outcome into a record: the one place where exceptions
+    become statuses.  ``outcome`` collects stage results as they come, so a later failure keeps them."""
+    t0 = time.monotonic()
+    scratch = Path(tempfile.mkdtemp(prefix=f"mkb-{job.job_id[:8]}-", dir=scratch_root))
+    failure: StageFailure | None = None
+    try:
+        shipped = body(scratch, outcome)
+        if shipped is not None:
+            return replace(shipped, half=BuildHalf(where, outcome, time.monotonic() - t0))
+    except StageFailure as f:
+        outcome.add(f.partial)
+        failure = f
+    except DeviceError as exc:  # only timing uses a device: built and verified, its timing failed
+        failure = StageFailure(Status.TIMING_FAILED, exc.kind, f"timing device: {exc}")
+    except ArtefactError as exc:  # shipped files a timing node cannot use: the cluster's fault
+        failure = StageFailure(Status.HARNESS_ERROR, ErrorKind.ARTEFACT, f"shipped artefacts refused: {exc}")
+    except Exception as exc:  # noqa: BLE001 - the one place that turns exceptions into statuses
+        failure = StageFailure(Status.HARNESS_ERROR, ErrorKind.INTERNAL,
+                               f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-3000:]}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return job_record(job, where, outcome, failure, wall_s=time.monotonic() - t0)
+
+
+def _build_verify(job: Job, worker: Worker, scratch: Path, out: Outcome) -> tuple[Path, sverify.Side]:
+    """Register, build, convert and verify; returns the candidate's model and side (its libraries stay in
+    the workspace's build directory until the next build).  The workspace's sources are restored."""
+    task, opts = job.task, worker.settings
+    ws, build_opts, native = worker.build_place(task)  # a cross target's converter task: the host's half
+    out.flags += screen.response_flags(job.notes)
+    if job.files is None:
+        raise StageFailure(Status.REJECTED_INPUT, job.reject_kind, job.reject_reason)
+    try:
+        worker.stage = "build"  # checking the workspace and registering the files are part of the build
+        places = {n: rel for n in job.files if (rel := task.place(n)) is not None}
+        out.flags += screen.check_sources(job.files, sbuild.originals(ws, task, job.files), places)
+        with sbuild.candidate_in(ws, task, job.files, out.flags) as swap:
+            runner_out = ws.root / "runner" / "mkb_runner" if build_opts.target.static else None
+            out.add(sbuild.build(ws, swap, build_opts, hold=lambda: _held(worker.gate, exclusive=False),
+                                 runner_out=runner_out))
+            for lib in sorted(workspace_lib_dir(ws).iterdir()):
+                screen.check_library(lib, worker.native_symbols(lib.name, native))
+            if build_opts.target.static:  # an archive linked into the runner: its objects from the candidate
+                screen.check_objects(sbuild.candidate_objects(ws, swap))
+            # convert + verify with the candidate's converter and libraries (a static build: its runner)
+            worker.stage = "verify"
+            side = worker.candidate_side(task, runner_out)
+            with _held(worker.gate, exclusive=False):
+                model, verified = sverify.convert_and_verify(task, side, worker.native.runner, scratch, opts.verify)
+            out.add(verified)
+        return model, side
+    finally:
+        worker.stage = ""
+
+
+def _native_for(worker: Worker, task: Task) -> Path | None:
+    with _held(worker.gate, exclusive=False):
+        return worker.native_model(task)
+
+
+def _stages(job: Job, worker: Worker, scratch: Path, out: Outcome) -> None:
+    """All stages on this node."""
+    task = job.task
+    model, side = _build_verify(job, worker, scratch, out)
+    if not worker.settings.timing_enabled:
+        return
+    worker.stage = "time"
+    try:
+        native_model = _native_for(worker, task)
+        worker.check_native(native_model)
+        native = (native_model, worker.native_side) if native_model is not None else None
+        out.add(_time(worker.timing, task, worker.native.runner, (model, side), native,
+                      worker.native_error(task), worker.gate, scratch / "timing", device=worker.device,
+                      ledger=(worker.baselines, job)))
+        worker.stage = "verify"
+        _reverify(worker.settings.verify, job, (model, side), worker.native.runner, worker.gate, scratch, out)
+    finally:
+        worker.stage = ""
+
+
+def _build_for_shipping(job: Job, worker: Worker, scratch: Path, out: Outcome) -> Built | None:
+    model, side = _build_verify(job, worker, scratch, out)
+    if not worker.settings.timing_enabled:
+        return None
+    native_model = _native_for(worker, job.task)
+    return Built(
+        half=BuildHalf(Where(), Outcome(), 0.0),  # filled in by _guarded
+        libs=_machine_code(worker, side),
+        model=model.read_bytes(),
+        native_model=native_model.read_bytes() if native_model is not None else None,
+        native_key=worker.native_key,
+        built_by=worker.name,
+        native_error=worker.native_error(job.task),
+        references=_references(job, worker.settings),
+        onnx=job.task.onnx_path.read_bytes(),
+    )
+
+
+def _machine_code(worker: Worker, side: sverify.Side) -> Bundle:
+    """What a timing node needs of the candidate's build: the shared libraries the runner loads, or a static
+    build's own runner (``bin/mkb_runner``; nothing for a converter task, which runs the native runner)."""
+    if side.runner is None:
+        assert side.lib_dir is not None
+        return pack(runtime_libs(worker.native.runner, side.lib_dir))
+    return pack({} if side.runner == worker.native.runner else {"bin/mkb_runner": side.runner})
+
+
+def _references(job: Job, settings: JobSettings) -> dict[int, dict]:
+    """ONNX Runtime's outputs for the seeds of the timing node's checks (the timed input sets, the verification
+    after timing), by seed: a timing node has no task files."""
+    again = sverify.reverify_options(settings.verify, sverify.reverify_salt(job.candidate_sha256))
+    seeds = stiming.timed_seeds(settings.timing) + [seed for _, group in again.groups() for seed in group]
+    return {seed: dict(sverify.reference(job.task, seed, make_inputs(job.task, seed))) for seed in dict.fromkeys(seeds)}
+
+
+def _time_shipped(job: Job, built: Built, timer: TimingWorker, scratch: Path, out: Outcome) -> None:
+    if built.native_key != timer.native_key:
+        raise ArtefactError(
+            f"{built.built_by} built against native {built.native_key}, timing worker {timer.name} has {timer.native_key}"
+        )
+    # every file checked before any is written: nothing of another machine is run, not even by the emulator
+    built.libs.check_machine(timer.target.arch, f"the candidate's machine code from {built.built_by}", timer.how)
+    shipped = built.libs.write(scratch / "ship")
+    model = scratch / "candidate.mnn"
+    model.write_bytes(built.model)
+    native = None
+    if built.native_model is not None:
+        (scratch / "native.mnn").write_bytes(built.native_model)
+        native = (scratch / "native.mnn", sverify.Side(None, _dir_or_none(timer.lib_dir)))
+    onnx = scratch / "task.onnx"
+    onnx.write_bytes(built.onnx)
+    timer.stage = "time"
+    own_runner = shipped / "bin" / "mkb_runner"  # a static build's: its engine linked in
+    candidate = (model, sverify.Side(None, _dir_or_none(shipped / "lib"),
+                                     runner=own_runner if own_runner.is_file() else None))
+    try:
+        timer.check_native(None)
+        out.add(_time(timer.timing, job.task, timer.runner, candidate, native, built.native_error,
+                      timer.gate, scratch / "timing", built.references, onnx, ledger=(timer.baselines, job)))
+        timer.stage = "verify"
+        _reverify(timer.settings.verify, job, candidate, timer.runner, timer.gate, scratch, out, built.references)
+    finally:
+        timer.stage = ""
+
+
+def _dir_or_none(path: Path) -> Path | None:
+    """``path`` if it is a directory (a static build ships no ``lib/``), else None."""
+    return path if path.is_dir() else None
+
+
+def _time(
+    opts: stiming.TimingOptions,
+    task: Task,
+    runner: Path,
+    candidate: tuple[Path, sverify.Side],
+    native: tuple[Path, sverify.Side] | None,
+    native_error: str,
+    gate: NodeLock | None,
+    scratch: Path,
+    refs: sverify.References | None = None,
+    onnx: Path | None = None,
+    device: DeviceSession | None = None,
+    ledger: tuple[Book, Job] | None = None,
+) -> TimingOutcome:
+    """Stage 3: time ``candidate`` against ``native``: the runners start up under the node's gate held shared,
+    their runs hold it exclusively; on an adb ``device`` both phases hold the device instead (this node's builds
+    go on; :class:`kit.devices.session.DeviceSession`).  Without a native side the outcome says why
+    (``no_native_reason``).  ``refs``, ``onnx``: references by seed and the task's ONNX model where the task's
+    files are not here.  ``ledger``: the worker's baseline tables and the job: in table mode the native side
+    comes from the table (:func:`_against_table`); else an interleaved timing's native measurement goes into it."""
+    hold, prepare = ((device.hold, device.prepare) if device is not None else
+                     (lambda: _held(gate, exclusive=True), lambda: _held(gate, exclusive=False)))
+    if ledger is not None and ledger[0].table_mode and native is not None:
+        return _against_table(ledger[0], task, runner, candidate, scratch, opts, hold, prepare, refs, onnx, device)
+    tr = stiming.time_candidate(task, runner, candidate, native, scratch, opts, hold=hold, prepare=prepare,
+                                refs=refs, onnx=onnx)
+    if native is None:
+        return replace(tr, no_native_reason=native_error)
+    return ledger[0].note(task, ledger[1].job_id, ledger[1].method, tr) if ledger is not None else tr
+
+
+def _against_table(book: Book, task: Task, runner: Path, candidate: tuple[Path, sverify.Side], scratch: Path,
+                   opts: stiming.TimingOptions, hold: Callable[[], AbstractContextManager[object]],
+                   prepare: Callable[[], AbstractContextManager[object]], refs: sverify.References | None,
+                   onnx: Path | None, device: DeviceSession | None) -> TimingOutcome:
+    """Time ``candidate`` alone against the native time of ``book``'s table (``baselines.native_timing = "table"``).
+
+    On an adb ``device`` the table is the device's, keyed by the hardware its session read when it opened; the
+    timed runs read it again, and a device whose key changed meanwhile (other cores, other maximum frequencies)
+    is refused rather than compared with another device's table.
+
+    Raises:
+        StageFailure: TIMING_FAILED (``no_baseline``) when no entry matches (the reason named), or the device's
+            key changed; as the timing otherwise."""
+    opened = device.opened if device is not None else None
+    if device is not None and opened is None:
+        raise StageFailure(Status.TIMING_FAILED, ErrorKind.NO_BASELINE, f"{device.label}: its session read no "
+                           "hardware fingerprint when it opened: time interleaved")
+    try:
+        entry = book.native_for(task, opened)
+    except NoBaseline as exc:
+        raise StageFailure(Status.TIMING_FAILED, ErrorKind.NO_BASELINE, str(exc)) from None
+    key = book.key_for(opened).key
+    out = time_against_table(task, runner, candidate, entry, key, scratch, opts, hold=hold, prepare=prepare,
+                             refs=refs, onnx=onnx)
+    if device is not None and (now := book.key_of(out).key) != key:
+        raise StageFailure(Status.TIMING_FAILED, ErrorKind.NO_BASELINE, f"{device.label}: its hardware key changed "
+                           f"from {key} (session opened) to {now} (timed runs): cores or their maximum frequencies "
+                           "differ; the table of the former does not apply")
+    return out
+
+
+def _reverify(opts: sverify.VerifyOptions, job: Job, candidate: tuple[Path, sverify.Side], runner: Path,
+              gate: NodeLock | None, scratch: Path, out: Outcome, refs: sverify.References | None = None) -> None:
+    """Stage 4, once timing has passed: the verification trials again with other seeds, salted with the
+    candidate's sha256 (:func:`kit.stages.verify.reverify`), under the node's gate held shared.  Its trials and
+    seconds are added to the verification's in ``out`` (a failure's too, as its ``partial``).
+
+    Raises:
+        StageFailure: as :func:`kit.stages.verify.reverify`."""
+    model, side = candidate
+    salt = sverify.reverify_salt(job.candidate_sha256)
+    try:
+        with _held(gate, exclusive=False):
+            again = sverify.reverify(job.task, model, side, runner, scratch / "reverify", opts, salt, refs)
+    except StageFailure as f:
+        if isinstance(f.partial, VerifyOutcome):
+            f.partial = _joined(out.verify, f.partial)
+        raise
+    out.add(_joined(out.verify, again))
+
+
+def _joined(first: VerifyOutcome | None, again: VerifyOutcome) -> VerifyOutcome:
+    """``first``'s trials then ``again``'s, and the seconds of both (``first`` None: ``again``)."""
+    if first is None:
+        return again
+    return replace(first, trials=first.trials + again.trials,
+                   verify_s=None if first.verify_s is None else first.verify_s + (again.verify_s or 0.0))
+
+
+def _held(gate: NodeLock | None, exclusive: bool):
+    if gate is None:
+        return contextlib.nullcontext()
+    return gate.exclusive() if exclusive else gate.shared()

@@ -1,0 +1,105 @@
+"""``mkb tasks import``: arguments -> :func:`kit.suite.importer.import_sources`, a rich summary, exit status.
+
+Exit 0 when at least one task was written (left-out sources are listed with their reasons), 2 on bad input
+(a missing source, a checkout that differs from the pins, a non-empty --out) or without the ``tasks`` extra
+(said once, before any file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+
+def _sources(args: argparse.Namespace):
+    from kit.suite.importer import find_sources
+    from kit.suite.importer.official import download, load_pins, official_sources, select
+
+    only, per_category = getattr(args, "only", None), getattr(args, "per_category", None)
+    if args.official:
+        if len(args.sources) > 1:
+            raise ValueError("--official takes one SRC: a checkout of the pinned folder")
+        folders = [n for n in only or () if Path(n).is_dir()]
+        if folders:
+            raise ValueError(f"--only {folders[0]}: a folder, not a pinned file; give the checkout before --only "
+                             "(mkb tasks import --official CHECKOUT --only Binary/Mul.py ... --out DIR)")
+        pins = load_pins()
+        chosen = select(pins, only, per_category) if only is not None or per_category is not None else None
+        if args.sources:
+            root = args.sources[0]
+        elif args.download is not None:
+            root = download(args.download)
+        else:
+            raise ValueError("--official needs SRC (a checkout of the pinned folder) or --download CACHE")
+        return official_sources(root, pins, chosen), pins.id_prefix
+    if only is not None or per_category is not None:
+        raise ValueError("--only and --per-category select files of the paper's pinned folder: add --official")
+    if not args.sources:
+        raise ValueError("give at least one SRC (problem file, .onnx model or folder)")
+    return find_sources(list(args.sources)), ""
+
+
+#: what an import needs beyond the kit's own dependencies (the ``tasks`` extra): the graph reduction for every
+#: source, torch for problem files (their export)
+EXTRA_MODULES = ("onnxscript", "onnx_ir")
+TORCH_MODULES = ("torch",)
+
+
+def missing_modules(sources) -> list[str]:  # noqa: ANN001 - a list of kit.suite.importer.assemble.Source
+    """The modules of the ``tasks`` extra that importing ``sources`` needs and this Python lacks."""
+    import importlib.util
+
+    wanted = list(EXTRA_MODULES)
+    if any(s.path.suffix == ".py" for s in sources):
+        wanted += TORCH_MODULES
+    return [m for m in wanted if importlib.util.find_spec(m) is None]
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from kit.suite.importer import Options, import_sources
+    from kit.suite.importer.official import PinError
+    from kit.suite.importer.problem import ImportFailure
+
+    try:
+        sources, prefix = _sources(args)
+        missing = missing_modules(sources)
+        if missing:  # said once, before any file (each one would fail on it)
+            print(f"mkb: importing needs the kit's `tasks` extra, which this Python lacks ({', '.join(missing)} "
+                  "not installed): pip install -e '.[tasks]' (torch==2.13.0, CPU build), or run the import as "
+                  "nox -s import -- ...", file=sys.stderr)
+            return 2
+        budget_mib = args.budget_mib if args.budget_mib is not None else (1024.0 if args.official else 64.0)
+        opts = Options(budget_bytes=int(budget_mib * (1 << 20)),
+                       memory_limit_bytes=int(args.memory_limit_gib * (1 << 30)), widen_inputs=args.widen_inputs,
+                       id_prefix=prefix if args.id_prefix is None else args.id_prefix, mnn_root=args.mnn_dir,
+                       converter=args.converter, probe_native=not args.no_native)
+        with Progress(transient=True) as prog:
+            bar = prog.add_task("import", total=len(sources))
+
+            def tick(name: str, done: int, total: int) -> None:
+                prog.update(bar, completed=done, description=f"import {name}")
+
+            report = import_sources(sources, args.out, opts, resume=args.resume or args.retry, retry=args.retry, jobs=args.jobs, n_test=args.n_test,
+                                    progress=tick)
+    except (ValueError, PinError, ImportFailure, OSError) as exc:
+        print(f"mkb: {exc}", file=sys.stderr)
+        return 2
+    console = Console(width=200)
+    if report.left_out:
+        table = Table(title=f"{len(report.left_out)} source(s) left out")
+        for col in ("source", "kind", "reason"):
+            table.add_column(col)
+        for row in report.left_out:
+            table.add_row(*row)
+        console.print(table)
+    kinds = Counter(k for _, k, _ in report.left_out)
+    console.print(f"imported {len(report.imported)} of {len(sources)} into {args.out} "
+                  f"(left out: {dict(kinds) or 'none'}); manifest: {Path(args.out) / 'manifest.json'}")
+    console.print(f"next: mkb tasks audit --dir {args.out}  (marks weak tasks in the manifest)")
+    return 0 if report.imported else 1

@@ -1,0 +1,350 @@
+"""The task suite: schema of ``tasks/<category>/<task_id>/task.toml``, loading, validation and splits.
+
+A task folder holds ``task.toml`` (this schema), ``model.py`` (KernelBench format: ``Model``,
+``get_inputs``, ``get_init_inputs``) and ``model.onnx`` (opset 20, exactly one node of ``op_type``).
+``tasks/manifest.json`` lists every task with the sha256 of each of its files and the split.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import tomllib
+from functools import cached_property
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from kit.settings.base import StrictModel
+
+#: the 12 categories of the paper's Table 3, in its order
+CATEGORIES: tuple[str, ...] = (
+    "unary",
+    "binary",
+    "trigonometry",
+    "activation",
+    "normalization",
+    "pooling",
+    "convolution",
+    "matrix",
+    "reduction",
+    "tensor",
+    "logic",
+    "others",
+)
+
+Mechanism = Literal["atomic", "geometric", "composite"]
+DType = Literal["float32", "int32", "int64", "bool"]
+
+
+class TaskError(Exception):
+    """A task folder or the manifest is invalid; the message names the file and the field."""
+
+
+class TensorSpec(StrictModel):
+    """A graph input or output.
+
+    Inputs are drawn per trial from ``distribution`` with a seeded generator:
+    ``uniform`` floats in [low, high); ``normal`` with mean ``low`` and std ``high``; ``integers`` in
+    [low, high] inclusive; ``bool`` fair coin; ``positive`` uniform in [low, high) with low > 0 enforced.
+    """
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    shape: list[int]
+    dtype: DType = "float32"
+    distribution: Literal["uniform", "normal", "integers", "bool", "positive"] = "uniform"
+    low: float = -1.0
+    high: float = 1.0
+
+    @field_validator("shape")
+    @classmethod
+    def _positive(cls, v: list[int]) -> list[int]:
+        if any(d <= 0 for d in v):
+            raise ValueError("every dimension must be > 0")
+        return v
+
+
+class Tolerance(StrictModel):
+    """Element-wise check ``|out - ref| <= atol + rtol * |ref|`` (numpy.allclose semantics)."""
+
+    atol: float = Field(default=1e-4, ge=0)
+    rtol: float = Field(default=1e-4, ge=0)
+
+
+class MnnTarget(StrictModel):
+    """Where a candidate goes in the MNN tree (paths relative to the MNN root, POSIX)."""
+
+    #: existing files a candidate may replace (by basename); the first .cpp is the main one
+    files: list[str] = Field(default_factory=list)
+    #: globs (relative to the MNN root) for new files a candidate may add, e.g.
+    #: ``tools/converter/source/optimizer/onnxextra/Onnx*.cpp``
+    new_files: list[str] = Field(default_factory=list)
+    #: public symbols of the replaced files that the rest of MNN uses; a candidate must keep them
+    keep_symbols: list[str] = Field(default_factory=list)
+
+    @field_validator("files", "new_files")
+    @classmethod
+    def _relative(cls, v: list[str]) -> list[str]:
+        for p in v:
+            pp = PurePosixPath(p)
+            if pp.is_absolute() or ".." in pp.parts:
+                raise ValueError(f"path must be relative inside the MNN tree: {p!r}")
+        return v
+
+
+class TaskSource(StrictModel):
+    """Where an imported task comes from and what the importer did (``[source]``; absent for built-in tasks)."""
+
+    #: "problem" (a KernelBench-format .py file) or "onnx" (an ONNX model)
+    kind: Literal["problem", "onnx"]
+    #: the file as named under the imported folder (or its name)
+    file: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    #: "owner/repo@commit:path" for a file of a pinned upstream set ("" otherwise)
+    upstream: str = ""
+    #: how the ONNX graph was made ("torch 2.13.0 TorchScript exporter (dynamo=False), opset 20"; "given")
+    exporter: str = ""
+    #: op types of the exported graph, before reduction
+    exported_ops: list[str] = Field(default_factory=list)
+    #: reduction steps applied, in order (each exact; see kit.suite.importer.reduce)
+    reductions: list[str] = Field(default_factory=list)
+    #: shape-only nodes kept around the target op (Squeeze, Reshape, ...; see kit.suite.importer.reduce)
+    helper_ops: list[Literal["Squeeze", "Unsqueeze", "Reshape", "Flatten", "Cast"]] = Field(default_factory=list)
+    #: module-level constants scaled down to the budget ("batch_size: 4096 -> 256")
+    scaled: list[str] = Field(default_factory=list)
+    #: bytes of inputs + parameters + outputs allowed (the budget scaling aimed at) and measured
+    budget_bytes: int = Field(default=0, ge=0)
+    measured_bytes: int = -1
+    #: float input ranges made symmetric around zero (``--widen-inputs``)
+    inputs_widened: bool = False
+    #: per input, the evidence its distribution was inferred from
+    input_evidence: list[str] = Field(default_factory=list)
+    #: whether native MNN converted the model when it was imported (None: not checked), and how it was mapped
+    native_converts: bool | None = None
+    mapping_note: str = ""
+    #: torch's seed when model.py's Model was built for the export: the parameters no ONNX initializer keeps by
+    #: name (an LSTM's weights are reordered into W, R, B) are drawn again from it by the audit
+    torch_seed: int = 0
+
+
+class Task(StrictModel):
+    """One benchmark problem (see module docstring)."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_]*$")
+    category: Literal[CATEGORIES]  # type: ignore[valid-type]
+    op_type: str
+    opset: int = 20
+    mechanism: Mechanism
+    split: Literal["train", "test"]
+    description: str = ""
+    #: MNN runtime op types whose summed time is the task's op time; ["*"] = every op of the model
+    mnn_op_types: list[str] = Field(min_length=1)
+    tolerance: Tolerance = Tolerance()
+    inputs: list[TensorSpec] = Field(min_length=1)
+    outputs: list[TensorSpec] = Field(min_length=1)
+    mnn: MnnTarget = MnnTarget()
+    #: imported tasks only: origin and what the importer did
+    source: TaskSource | None = None
+
+    #: folder of the task (set by the loader, not in the TOML)
+    path: Path | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="after")
+    def _check(self) -> Task:
+        names = [t.name for t in self.inputs] + [t.name for t in self.outputs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"input/output names must be unique: {names}")
+        if not self.mnn.files and not self.mnn.new_files:
+            raise ValueError("mnn.files and mnn.new_files are both empty: a candidate could place no file")
+        return self
+
+    @property
+    def onnx_path(self) -> Path:
+        assert self.path is not None
+        return self.path / "model.onnx"
+
+    @property
+    def model_py_path(self) -> Path:
+        assert self.path is not None
+        return self.path / "model.py"
+
+    @cached_property
+    def allowed_names(self) -> dict[str, str]:
+        """Basename → MNN-relative path of every replaceable file."""
+        return {PurePosixPath(p).name: p for p in self.mnn.files}
+
+    def place(self, basename: str) -> str | None:
+        """MNN-relative path where a candidate file named ``basename`` goes, or None if not allowed."""
+        if basename in self.allowed_names:
+            return self.allowed_names[basename]
+        for pattern in self.mnn.new_files:
+            pp = PurePosixPath(pattern)
+            if fnmatch.fnmatchcase(basename, pp.name):
+                return str(pp.parent / basename)
+        return None
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def load_task(folder: Path) -> Task:
+    """Load and validate ``folder/task.toml``; ``model.py`` and ``model.onnx`` must exist.
+
+    Raises:
+        TaskError: missing file, invalid TOML, or a schema violation (the message names file and field).
+    """
+    toml_path = folder / "task.toml"
+    if not toml_path.is_file():
+        raise TaskError(f"{toml_path}: missing")
+    try:
+        data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise TaskError(f"{toml_path}: invalid TOML: {exc}") from exc
+    try:
+        task = Task(**data, path=folder)
+    except ValidationError as exc:
+        msgs = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise TaskError(f"{toml_path}: {msgs}") from None
+    if task.id != folder.name:
+        raise TaskError(f"{toml_path}: id {task.id!r} differs from its folder name {folder.name!r}")
+    if task.category != folder.parent.name:
+        raise TaskError(f"{toml_path}: category {task.category!r} differs from its parent folder {folder.parent.name!r}")
+    for name in ("model.py", "model.onnx"):
+        if not (folder / name).is_file():
+            raise TaskError(f"{folder / name}: missing")
+    return task
+
+
+def load_suite(tasks_dir: Path, split: str = "all", ids: list[str] | None = None) -> list[Task]:
+    """All tasks under ``tasks_dir`` (``<category>/<task_id>/``), filtered by split and ids, sorted by id.
+
+    Raises:
+        TaskError: an invalid task, duplicate ids, or an id in ``ids`` that does not exist.
+    """
+    if not tasks_dir.is_dir():
+        raise TaskError(f"{tasks_dir}: task directory not found")
+    tasks: dict[str, Task] = {}
+    for toml_path in sorted(tasks_dir.glob("*/*/task.toml")):
+        t = load_task(toml_path.parent)
+        if t.id in tasks:
+            raise TaskError(f"{toml_path}: duplicate task id {t.id!r} (also in {tasks[t.id].path})")
+        tasks[t.id] = t
+    if ids:
+        unknown = sorted(set(ids) - set(tasks))
+        if unknown:
+            raise TaskError(f"tasks.ids: unknown task ids {unknown} in {tasks_dir}")
+        selected = [tasks[i] for i in ids]
+    else:
+        selected = list(tasks.values())
+    if split != "all":
+        selected = [t for t in selected if t.split == split]
+    return sorted(selected, key=lambda t: t.id)
+
+
+def read_manifest(tasks_dir: Path) -> dict:
+    path = tasks_dir / "manifest.json"
+    if not path.is_file():
+        raise TaskError(f"{path}: missing")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise TaskError(f"{path}: invalid JSON: {exc}") from exc
+
+
+def list_tasks(tasks_dir: Path, split: str = "all", category: str | None = None) -> list[dict]:
+    """Rows for ``mkb tasks list``: one dict per task, sorted by category order then id.
+
+    Keys: id, category, op_type, mechanism, split, inputs (``"x:float32[8,64,56,56]"`` joined by
+    spaces), outputs (same form), atol, rtol, mnn_op_types (space-joined).
+
+    Raises:
+        TaskError: as :func:`load_suite`, or an unknown ``category``.
+    """
+    if category is not None and category not in CATEGORIES:
+        raise TaskError(f"category: unknown category {category!r} (known: {', '.join(CATEGORIES)})")
+    order = {c: i for i, c in enumerate(CATEGORIES)}
+    tasks = [t for t in load_suite(tasks_dir, split=split) if category is None or t.category == category]
+    tasks.sort(key=lambda t: (order[t.category], t.id))
+
+    def specs(items: list[TensorSpec]) -> str:
+        return " ".join(f"{s.name}:{s.dtype}[{','.join(str(d) for d in s.shape)}]" for s in items)
+
+    return [
+        {
+            "id": t.id,
+            "category": t.category,
+            "op_type": t.op_type,
+            "mechanism": t.mechanism,
+            "split": t.split,
+            "inputs": specs(t.inputs),
+            "outputs": specs(t.outputs),
+            "atol": t.tolerance.atol,
+            "rtol": t.tolerance.rtol,
+            "mnn_op_types": " ".join(t.mnn_op_types),
+        }
+        for t in tasks
+    ]
+
+
+def _listing_problems(e: dict, t: Task) -> list[str]:
+    """How task ``t`` disagrees with its manifest entry ``e`` (fields, then the sha256 of every listed file)."""
+    problems = []
+    for key, value in (("category", t.category), ("op_type", t.op_type), ("mechanism", t.mechanism),
+                       ("split", t.split)):
+        if e.get(key) != value:
+            problems.append(f"{t.id}: manifest {key}={e.get(key)!r}, task.toml says {value!r}")
+    assert t.path is not None
+    for name, digest in e.get("files", {}).items():
+        f = t.path / name
+        if not f.is_file():
+            problems.append(f"{t.id}: {name} missing")
+        elif sha256_file(f) != digest:
+            problems.append(f"{t.id}: {name} sha256 differs from manifest.json")
+    return problems
+
+
+def check_manifest(tasks_dir: Path) -> list[str]:
+    """Problems between ``manifest.json`` and the task folders (empty when they agree).
+
+    Checks that every task folder is listed and vice versa, that category/op_type/mechanism/split agree
+    with task.toml, and the sha256 of every listed file.
+    """
+    manifest = read_manifest(tasks_dir)
+    problems: list[str] = []
+    listed = {e["id"]: e for e in manifest.get("tasks", [])}
+    found = {t.id: t for t in load_suite(tasks_dir)}
+    for tid in sorted(set(found) - set(listed)):
+        problems.append(f"{tid}: task folder not in manifest.json")
+    for tid in sorted(set(listed) - set(found)):
+        problems.append(f"{tid}: in manifest.json but no task folder")
+    for tid in sorted(set(listed) & set(found)):
+        problems += _listing_problems(listed[tid], found[tid])
+    return problems
+
+
+def check_selected(tasks_dir: Path, tasks: list[Task]) -> bool:
+    """Check the tasks a run will use against ``tasks_dir/manifest.json`` before anything runs: a task folder
+    edited since the manifest was written (a model, its inputs or tolerance changed) would give numbers that
+    are not the suite's.  Hashing the 190 built-in tasks' files (7 MB) took 0.2 s here.  Returns False when the
+    folder has no manifest (a suite of one's own: nothing to check against).
+
+    Raises:
+        TaskError: a selected task is not listed, or disagrees with its entry; every problem is named.
+    """
+    if not (tasks_dir / "manifest.json").is_file():
+        return False
+    listed = {e["id"]: e for e in read_manifest(tasks_dir).get("tasks", [])}
+    problems = []
+    for t in tasks:
+        problems += _listing_problems(listed[t.id], t) if t.id in listed else [f"{t.id}: not in manifest.json"]
+    if problems:
+        raise TaskError(f"{tasks_dir / 'manifest.json'}: the task folders were changed since it was written: "
+                        + "; ".join(problems[:10]) + (f" (+{len(problems) - 10} more)" if len(problems) > 10 else ""))
+    return True
