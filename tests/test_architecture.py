@@ -66,10 +66,6 @@ def test_functions_take_few_parameters():
 PARAMS_DEBT: list[str] = [
     "kit/bundle/compare.py _candidate",
     "kit/candidates/sources.py _jsonl_line",
-    "kit/host/proc/command.py __init__",
-    "kit/host/proc/command.py run",
-    "kit/host/proc/command.py start",
-    "kit/host/proc/result.py _result",
     "kit/images/container.py start_worker_container",
     "kit/images/docker.py build_kit_image",
     "kit/images/docker.py run",

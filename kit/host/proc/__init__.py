@@ -53,6 +53,7 @@ from kit.host.proc.sessions import (
     signal_session,
 )
 from kit.host.proc.spawn import BASE_ENV_KEYS, base_env, track_children, which
+from kit.host.proc.spec import RunSpec
 
 __all__ = [
     "command_pid",
@@ -63,6 +64,7 @@ __all__ = [
     "Pausable",
     "FromProcess",
     "ProcResult",
+    "RunSpec",
     "Waiting",
     "base_env",
     "current_container",

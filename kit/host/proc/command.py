@@ -4,61 +4,47 @@ rendezvous as a :class:`Waiting` until :meth:`Waiting.go`."""
 from __future__ import annotations
 
 import os
-import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from pathlib import Path
+from typing import Any
 
-from kit.host.proc import containermode as container
 from kit.host.proc.pause import _await_pausable, _current_hook
 from kit.host.proc.pipes import _kill_group, _Pipes
-from kit.host.proc.result import ProcResult, _result
+from kit.host.proc.result import ProcResult
 from kit.host.proc.sessions import kill_session
-from kit.host.proc.spawn import _spawn, confinement
-from kit.host.sandbox import Confinement, PidsGroup
+from kit.host.proc.spawn import Spawned, _spawn
+from kit.host.proc.spec import RunSpec
 
 
 def run(
     argv: Sequence[str | os.PathLike[str]],
+    spec: RunSpec | None = None,
     *,
-    cwd: str | os.PathLike[str] | None = None,
-    env: Mapping[str, str] | None = None,
-    timeout_s: float | None = None,
     stdin_bytes: bytes | None = None,
-    log_limit: int = 256 * 1024,
-    memory_limit_bytes: int | None = None,
-    cpu_limit_s: int | None = None,
-    cpus: Sequence[int] = (),
-    confine: Confinement | None = None,
-    grace_s: float = 3.0,
     stop_when: Callable[[float], bool] | None = None,
+    **options: Any,
 ) -> ProcResult:
     """Run ``argv`` and wait for it.
 
     Args:
-        argv: program and arguments; the program is looked up on ``env['PATH']``.
-        cwd: working directory (a scratch dir for untrusted programs).
-        env: the complete environment; default :func:`base_env`.
-        timeout_s: wall-clock limit in seconds; on expiry the process group gets SIGTERM, then SIGKILL
-            after ``grace_s`` seconds.
-        memory_limit_bytes / cpu_limit_s: RLIMIT_AS / RLIMIT_CPU for the child.
-        cpus: the CPU cores the child (and what it starts) may run on; empty: no pinning.
-        confine: further rlimits and a sandbox (:class:`kit.host.sandbox.Confinement`); ``memory_limit_bytes`` and
-            ``cpu_limit_s`` win over its limits.
-        log_limit: bytes kept of each of stdout and stderr.
+        argv: program and arguments; the program is looked up on the environment's ``PATH``.
+        spec: how it runs (:class:`RunSpec`: directory, environment, timeout, limits, cores, sandbox, log size);
+            ``options`` are fields of it given one by one (``cwd=..., timeout_s=...``) over ``spec``.
+        stdin_bytes: what the command reads on stdin (None: /dev/null).
         stop_when: the caller's own limit, asked every :data:`PAUSE_POLL_S` in this thread with the seconds
             the command has run, pauses excluded (keep it cheap): True stops it as the timeout does, the result
             ``stopped`` (a build whose steps stopped finishing, :mod:`kit.mnn.buildwatch`).
 
     Raises:
         FileNotFoundError: the program does not exist (nothing else is raised for a failing child).
+        TypeError: an option that is no field of :class:`RunSpec`.
         what ``stop_when`` raises (the command is killed first).
     """
-    args = [os.fspath(a) for a in argv]
+    spec = replace(spec or RunSpec(), **options)
     t0 = time.monotonic()
-    proc, marker, boxed, group = _spawn(args, cwd, env, stdin_bytes is not None,
-                                        confinement(confine, memory_limit_bytes, cpu_limit_s), cpus)
+    spawned = _spawn([os.fspath(a) for a in argv], spec, stdin_bytes is not None)
+    proc, timeout_s, grace_s = spawned.proc, spec.timeout_s, spec.grace_s
     pipes = _Pipes(proc, stdin_bytes)
     stop = _StopWhen(stop_when) if stop_when is not None else None
     try:
@@ -76,12 +62,8 @@ def run(
         kill_session(proc.pid)
     finally:
         out, err = pipes.close()
-        container.unlink(proc.pid)
-        if marker is not None:
-            marker.unlink(missing_ok=True)
-        if group is not None:
-            group.release()
-    res = _result(args, proc, out, err, time.monotonic() - t0, timed_out, paused, log_limit, boxed)
+        spawned.release()
+    res = spawned.result(out, err, time.monotonic() - t0, timed_out, paused, spec.log_limit)
     return replace(res, stopped=True) if stopped else res
 
 
@@ -109,12 +91,10 @@ class Waiting:
     Call :meth:`go` once (it writes ``go\\n`` to the command's stdin and waits for it like :func:`run`), or
     :meth:`cancel`; either way the command's session is gone afterwards."""
 
-    def __init__(self, args: list[str], proc: subprocess.Popen[bytes], marker: Path | None, pipes: _Pipes,
-                 log_limit: int, grace_s: float, sandboxed: bool = False, group: PidsGroup | None = None) -> None:
-        self.args, self.proc, self._marker, self._pipes = args, proc, marker, pipes
-        self._sandboxed, self._group = sandboxed, group
-        self._log_limit, self._grace_s = log_limit, grace_s
-        self.pid = proc.pid
+    def __init__(self, spawned: Spawned, pipes: _Pipes, spec: RunSpec) -> None:
+        self._spawned, self._pipes = spawned, pipes
+        self.args, self.proc, self.pid = spawned.args, spawned.proc, spawned.proc.pid
+        self._log_limit, self._grace_s = spec.log_limit, spec.grace_s
         self._result: ProcResult | None = None
 
     def go(self, timeout_s: float | None = None) -> ProcResult:
@@ -154,29 +134,17 @@ class Waiting:
         kill_session(self.proc.pid)  # the leader exited; nothing it started lingers
         self.proc.wait()
         out, err = self._pipes.close()  # stdin included
-        container.unlink(self.proc.pid)
-        if self._marker is not None:
-            self._marker.unlink(missing_ok=True)
-        if self._group is not None:
-            self._group.release()
-        self._result = _result(self.args, self.proc, out, err, elapsed_s, timed_out, paused_s, self._log_limit,
-                               self._sandboxed)
+        self._spawned.release()
+        self._result = self._spawned.result(out, err, elapsed_s, timed_out, paused_s, self._log_limit)
         return self._result
 
 
 def start(
     argv: Sequence[str | os.PathLike[str]],
+    spec: RunSpec | None = None,
     *,
     ready_line: str,
-    cwd: str | os.PathLike[str] | None = None,
-    env: Mapping[str, str] | None = None,
-    timeout_s: float | None = None,
-    log_limit: int = 256 * 1024,
-    memory_limit_bytes: int | None = None,
-    cpu_limit_s: int | None = None,
-    cpus: Sequence[int] = (),
-    confine: Confinement | None = None,
-    grace_s: float = 3.0,
+    **options: Any,
 ) -> Waiting | ProcResult:
     """Start ``argv`` (as :func:`run` would) and wait until it prints the line ``ready_line`` on stdout, where
     it must then block reading a line from stdin.  The start-up (exec, loading, reading inputs) is done then,
@@ -193,13 +161,14 @@ def start(
         stdout (or was killed after ``timeout_s`` seconds, ``timed_out`` set) before printing ``ready_line``.
     Raises:
         FileNotFoundError: the program does not exist.
+        TypeError: an option that is no field of :class:`RunSpec`.
     """
-    args = [os.fspath(a) for a in argv]
+    spec = replace(spec or RunSpec(), **options)
     t0 = time.monotonic()
-    proc, marker, boxed, group = _spawn(args, cwd, env, True, confinement(confine, memory_limit_bytes, cpu_limit_s),
-                                        cpus)
+    spawned = _spawn([os.fspath(a) for a in argv], spec, True)
+    proc, timeout_s, grace_s = spawned.proc, spec.timeout_s, spec.grace_s
     pipes = _Pipes(proc, None, ready_line.encode())
-    waiting = Waiting(args, proc, marker, pipes, log_limit, grace_s, boxed, group)
+    waiting = Waiting(spawned, pipes, spec)
 
     def arrived(wait_s: float) -> bool:
         pipes.step(wait_s)

@@ -3,7 +3,6 @@ results built on one."""
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 
 
@@ -62,27 +61,4 @@ def _truncate(data: bytes, limit: int) -> tuple[str, bool]:
     return (
         head.decode("utf-8", "replace") + f"\n[... {cut} bytes cut ...]\n" + tail.decode("utf-8", "replace"),
         True,
-    )
-
-
-def _result(
-    args: list[str], proc: subprocess.Popen[bytes], out: bytes | None, err: bytes | None, elapsed_s: float,
-    timed_out: bool, paused_s: float, log_limit: int, sandboxed: bool = False,
-) -> ProcResult:
-    rc = proc.returncode
-    if sandboxed and rc is not None and 128 < rc <= 128 + 64:
-        # bubblewrap reaps the command and exits with 128 + the signal that killed it, as a shell does
-        rc = -(rc - 128)
-    so, t1 = _truncate(out or b"", log_limit)
-    se, t2 = _truncate(err or b"", log_limit)
-    return ProcResult(
-        argv=tuple(args),
-        returncode=rc if rc is not None else -9,
-        stdout=so,
-        stderr=se,
-        wall_s=elapsed_s - paused_s,
-        timed_out=timed_out,
-        signal=-rc if rc is not None and rc < 0 else None,
-        truncated=t1 or t2,
-        paused_s=paused_s,
     )

@@ -12,12 +12,15 @@ import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from kit.host.proc import containermode as container
 from kit.host.proc.reaper import MARK_VAR
+from kit.host.proc.result import ProcResult, _truncate
 from kit.host.proc.sessions import kill_session
-from kit.host.sandbox import Confinement, Limits, PidsGroup, prefix, process_group_for
+from kit.host.proc.spec import RunSpec
+from kit.host.sandbox import Limits, PidsGroup, prefix, process_group_for
 
 #: environment variables passed through by default (everything else must be given explicitly)
 BASE_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "CCACHE_DIR", "CCACHE_BASEDIR", "CCACHE_NOHASHDIR")
@@ -139,26 +142,46 @@ def _check_program(program: str, env: Mapping[str, str], cwd: str | os.PathLike[
         raise FileNotFoundError(errno.ENOENT, f"No such file or directory: {program!r}", program)
 
 
-def confinement(confine: Confinement | None, memory_limit_bytes: int | None, cpu_limit_s: int | None) -> Confinement:
-    """``confine`` with the older single limits folded in (they win over its own)."""
-    c = confine or Confinement()
-    if memory_limit_bytes is None and cpu_limit_s is None:
-        return c
-    lim = c.limits
-    return Confinement(Limits(memory_limit_bytes if memory_limit_bytes is not None else lim.memory_bytes,
-                              cpu_limit_s if cpu_limit_s is not None else lim.cpu_s, lim.file_bytes,
-                              lim.open_files, lim.processes), c.view)
+@dataclass
+class Spawned:
+    """A started command: its argv, the Popen, the record of its session under :func:`track_children`'s
+    directory (None when not tracking), whether it runs in the sandbox (then exit status 128 + N means killed by
+    signal N) and its pids cgroup (None: none)."""
+
+    args: list[str]
+    proc: subprocess.Popen[bytes]
+    marker: Path | None
+    sandboxed: bool
+    group: PidsGroup | None
+
+    def release(self) -> None:
+        """What the ended command held: the container bridge's link, the session record, the pids cgroup."""
+        container.unlink(self.proc.pid)
+        if self.marker is not None:
+            self.marker.unlink(missing_ok=True)
+        if self.group is not None:
+            self.group.release()
+
+    def result(self, out: bytes | None, err: bytes | None, elapsed_s: float, timed_out: bool, paused_s: float,
+               log_limit: int) -> ProcResult:
+        """The :class:`ProcResult` of the ended command: its output truncated to ``log_limit`` bytes each,
+        ``wall_s`` the ``elapsed_s`` less ``paused_s``."""
+        rc = self.proc.returncode
+        if self.sandboxed and rc is not None and 128 < rc <= 128 + 64:
+            # bubblewrap reaps the command and exits with 128 + the signal that killed it, as a shell does
+            rc = -(rc - 128)
+        so, t1 = _truncate(out or b"", log_limit)
+        se, t2 = _truncate(err or b"", log_limit)
+        return ProcResult(argv=tuple(self.args), returncode=rc if rc is not None else -9, stdout=so, stderr=se,
+                          wall_s=elapsed_s - paused_s, timed_out=timed_out,
+                          signal=-rc if rc is not None and rc < 0 else None, truncated=t1 or t2, paused_s=paused_s)
 
 
-def _spawn(
-    args: list[str], cwd: str | os.PathLike[str] | None, env: Mapping[str, str] | None, stdin_pipe: bool,
-    confine: Confinement, cpus: Sequence[int] = (),
-) -> tuple[subprocess.Popen[bytes], Path | None, bool, PidsGroup | None]:
-    """Start ``args`` in a session of its own with the limits, the parent-death signal, the CPU affinity and,
-    with ``confine.view``, inside the sandbox (see :func:`run`), stdout/stderr piped, stdin piped or
-    /dev/null; record its session under :func:`track_children`'s directory.  Returns the Popen, the record's
-    path (None when not tracking), whether it runs in the sandbox (then exit status 128 + N means killed by
-    signal N) and its pids cgroup (release it when the command has ended; None: none)."""
+def _spawn(args: list[str], spec: RunSpec, stdin_pipe: bool) -> Spawned:
+    """Start ``args`` as ``spec`` says, in a session of its own with the limits, the parent-death signal, the CPU
+    affinity and, with a confinement's view, inside the sandbox (see :func:`kit.host.proc.run`), stdout/stderr
+    piped, stdin piped or /dev/null; record its session under :func:`track_children`'s directory."""
+    cwd, env, cpus, confine = spec.cwd, spec.env, spec.cpus, spec.confinement()
     environment = dict(env) if env is not None else base_env()
     if (mark := os.environ.get(MARK_VAR)) is not None:
         # every command carries the driver session's mark, whatever environment its caller gave: a command whose
@@ -230,4 +253,4 @@ def _spawn(
             # the directory's owner is gone with it (a benchmark's temporary cache, removed while this process
             # lives on: CI's next test then failed here, its child started and never waited for)
             marker = None
-    return proc, marker, bool(box), group
+    return Spawned(args, proc, marker, bool(box), group)
