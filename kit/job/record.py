@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from kit import candidates as kcand
 from kit.host.target import Target
 from kit.results.outcomes import Outcome, StageFailure, Where
-from kit.results.records import ErrorKind, Record, Status
+from kit.results.records import STAGE_FIELDS, ErrorKind, Record, Status
 from kit.stages.screen import response_flags
 from kit.suite.tasks import Task
 
@@ -77,30 +77,18 @@ def _identity(job: Job) -> dict[str, Any]:
 
 
 def _results(outcome: Outcome) -> dict[str, Any]:
-    """The record fields of the stages that ran."""
+    """The record fields of the stages that ran (:data:`kit.results.records.STAGE_FIELDS`)."""
     out: dict[str, Any] = {}
-    b, v, t = outcome.build, outcome.verify, outcome.timing
-    if b is not None:
-        out |= dict(build_s=b.build_s, diagnostics=list(b.diagnostics), build_log_tail=b.log_tail)
-    if v is not None:
-        out |= dict(trials=list(v.trials), max_abs_err=v.max_abs_err, max_rel_err=v.max_rel_err,
-                    convert_s=v.convert_s, verify_s=v.verify_s)
-    if t is not None:
-        out |= dict(candidate_ms=t.candidate_ms, native_ms=t.native_ms, speedup=t.speedup,
-                    speedup_ci_low=t.speedup_ci_low, speedup_ci_high=t.speedup_ci_high,
-                    candidate_samples_ms=list(t.candidate_samples_ms), native_samples_ms=list(t.native_samples_ms),
-                    candidate_samples_round=list(t.candidate_samples_round),
-                    native_samples_round=list(t.native_samples_round), timing_rounds=t.rounds,
-                    timing_threads=t.threads, timing_precision=t.precision, timing_basis=t.basis,
-                    timing_emulated=t.emulated, timing_untimeable=t.untimeable, timing_cores=list(t.cores),
-                    cpu_governor=t.governor, cpu_freq_mhz=t.freq_mhz, host_load_1m=t.load_1m,
-                    native_invocation_sha256=t.native_invocation_sha256,
-                    candidate_invocation_sha256=t.candidate_invocation_sha256, flags=list(t.flags),
-                    timing_s=t.timing_s, device=t.device, native_timing=t.native_timing,
-                    baseline_key=t.baseline_key)
-        if t.no_native_reason is not None:
-            out |= dict(error_kind=ErrorKind.NO_NATIVE,
-                        error_message=f"native MNN cannot convert this task: {t.no_native_reason[:500]}")
+    for stage, fields in STAGE_FIELDS.items():
+        part = getattr(outcome, stage)
+        if part is not None:
+            for name, attr in fields.items():
+                value = getattr(part, attr)
+                out[name] = list(value) if isinstance(value, tuple) else value
+    t = outcome.timing
+    if t is not None and t.no_native_reason is not None:
+        out |= dict(error_kind=ErrorKind.NO_NATIVE,
+                    error_message=f"native MNN cannot convert this task: {t.no_native_reason[:500]}")
     out["flags"] = list(outcome.flags) + list(out.get("flags", []))
     return out
 

@@ -270,3 +270,31 @@ class Record(BaseModel):
     def to_row(self) -> dict[str, Any]:
         """A flat-ish dict for Parquet (enums as strings, nested lists of structs kept)."""
         return self.model_dump(mode="json")
+
+
+#: The one map from what the stages return to the record: stage (an attribute of
+#: :class:`kit.results.outcomes.Outcome`) → record field → the attribute of that stage's outcome it is read from
+#: (a tuple becomes a list).  A new stage fact is a field of its outcome, a field of :class:`Record` and a line
+#: here; ``tests/test_records_map.py`` checks that every outcome field is mapped or named unrecorded.
+STAGE_FIELDS: dict[str, dict[str, str]] = {
+    "build": {"build_s": "build_s", "diagnostics": "diagnostics", "build_log_tail": "log_tail"},
+    "verify": {"trials": "trials", "max_abs_err": "max_abs_err", "max_rel_err": "max_rel_err",
+               "convert_s": "convert_s", "verify_s": "verify_s"},
+    "timing": {
+        "candidate_ms": "candidate_ms", "native_ms": "native_ms", "speedup": "speedup",
+        "speedup_ci_low": "speedup_ci_low", "speedup_ci_high": "speedup_ci_high",
+        "candidate_samples_ms": "candidate_samples_ms", "native_samples_ms": "native_samples_ms",
+        "candidate_samples_round": "candidate_samples_round", "native_samples_round": "native_samples_round",
+        "timing_rounds": "rounds", "timing_threads": "threads", "timing_precision": "precision",
+        "timing_basis": "basis", "timing_emulated": "emulated", "timing_untimeable": "untimeable",
+        "timing_cores": "cores", "cpu_governor": "governor", "cpu_freq_mhz": "freq_mhz", "host_load_1m": "load_1m",
+        "native_invocation_sha256": "native_invocation_sha256",
+        "candidate_invocation_sha256": "candidate_invocation_sha256", "flags": "flags", "timing_s": "timing_s",
+        "device": "device", "native_timing": "native_timing", "baseline_key": "baseline_key",
+    },
+}
+#: outcome fields that are not record fields of their own: stage → field → why
+STAGE_FIELDS_UNRECORDED: dict[str, dict[str, str]] = {
+    "timing": {"no_native_reason": "becomes error_kind no_native and its message",
+               "native_profile": "the native runs for the baseline table, which keeps them"},
+}
