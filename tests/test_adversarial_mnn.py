@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 from evalcfg import write_config
 
-from kit.host import sandbox
+from kit.host import sandbox_check
 from kit.job.worker import setup_worker
 from kit.outline.evaluate import evaluate
 from kit.results.shards import read_records
@@ -29,7 +29,7 @@ from corpus import CASES, ESCAPE_DIR, HONEST, HOST_SECRET, kernel  # noqa: E402
 pytestmark = [
     pytest.mark.mnn,
     pytest.mark.slow,
-    pytest.mark.skipif(bool(sandbox.bwrap_works()), reason=f"the corpus runs sandboxed: {sandbox.bwrap_works()}"),
+    pytest.mark.skipif(bool(sandbox_check.bwrap_works()), reason=f"the corpus runs sandboxed: {sandbox_check.bwrap_works()}"),
 ]
 
 ROOT = Path(__file__).resolve().parent.parent

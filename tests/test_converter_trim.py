@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kit.host import proc, sandbox
+from kit.host import proc, sandbox, sandbox_check
 from kit.host.target import make_target
 from kit.mnn import build as mbuild
 from kit.mnn import converter, native
@@ -103,7 +103,7 @@ def test_the_native_key_counts_the_trim_by_content_not_path(tmp_path):
     assert native._by_content("-DMNN_BUILD_TOOLS=ON") == "-DMNN_BUILD_TOOLS=ON"
 
 
-@pytest.mark.skipif(bool(sandbox.bwrap_works()), reason="needs a working bubblewrap")
+@pytest.mark.skipif(bool(sandbox_check.bwrap_works()), reason="needs a working bubblewrap")
 def test_a_sandboxed_build_sees_the_trim(tmp_path):
     """The build's sandbox shows the workspace and what BuildOptions.confine lists: the trim's files among them
     (without them cmake failed with 'project could not find requested file: .../trim.cmake')."""

@@ -15,7 +15,7 @@ from crosstools import skip_without_cross_tools
 from elftools.elf.elffile import ELFFile
 from evalcfg import write_config
 
-from kit.host import sandbox
+from kit.host import sandbox_check
 from kit.host.shipping import elf_arch
 from kit.outline.evaluate import evaluate
 from kit.results.shards import scan
@@ -81,7 +81,7 @@ def test_records_name_the_target_and_emulated_timings_are_never_scored(cross_run
     assert set(df["target_arch"]) == {"aarch64"} and set(df["build_mode"]) == {"cross"}
     assert set(df["timing_device"]) == {"qemu"}
     # the emulated runs ran in the same sandbox as host runs (qemu and its sysroot under the read-only /usr)
-    assert df.filter(pl.col("status") != "rejected_input")["sandboxed"].all() == (sandbox.bwrap_works() == "")
+    assert df.filter(pl.col("status") != "rejected_input")["sandboxed"].all() == (sandbox_check.bwrap_works() == "")
     ok = df.filter(pl.col("status") == "ok")
     assert ok.height == 7 and ok["timing_emulated"].all()
     timed = ok.filter(pl.col("speedup").is_not_null())

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from evalcfg import write_config
 
-from kit.host import proc, sandbox
+from kit.host import proc, sandbox_check
 from kit.outline.evaluate import evaluate
 from kit.results.records import Status
 from kit.results.shards import read_records
@@ -22,7 +22,7 @@ from kit.settings.config import load_config
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(bool(sandbox.bwrap_works()), reason=f"runs sandboxed: {sandbox.bwrap_works()}"),
+    pytest.mark.skipif(bool(sandbox_check.bwrap_works()), reason=f"runs sandboxed: {sandbox_check.bwrap_works()}"),
     pytest.mark.skipif(proc.which("ccache") is None, reason="ccache is not installed"),
 ]
 

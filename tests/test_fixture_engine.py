@@ -354,7 +354,7 @@ def test_the_runner_lists_proc_when_told_it_runs_in_a_pid_namespace(engine: Engi
     so the runner cannot tell): /proc is listed and the runner's parent must be the namespace's init.  Told so
     outside one (its parent is this test, /proc the host's), the runner stops at once with exit 7; sandboxed
     by the kit, it gets the flag and an honest run passes (only the init and the runner in its /proc)."""
-    from kit.host import sandbox
+    from kit.host import sandbox, sandbox_check
     from kit.mnn import runner as mrunner
 
     task = tasks["fx_exp"]
@@ -364,8 +364,8 @@ def test_the_runner_lists_proc_when_told_it_runs_in_a_pid_namespace(engine: Engi
     assert "not the sandbox's init" in told.stderr
     plain, _, _ = run_model(engine, task, model, 0, "_nopidns")
     assert plain.ok, plain.output
-    if sandbox.bwrap_works():
-        pytest.skip(f"the sandboxed half needs bubblewrap: {sandbox.bwrap_works()}")
+    if sandbox_check.bwrap_works():
+        pytest.skip(f"the sandboxed half needs bubblewrap: {sandbox_check.bwrap_works()}")
     settings = mrunner.RunSettings(warmup=1, iterations=4, op_types=tuple(task.mnn_op_types), timeout_s=60,
                                    policy=sandbox.Policy(enabled=True))
     res = mrunner.run_model(engine.runner, model, make_inputs(task, 0), ["y"], engine.build, settings=settings,

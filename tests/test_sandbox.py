@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from kit.host import proc, sandbox
+from kit.host import proc, sandbox, sandbox_check
 from kit.results.records import ErrorKind, Status
 from kit.stages.verify import process_failure
 
-BWRAP = pytest.mark.skipif(bool(sandbox.bwrap_works()), reason=f"bubblewrap does not work here: {sandbox.bwrap_works()}")
+BWRAP = pytest.mark.skipif(bool(sandbox_check.bwrap_works()), reason=f"bubblewrap does not work here: {sandbox_check.bwrap_works()}")
 
 
 def _confined(tmp_path: Path, limits: sandbox.Limits | None = None, **kw) -> sandbox.Confinement:
@@ -105,19 +105,19 @@ def test_a_crash_inside_the_sandbox_reads_as_its_signal(tmp_path):
 
 
 def test_modes_where_bubblewrap_is_missing(monkeypatch, caplog):
-    assert sandbox.resolve("none") is False
+    assert sandbox_check.resolve("none") is False
     monkeypatch.setattr(sandbox, "bwrap_path", lambda: None)
-    sandbox.bwrap_works.cache_clear()
-    sandbox._warn_once.cache_clear()
+    sandbox_check.bwrap_works.cache_clear()
+    sandbox_check._warn_once.cache_clear()
     try:
         with pytest.raises(sandbox.SandboxError, match="not installed"):
-            sandbox.resolve("bwrap")
+            sandbox_check.resolve("bwrap")
         with caplog.at_level("WARNING", logger="kit"):
-            assert sandbox.resolve("auto") is False
+            assert sandbox_check.resolve("auto") is False
         assert "without filesystem, network and PID isolation" in caplog.text
     finally:
-        sandbox.bwrap_works.cache_clear()
-        sandbox._warn_once.cache_clear()
+        sandbox_check.bwrap_works.cache_clear()
+        sandbox_check._warn_once.cache_clear()
 
 
 def test_process_limit_is_an_rlimit_for_users_and_a_pids_cgroup_for_root():

@@ -180,11 +180,11 @@ def test_a_setup_refused_before_any_build_exits_2_without_a_traceback(breakage, 
                                                                       monkeypatch, capsys):
     """Setup errors that are the user's to fix (no bubblewrap with sandbox.mode = "bwrap", a cache folder that
     cannot be written): the one line, exit 2, each job one harness_error record (were a traceback, exit 1)."""
-    from kit.host import sandbox
+    from kit.host import sandbox, sandbox_check
 
     if breakage == "no_bwrap":
         monkeypatch.setattr(sandbox, "bwrap_path", lambda: None)
-        sandbox.bwrap_works.cache_clear()
+        sandbox_check.bwrap_works.cache_clear()
     else:
         (tmp_path / "cache").write_text("a file where the kit's cache folder should be")
     path = tmp_path / "cfg.toml"
@@ -194,7 +194,7 @@ def test_a_setup_refused_before_any_build_exits_2_without_a_traceback(breakage, 
     try:
         assert main(["eval", "--config", str(path)]) == 2
     finally:
-        sandbox.bwrap_works.cache_clear()
+        sandbox_check.bwrap_works.cache_clear()
     err = capsys.readouterr().err
     assert any(line.startswith(says) for line in err.splitlines()) and "Traceback" not in err, err
     records = read_records(load_config(path).run.dir, dedupe=False)

@@ -91,6 +91,7 @@ def _replay(adb: Path, steps: list[tuple[list[str], bytes]], tmp: Path) -> float
             shutil.rmtree(argv[-1], ignore_errors=True)
     t0 = time.monotonic()
     for argv, stdin in steps:
+        # the floor the kit is compared with: the same adb calls without the kit's runner (its sessions, limits)
         res = subprocess.run([str(adb), *argv], input=stdin, capture_output=True, timeout=600)
         if res.returncode != 0:
             raise SystemExit(f"raw step {argv[2:4]} failed: {res.stderr.decode(errors='replace')[-300:]}")

@@ -27,7 +27,6 @@ import functools
 import logging
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Iterable
@@ -232,43 +231,6 @@ def user_processes(uid: int | None = None) -> int:
 
 def bwrap_path() -> str | None:
     return shutil.which("bwrap")
-
-
-@functools.cache
-def bwrap_works() -> str:
-    """"" when bubblewrap runs a command in the kit's sandbox here, else why not (cached per process)."""
-    exe = bwrap_path()
-    if exe is None:
-        return "bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)"
-    try:
-        res = subprocess.run([exe, *_bwrap_args(View()), "--", "/usr/bin/true"], capture_output=True, timeout=30)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"bwrap failed to start: {exc}"
-    if res.returncode != 0:
-        return f"bwrap cannot sandbox here (exit {res.returncode}): {res.stderr.decode(errors='replace').strip()[:300]}"
-    return ""
-
-
-def resolve(mode: str) -> bool:
-    """Whether commands are sandboxed in ``mode`` (``bwrap``, ``auto``, ``none``).
-
-    Raises:
-        SandboxError: ``bwrap`` and bubblewrap does not work here."""
-    if mode == "none":
-        return False
-    why = bwrap_works()
-    if not why:
-        return True
-    if mode == "bwrap":
-        raise SandboxError(f"sandbox.mode = \"bwrap\": {why}")
-    _warn_once(why)
-    return False
-
-
-@functools.cache
-def _warn_once(why: str) -> None:
-    log.warning("sandbox.mode = \"auto\": %s; candidate code runs without filesystem, network and PID isolation "
-                "(rlimits only). Every record says so (sandboxed = false)", why)
 
 
 def _bwrap_args(view: View) -> list[str]:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kit.host import proc
 from kit.host.machine import normalize_arch
 from kit.host.proc import containermode as pcontainer
 from kit.images.common import LOCK_PATH, ImageError
@@ -216,9 +217,8 @@ def start_worker_container(
             raise
         raise ImageError(f"starting the worker container from {image.image}: {exc}") from None
     c.close()
-    reaper = subprocess.Popen([sys.executable, "-I", str(pcontainer.BRIDGE), "reap", docker_host, str(os.getpid()),
-                               ct.id, vol], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
+    reaper = proc.detach([sys.executable, "-I", str(pcontainer.BRIDGE), "reap", docker_host, str(os.getpid()), ct.id,
+                          vol])
     return WorkerContainer(ct.id, vol, image, docker_host, time.monotonic() - t0, reaper)
 
 

@@ -15,7 +15,7 @@ from kit.baselines.book import Book
 from kit.baselines.key import RunnerSettings
 from kit.devices.session import DeviceSession
 from kit.host import machine as hostinfo
-from kit.host import sandbox
+from kit.host import sandbox, sandbox_check
 from kit.host.target import Target
 from kit.mnn import build as mbuild
 from kit.mnn import toolchain
@@ -119,7 +119,7 @@ def policies(cfg: EvalConfig) -> tuple[sandbox.Policy, sandbox.Policy]:
     ``verify.memory_limit_mb`` (set apart, as ``RunSettings.memory_limit_bytes``) and ``run_cpu_s``; both
     ``file_mb``, ``open_files`` and ``processes``."""
     s = cfg.sandbox
-    enabled = sandbox.resolve(s.mode) if cfg.container.mode == "host" else _container_sandbox(s.mode)
+    enabled = sandbox_check.resolve(s.mode) if cfg.container.mode == "host" else _container_sandbox(s.mode)
     common = dict(file_bytes=s.file_mb << 20, open_files=s.open_files, processes=s.processes)
     build = sandbox.Policy(enabled, sandbox.Limits(memory_bytes=s.build_memory_mb << 20, **common), s.tmp_mb << 20)
     run = sandbox.Policy(enabled, sandbox.Limits(cpu_s=s.run_cpu_s, **common), s.tmp_mb << 20)

@@ -20,9 +20,25 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-from kit.settings.config import MnnSection
 from kit.suite.tasks import sha256_file
+
+
+class SourcePin(Protocol):
+    """What :func:`ensure_pristine` reads of the pinned tree (the ``[mnn]`` section,
+    :class:`kit.settings.sections.MnnSection`, is one): the engine, the MNN version and its tree's digest, where the
+    tree is (``source_dir``; None: download ``tarball_url``, checked against ``tarball_sha256``), whether to check the
+    tree (``check_tree``) and the cache it is copied into (``cache_dir``)."""
+
+    engine: str
+    version: str
+    source_dir: Path | None
+    tarball_url: str
+    tarball_sha256: str | None
+    tree_sha256: str
+    check_tree: bool
+    cache_dir: Path
 
 #: top-level folders left out of the digest (demo apps; three iOS assets are missing from some mirrors)
 DIGEST_EXCLUDE = ("apps", ".git")
@@ -145,7 +161,7 @@ def _unpack(tarball: Path, dest: Path) -> None:
         tf.extractall(dest, members=[m for m in members if m.name and not m.name.startswith("/")], filter="data")
 
 
-def ensure_pristine(mnn: MnnSection) -> Pristine:
+def ensure_pristine(mnn: SourcePin) -> Pristine:
     """Return the verified pristine copy of the tree ``mnn`` (the config's ``[mnn]``) names, creating it on
     first use.
 
@@ -168,7 +184,7 @@ def ensure_pristine(mnn: MnnSection) -> Pristine:
         return _ensure_pristine_locked(mnn, trees)
 
 
-def _ensure_pristine_locked(m: MnnSection, trees: Path) -> Pristine:
+def _ensure_pristine_locked(m: SourcePin, trees: Path) -> Pristine:
     check = m.check_tree and m.engine == "mnn"
 
     if m.source_dir is not None:

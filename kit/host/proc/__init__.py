@@ -33,7 +33,7 @@ from __future__ import annotations
 # pipes imports sessions and pause; command imports all of them.  What is re-exported here is bound once:
 # to change a constant or a module's state (a test's monkeypatch), set it on the module that defines it
 # (e.g. kit.host.proc.pipes.PIPE_GRACE_S, kit.host.proc.spawn._track_dir), not here.
-from kit.host.proc.command import Waiting, run, start
+from kit.host.proc.command import Waiting, detach, run, start
 from kit.host.proc.containermode import ContainerTarget, command_pid
 from kit.host.proc.containermode import current as current_container
 from kit.host.proc.containermode import use as use_container
@@ -67,6 +67,7 @@ __all__ = [
     "RunSpec",
     "Waiting",
     "base_env",
+    "detach",
     "current_container",
     "kill_pipe_holders",
     "kill_session",

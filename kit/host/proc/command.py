@@ -4,13 +4,15 @@ rendezvous as a :class:`Waiting` until :meth:`Waiting.go`."""
 from __future__ import annotations
 
 import os
+import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from kit.host.proc.pause import _await_pausable, _current_hook
 from kit.host.proc.pipes import _kill_group, _Pipes
+from kit.host.proc.reaper import MARK_VAR
 from kit.host.proc.result import ProcResult
 from kit.host.proc.sessions import kill_session
 from kit.host.proc.spawn import Spawned, _spawn
@@ -187,3 +189,16 @@ def start(
     if pipes.exited_at is not None or timed_out:
         pipes.drain()
     return waiting._end(time.monotonic() - t0, timed_out, paused)
+
+
+def detach(argv: Sequence[str | os.PathLike[str]], env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start ``argv`` as a helper that lives on its own (a reaper that outlives its caller on purpose): a session
+    of its own, no parent-death signal, no session mark (the run's reaper leaves it alone), stdin, stdout and
+    stderr on /dev/null, ``env`` or this process's environment.  Nothing waits for it; the caller keeps the Popen
+    to kill it when it is no longer needed.
+
+    Raises:
+        FileNotFoundError: the program does not exist."""
+    environment = {k: v for k, v in (env if env is not None else os.environ).items() if k != MARK_VAR}
+    return subprocess.Popen([os.fspath(a) for a in argv], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True, env=environment)
