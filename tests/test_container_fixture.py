@@ -58,7 +58,8 @@ def lock_of(tmp_path_factory, kit_image):
 def box(tmp_path, kit_image, lock_of):
     check = icontainer.check_image(kit_image, lock_file=lock_of)
     wc = icontainer.start_worker_container(image=check, cache_dir=tmp_path / "cache", ro_paths=[],
-                                           run="proc-test", worker="w0", cpus=1, memory_mb=512, pids=256)
+                                           run="proc-test", worker="w0",
+                                           limits=icontainer.ContainerLimits(cpus=1, memory_mb=512, pids=256))
     wc.activate()
     yield wc
     wc.remove()

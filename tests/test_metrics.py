@@ -176,8 +176,8 @@ def test_per_split_uses_task_table():
 
 
 def test_bootstrap_ci_seeded_and_bracketing():
-    a1 = metrics.summary(RECORDS, TASKS, n_boot=500, seed=7).filter(pl.col("method") == "A")
-    a2 = metrics.summary(RECORDS, TASKS, n_boot=500, seed=7).filter(pl.col("method") == "A")
+    a1 = metrics.summary(RECORDS, TASKS, boot=metrics.Bootstrap(500, 7)).filter(pl.col("method") == "A")
+    a2 = metrics.summary(RECORDS, TASKS, boot=metrics.Bootstrap(500, 7)).filter(pl.col("method") == "A")
     assert a1.equals(a2)
     r = a1.row(0, named=True)
     for c in ("csr", "fcr", "fast_0", "fast_1.0", "fast_2.0"):
@@ -230,7 +230,7 @@ def test_a_speedup_that_is_not_a_positive_finite_ratio_is_not_scored(bad):
     recs = records_frame([rec("A", "t1", 0, S.OK, speedup=1.0, ci_low=1.0), rec("A", "t2", 0, S.OK, speedup=2.0, ci_low=1.5)])
     first = pl.int_range(pl.len()) == 0
     recs = recs.with_columns(pl.when(first).then(bad).otherwise(pl.col(c)).alias(c) for c in ("speedup", "speedup_ci_low"))
-    row = metrics.summary(recs, TASKS, ps=[0.0, 1.0], n_boot=10).row(0, named=True)
+    row = metrics.summary(recs, TASKS, ps=[0.0, 1.0], boot=metrics.Bootstrap(n=10)).row(0, named=True)
     assert row["n_correct"] == 2 and row["n_with_speedup"] == 1
     assert row["fast_0"] == pytest.approx(1 / 6) and row["fast_sig_1.0"] == pytest.approx(1 / 6)
     assert row["geomean_speedup"] == pytest.approx(2.0)
@@ -269,7 +269,7 @@ def test_harness_errors_are_failed_samples_counted_and_a_task_with_only_them_is_
         rec("H", "t2", 1, S.OK, speedup=1.5, ci_low=1.2),
         rec("H", "t3", 0, S.WORKER_LOST, kind=ErrorKind.INTERNAL),  # not a harness error: the candidate's
     ])
-    h = metrics.summary(recs, TASKS, ks=(1, 2), n_boot=10).row(0, named=True)
+    h = metrics.summary(recs, TASKS, ks=(1, 2), boot=metrics.Bootstrap(n=10)).row(0, named=True)
     assert h["n_harness_errors"] == 3
     assert h["harness_error_tasks"] == ["t1"]
     # missing: t4, t5, t6 without records and t1 with only harness errors; t3 has its worker_lost record
@@ -292,7 +292,7 @@ def test_timing_failed_is_correct_but_never_fast_whatever_its_fields():
         rec("A", "t1", 0, S.TIMING_FAILED, speedup=3.0, ci_low=2.8, kind=ErrorKind.WORKER_LOST),
         rec("A", "t2", 0, S.OK, speedup=2.0, ci_low=1.8),
     ])
-    a = metrics.summary(recs, TASKS, n_boot=10).row(0, named=True)
+    a = metrics.summary(recs, TASKS, boot=metrics.Bootstrap(n=10)).row(0, named=True)
     assert a["csr"] == a["fcr"] == pytest.approx(2 / 6)
     assert a["n_with_speedup"] == 1
     for p in ("0", "0.5", "1.0", "1.5"):
@@ -325,14 +325,14 @@ def test_a_crash_of_the_candidates_timing_runs_is_not_correct_one_of_the_native_
     assert verdict("candidate", returncode=3).status == S.RUNTIME_CRASH
     recs = records_frame([rec("A", "t1", 0, crash.status, kind=crash.kind),
                           rec("A", "t2", 0, native.status, kind=native.kind)])
-    a = metrics.summary(recs, TASKS, n_boot=10).row(0, named=True)
+    a = metrics.summary(recs, TASKS, boot=metrics.Bootstrap(n=10)).row(0, named=True)
     assert a["csr"] == pytest.approx(2 / 6)
     assert a["fcr"] == pytest.approx(1 / 6)  # t2 only: the candidate's own crash is not correct
 
 
 def test_a_method_whose_records_all_fall_outside_the_tasks_still_appears_with_zeros():
     recs = pl.concat([RECORDS, records_frame([rec("C", "t_train", 0, S.OK, speedup=5.0, ci_low=4.0)])])
-    df = metrics.summary(recs, TASKS, n_boot=10)
+    df = metrics.summary(recs, TASKS, boot=metrics.Bootstrap(n=10))
     c = df.filter(pl.col("method") == "C").row(0, named=True)
     assert (c["n_tasks"], c["n_missing"], c["csr"], c["fcr"], c["fast_0"]) == (6, 6, 0.0, 0.0, 0.0)
     assert c["geomean_speedup"] is None and c["pass@1"] == 0.0
@@ -349,7 +349,7 @@ def test_untimeable_and_implausible_speedups_are_not_scored():
         rec("A", "t3", 1, S.OK, speedup=1.2, ci_low=1.1),
         flagged("A", "t4", 0, 1.4, codes=("other_code",)),  # a flag of another code: scored
     ])
-    a = metrics.summary(recs, TASKS, n_boot=10).row(0, named=True)
+    a = metrics.summary(recs, TASKS, boot=metrics.Bootstrap(n=10)).row(0, named=True)
     assert a["fcr"] == pytest.approx(4 / 6)
     assert (a["n_with_speedup"], a["n_untimeable"], a["n_implausible"]) == (2, 1, 1)  # t3, t4; t1; t2
     assert a["untimeable_tasks"] == ["t1"]
@@ -365,7 +365,7 @@ def test_records_without_the_new_fields_read_them_as_not_set():
     recs = records_frame([rec("A", "t1", 0, S.OK, speedup=1.3, ci_low=1.1)])
     for old in (recs.with_columns(pl.lit(None, dtype=recs.schema[c]).alias(c) for c in ("flags", "timing_untimeable")),
                 recs.drop("flags", "timing_untimeable")):
-        a = metrics.summary(old, TASKS, n_boot=10).row(0, named=True)
+        a = metrics.summary(old, TASKS, boot=metrics.Bootstrap(n=10)).row(0, named=True)
         assert a["fast_1.0"] == pytest.approx(1 / 6) and (a["n_untimeable"], a["n_implausible"]) == (0, 0)
 
 
@@ -377,8 +377,8 @@ def test_fast_sig_beyond_the_noise_band_of_each_task():
         rec("A", "t4", 0, S.OK, speedup=1.1, ci_low=1.01),  # no noise figure: the CI rule alone
     ])
     noise = {"t1": math.log(1.2), "t2": math.log(1.2), "t3": math.log(1.2), "t5": None}
-    plain = metrics.summary(recs, TASKS, ps=[0.0, 1.0], n_boot=10).row(0, named=True)
-    sig = metrics.summary(recs, TASKS, ps=[0.0, 1.0], n_boot=10, noise=noise).row(0, named=True)
+    plain = metrics.summary(recs, TASKS, ps=[0.0, 1.0], boot=metrics.Bootstrap(n=10)).row(0, named=True)
+    sig = metrics.summary(recs, TASKS, ps=[0.0, 1.0], boot=metrics.Bootstrap(n=10), noise=noise).row(0, named=True)
     assert plain["fast_sig_1.0"] == pytest.approx(3 / 6)  # t1, t2, t4: CI low above 1
     assert sig["fast_sig_1.0"] == pytest.approx(2 / 6)  # t1's 1.15 is not beyond 1.0 * 1.2
     assert sig["fast_sig_0"] == plain["fast_sig_0"] == pytest.approx(4 / 6)  # p = 0: 0 * 1.2 = 0

@@ -146,7 +146,7 @@ def test_single_run_report(two_runs, tmp_path):
     # JSON numbers equal metrics.summary on the same records
     data = json.loads(paths.json.read_text())
     recs = report.load_records(a)
-    expected = metrics.summary(recs, TASKS, ps=(0.0, 0.5, 1.0, 1.5, 2.0), n_boot=200, seed=3)
+    expected = metrics.summary(recs, TASKS, ps=(0.0, 0.5, 1.0, 1.5, 2.0), boot=metrics.Bootstrap(200, 3))
     got = {r["method"]: r for r in data["summary"]}
     assert set(got) == {"llm_x", "llm_y", "native"}
     for row in expected.iter_rows(named=True):
@@ -199,7 +199,7 @@ def test_two_runs_side_by_side(two_runs, tmp_path):
     systems = {r["system"] for r in data["summary"]}
     assert systems == {"run_a/llm_x", "run_a/llm_y", "run_a/native", "run_b/llm_x"}
     # each run's rows equal that run's own metrics
-    b_only = metrics.summary(report.load_records(b), TASKS, n_boot=100)
+    b_only = metrics.summary(report.load_records(b), TASKS, boot=metrics.Bootstrap(n=100))
     bx = next(r for r in data["summary"] if r["system"] == "run_b/llm_x")
     assert bx["fcr"] == pytest.approx(b_only["fcr"][0])
     assert [r["label"] for r in data["runs"]] == ["run_a", "run_b"]
@@ -242,7 +242,7 @@ def test_each_run_is_scored_over_the_tasks_its_eval_selected(tmp_path):
     _selected_run(b, 6, ("test", ["binary_0"]))
     data = json.loads(report.build_report([a], tmp_path / "ra", TASKS, n_boot=50).json.read_text())
     row = data["summary"][0]
-    expected = metrics.summary(report.load_records(a), TASKS.filter(pl.col("task_id").is_in(ids)), n_boot=50)
+    expected = metrics.summary(report.load_records(a), TASKS.filter(pl.col("task_id").is_in(ids)), boot=metrics.Bootstrap(n=50))
     assert row["n_tasks"] == 4 and row["fcr"] == pytest.approx(expected["fcr"][0])
     assert row["csr"] == pytest.approx(expected["csr"][0])
     md = (tmp_path / "ra" / "report.md").read_text()
@@ -316,7 +316,7 @@ def test_report_applies_the_scoring_rules_and_lists_what_is_not_scored(tmp_path)
     assert (got["ghost"]["n_tasks"], got["ghost"]["n_missing"], got["ghost"]["fcr"]) == (6, 6, 0.0)
     x = got["llm_x"]
     expected = metrics.summary(report.load_records(tmp_path / "run"), TASKS.filter(pl.col("task_id").is_in(ids)),
-                               n_boot=50, noise=noise).filter(pl.col("method") == "llm_x").row(0, named=True)
+                               boot=metrics.Bootstrap(n=50), noise=noise).filter(pl.col("method") == "llm_x").row(0, named=True)
     for col in ("fcr", "fast_0", "fast_1.0", "fast_sig_1.0", "geomean_speedup", "n_untimeable", "n_implausible",
                 "n_harness_errors", "n_missing", "harness_error_tasks", "untimeable_tasks"):
         assert x[col] == pytest.approx(expected[col]) if isinstance(x[col], float) else x[col] == expected[col], col

@@ -203,8 +203,8 @@ def _same_records_and_metrics(r: Ref, run_dir: Path, stdout: str) -> pl.DataFram
     # 1.14x, fx_transpose at 0.95x and 0.97x, fx_argmax at 0.14x and 0.26x, i.e. within timing noise of
     # p = 1.0 (and not far from 0.5): fast_1.0 came out 25 % in some runs of this config and 50 % in another,
     # so comparing it (or geomean) would compare timing noise, not the fault handling.
-    s_got = metrics.summary(got, r.tasks, by=("method",), n_boot=100)
-    s_want = metrics.summary(want, r.tasks, by=("method",), n_boot=100)
+    s_got = metrics.summary(got, r.tasks, by=("method",), boot=metrics.Bootstrap(n=100))
+    s_want = metrics.summary(want, r.tasks, by=("method",), boot=metrics.Bootstrap(n=100))
     assert s_got["method"].to_list() == s_want["method"].to_list() == ["sample"]
     assert s_got.select(STABLE_METRICS).to_dicts() == s_want.select(STABLE_METRICS).to_dicts()
     n = len(r.tasks)

@@ -71,7 +71,7 @@ class VerdictExecutor:
 
 def _summary(cfg: EvalConfig) -> dict:
     tasks = load_suite(cfg.tasks.dir, "all")
-    return metrics.summary(read_records(cfg.run.dir), tasks, n_boot=10).row(0, named=True)
+    return metrics.summary(read_records(cfg.run.dir), tasks, boot=metrics.Bootstrap(n=10)).row(0, named=True)
 
 
 def _report_totals(report_dir) -> dict:

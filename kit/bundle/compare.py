@@ -116,15 +116,18 @@ def compare(bundle: pl.DataFrame, reproduced: pl.DataFrame, tasks: pl.DataFrame,
     status_a = {k[:3]: k[3] for k in bundle.select(*KEY, "status").iter_rows()}
     status_b = {k[:3]: k[3] for k in reproduced.select(*KEY, "status").iter_rows()}
     for key in sorted(set(status_a) | set(status_b)):
-        out.candidates.append(_candidate(key, status_a.get(key), status_b.get(key), sa.get(key), sb.get(key),
-                                         noise.get(key[1]), same_hardware, out.differences))
+        out.candidates.append(_candidate(out, key, (status_a.get(key), status_b.get(key)), (sa.get(key), sb.get(key)),
+                                         noise.get(key[1])))
     flips = _task_rows(out, bundle, reproduced, tasks, ps, noise)
     _metric_rows(out, bundle, reproduced, tasks, ps, noise, flips)
     return out
 
 
-def _candidate(key: tuple[str, str, str], a: str | None, b: str | None, sa: Speedup | None, sb: Speedup | None,
-               noise_log: float | None, same_hw: bool, differences: list[str]) -> dict[str, Any]:
+def _candidate(cmp: BundleComparison, key: tuple[str, str, str], statuses: tuple[str | None, str | None],
+               speedups: tuple[Speedup | None, Speedup | None], noise_log: float | None) -> dict[str, Any]:
+    """The row of one candidate ``key`` (method, task, sample) from its (bundle, reproduced) ``statuses`` and usable
+    ``speedups``; a real difference goes to ``cmp.differences``."""
+    (a, b), (sa, sb), same_hw, differences = statuses, speedups, cmp.same_hardware, cmp.differences
     name = "/".join(key)
     (ca, ra), (cb, rb) = _outcomes(a), _outcomes(b)
     row = {"method": key[0], "task_id": key[1], "sample_id": key[2], "bundle_status": a, "reproduced_status": b,
@@ -193,7 +196,7 @@ def _task_rows(out: BundleComparison, a: pl.DataFrame, b: pl.DataFrame, tasks: p
 
 def _metric_rows(out: BundleComparison, a: pl.DataFrame, b: pl.DataFrame, tasks: pl.DataFrame, ps: list[float],
                  noise: dict[str, float], flips: dict[tuple[str, float], list[tuple[str, str]]]) -> None:
-    sa, sb = ({r["method"]: r for r in metrics.summary(x, tasks, ps=ps, n_boot=1, noise=noise or None).iter_rows(
+    sa, sb = ({r["method"]: r for r in metrics.summary(x, tasks, ps=ps, boot=metrics.Bootstrap(n=1), noise=noise or None).iter_rows(
         named=True)} for x in (a, b))
     for method in sorted(set(sa) | set(sb)):
         for metric in ("csr", "fcr", *(metrics.fast_col(p) for p in ps)):

@@ -47,7 +47,7 @@ def compute(records: pl.DataFrame, tasks: pl.DataFrame, noise: dict[str, float] 
             ps: list[float]) -> list[dict[str, Any]]:
     """One JSON-able row per method: every column of :func:`kit.score.metrics.summary` (rates as fractions in
     [0, 1], counts, CIs, ``geomean_speedup``, task lists); NaN written as null."""
-    df = metrics.summary(records, tasks, ps=ps, by=("method",), n_boot=N_BOOT, seed=SEED, noise=noise)
+    df = metrics.summary(records, tasks, ps=ps, by=("method",), boot=metrics.Bootstrap(N_BOOT, SEED), noise=noise)
     return [{k: _plain(v) for k, v in row.items()} for row in df.iter_rows(named=True)]
 
 

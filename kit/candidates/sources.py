@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from kit.candidates.allowlist import Reject, candidate_from_response, files_rejection, make_candidate
@@ -120,16 +121,29 @@ def _load_dir(
     return out, unknown
 
 
+@dataclass
+class _Reading:
+    """One JSONL source being read: what a line is checked against and what the lines gave so far (candidates
+    and rejections in ``out``, task ids no task has in ``unknown``)."""
+
+    source: CandidateSource
+    tasks: Mapping[str, Task]
+    max_file_bytes: int
+    ignore_ids: frozenset[str]
+    out: list[CandidateOrRejection] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+
+
 def _load_jsonl(
     source: CandidateSource, tasks: Mapping[str, Task], max_file_bytes: int, ignore_ids: frozenset[str]
 ) -> tuple[list[CandidateOrRejection], list[str]]:
-    out: list[CandidateOrRejection] = []
-    unknown: list[str] = []
+    reading = _Reading(source, tasks, max_file_bytes, ignore_ids)
+    out, unknown = reading.out, reading.unknown
     errors: list[str] = []
     raw = source.path.read_bytes()
     for lineno, line_bytes in enumerate(raw.split(b"\n"), start=1):
         try:
-            _jsonl_line(source, tasks, max_file_bytes, ignore_ids, lineno, line_bytes, out, unknown)
+            _jsonl_line(reading, lineno, line_bytes)
         except CandidateSourceError as exc:  # report every bad line at once, not one per run
             errors.append(str(exc))
     if errors:
@@ -140,11 +154,12 @@ def _load_jsonl(
     return out, unknown
 
 
-def _jsonl_line(
-    source: CandidateSource, tasks: Mapping[str, Task], max_file_bytes: int, ignore_ids: frozenset[str],
-    lineno: int, line_bytes: bytes, out: list[CandidateOrRejection], unknown: list[str],
-) -> None:
-    """Parse one JSONL line into ``out`` (a candidate or a rejection); raise for a malformed line."""
+def _jsonl_line(reading: _Reading, lineno: int, line_bytes: bytes) -> None:
+    """Parse line ``lineno`` of ``reading``'s source into its ``out`` (a candidate or a rejection); raise for a
+    malformed line."""
+    r = reading
+    source, tasks, max_file_bytes, ignore_ids, out, unknown = (r.source, r.tasks, r.max_file_bytes, r.ignore_ids,
+                                                                r.out, r.unknown)
     where = f"{source.path}:{lineno}"
     # invalid UTF-8 bytes survive as lone surrogates and are caught by the content checks
     line = line_bytes.decode("utf-8", "surrogateescape").strip()

@@ -24,6 +24,7 @@ from kit.images.common import (
 from kit.images.docker import (
     ContainerRun,
     ImageBuild,
+    KitImageOptions,
     build_context,
     build_image,
     build_kit_image,
@@ -77,6 +78,7 @@ __all__ = [
     "ContainerRun",
     "build_context",
     "build_image",
+    "KitImageOptions",
     "build_kit_image",
     "canonical_name",
     "check_probe",

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from kit.host.machine import normalize_arch
 from kit.images.common import ARCHES, DOCKERFILE, LOCK_PATH, ImageError
-from kit.images.docker import build_context, build_kit_image, image_info, run
+from kit.images.docker import KitImageOptions, build_context, build_kit_image, image_info, run
 from kit.images.lock import BaseSection, LocalBase, Lock, MnnPin, PythonPin, load_lock, write_lock
 from kit.images.probe import check_probe, probe_image
 from kit.images.requirements import freeze_requirements, read_requirements, write_requirements
@@ -66,17 +66,9 @@ def _cmd_base(args: argparse.Namespace) -> int:
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    res = build_kit_image(
-        args.arch,
-        args.tag,
-        args.mnn_dir,
-        args.skip_mnn_build,
-        args.base,
-        args.jobs,
-        args.lock,
-        echo=not args.quiet,
-        ca_cert=args.ca_cert,
-    )
+    options = KitImageOptions(tag=args.tag, mnn_dir=args.mnn_dir, skip_mnn_build=args.skip_mnn_build, base=args.base,
+                              jobs=args.jobs, ca_cert=args.ca_cert)
+    res = build_kit_image(args.arch, options, args.lock, echo=not args.quiet)
     print(f"built {res.tag} {res.image_id}")
     return 0
 

@@ -172,16 +172,30 @@ def _mounts(cache_dir: Path, ro_paths: list[Path]) -> dict[str, dict[str, str]]:
     return out
 
 
+@dataclass(frozen=True)
+class ContainerLimits:
+    """What a worker's container may use: ``cpus`` (CPU time, in cores), ``memory_mb`` (memory and swap),
+    ``pids`` (processes), ``tmp_mb`` (each tmpfs: /tmp and HOME), and ``start_timeout_s`` (seconds to start)."""
+
+    cpus: float = 2.0
+    memory_mb: int = 8192
+    pids: int = 4096
+    tmp_mb: int = 1024
+    start_timeout_s: float = 900.0
+
+
 def start_worker_container(
     *, image: ImageCheck, cache_dir: Path, ro_paths: list[Path], run: str, worker: str, docker_host: str = "",
-    cpus: float = 2.0, memory_mb: int = 8192, pids: int = 4096, tmp_mb: int = 1024, start_timeout_s: float = 900.0,
+    limits: ContainerLimits = ContainerLimits(),
 ) -> WorkerContainer:
     """Start the worker's container (see the module docstring), wait until it runs, check that the daemon's
     processes are this host's (the bridge signals them from here), and start its reaper.
 
     Raises:
-        ImageError: the daemon refuses, the container does not start within ``start_timeout_s`` seconds, or the
-            daemon runs on another host."""
+        ImageError: the daemon refuses, the container does not start within ``limits.start_timeout_s`` seconds,
+            or the daemon runs on another host."""
+    cpus, memory_mb, pids, tmp_mb = limits.cpus, limits.memory_mb, limits.pids, limits.tmp_mb
+    start_timeout_s = limits.start_timeout_s
     cache_dir = Path(os.path.abspath(cache_dir))
     cache_dir.mkdir(parents=True, exist_ok=True)
     # the bridge and the reaper run with the commands' environment, which has no DOCKER_HOST: pass it on

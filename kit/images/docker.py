@@ -215,18 +215,24 @@ def kit_buildargs(
     }
 
 
+@dataclass(frozen=True)
+class KitImageOptions:
+    """How the kit image is built: its ``tag`` (None: the lock's, else ``mkb-kit:<arch>``), the MNN tree to put
+    in (``mnn_dir``; None: downloaded at build time) and whether to build it in the image (``skip_mnn_build``),
+    the ``base`` image (None: the lock's), ninja's ``jobs``, and a CA certificate for pip and apt (``ca_cert``)."""
+
+    tag: str | None = None
+    mnn_dir: Path | None = None
+    skip_mnn_build: bool = False
+    base: str | None = None
+    jobs: int = 2
+    ca_cert: Path | None = None
+
+
 def build_kit_image(
-    arch: str,
-    tag: str | None = None,
-    mnn_dir: Path | None = None,
-    skip_mnn_build: bool = False,
-    base: str | None = None,
-    jobs: int = 2,
-    lock_path: Path = LOCK_PATH,
-    echo: bool = True,
-    ca_cert: Path | None = None,
+    arch: str, options: KitImageOptions = KitImageOptions(), lock_path: Path = LOCK_PATH, echo: bool = True,
 ) -> ImageBuild:
-    """Build the kit image for ``arch`` (``amd64``/``arm64``) and record its id in the lock.
+    """Build the kit image for ``arch`` (``amd64``/``arm64``) as ``options`` say and record its id in the lock.
 
     Needs network for pip (and apt, and MNN unless ``mnn_dir`` is given).
 
@@ -235,11 +241,12 @@ def build_kit_image(
     """
     if arch not in ARCHES:
         raise ImageError(f"--arch must be one of {list(ARCHES)}, got {arch!r}")
-    lock = load_lock(lock_path)
-    tag = tag or lock.image.get(arch, ImagePin(tag=f"mkb-kit:{arch}")).tag
-    args = kit_buildargs(lock, arch, base, skip_mnn_build, "context" if mnn_dir else "download", jobs)
+    o, lock = options, load_lock(lock_path)
+    mnn_dir, skip_mnn_build = o.mnn_dir, o.skip_mnn_build
+    tag = o.tag or lock.image.get(arch, ImagePin(tag=f"mkb-kit:{arch}")).tag
+    args = kit_buildargs(lock, arch, o.base, skip_mnn_build, "context" if mnn_dir else "download", o.jobs)
     with tempfile.TemporaryDirectory(prefix="mkb-image-") as tmp:
-        ctx = build_context(Path(tmp) / "context.tar", mnn_dir, ca_cert=ca_cert)
+        ctx = build_context(Path(tmp) / "context.tar", mnn_dir, ca_cert=o.ca_cert)
         res = build_image(ctx, tag, buildargs=args, arch=arch, echo=echo)
     image = dict(lock.image)
     image[arch] = ImagePin(tag=tag, id=res.image_id, skip_mnn_build=skip_mnn_build)
@@ -260,9 +267,6 @@ def run(
     command: Sequence[str] | None = None,
     entrypoint: Sequence[str] | None = None,
     network: str = "none",
-    volumes: Mapping[str, Mapping[str, str]] | None = None,
-    environment: Mapping[str, str] | None = None,
-    mem_limit: str | None = None,
     timeout_s: float = 600.0,
 ) -> ContainerRun:
     """Run ``image`` once (network ``none`` by default) and remove the container.
@@ -283,9 +287,6 @@ def run(
             command=list(command) if command is not None else None,
             entrypoint=list(entrypoint) if entrypoint is not None else None,
             network_mode=network,
-            volumes=dict(volumes or {}),
-            environment=dict(environment or {}),
-            mem_limit=mem_limit,
             detach=True,
         )
         try:

@@ -350,8 +350,8 @@ def start_container(cfg: EvalConfig, name: str) -> icontainer.WorkerContainer | 
     ro += [s.path if s.path.is_dir() else s.path.parent for s in cfg.candidates.sources]
     box = icontainer.start_worker_container(
         image=check, cache_dir=cfg.mnn.cache_dir, ro_paths=ro, run=cfg.run.dir.name, worker=name,
-        docker_host=c.docker_host, cpus=c.cpus, memory_mb=c.memory_mb, pids=c.pids, tmp_mb=c.tmp_mb,
-        start_timeout_s=c.start_timeout_s)
+        docker_host=c.docker_host, limits=icontainer.ContainerLimits(c.cpus, c.memory_mb, c.pids, c.tmp_mb,
+                                                                    c.start_timeout_s))
     log.info("worker %s: container %s of %s started in %.1f s", name, box.volume, check.image, box.start_s)
     box.activate()
     return box

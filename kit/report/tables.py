@@ -279,7 +279,8 @@ def score_runs(runs: list[Run], ps: tuple[float, ...], n_boot: int, seed: int) -
         noise = (r.calibration or {}).get("noise") or None
         for parts, extra in ((summ_parts, ()), (cat_parts, ("category",))):
             by = ("run", "method", "system", *split_key, *extra)
-            parts.append(metrics.summary(r.records, r.tasks, ps=ps, by=by, n_boot=n_boot, seed=seed, noise=noise))
+            boot = metrics.Bootstrap(n_boot, seed)
+            parts.append(metrics.summary(r.records, r.tasks, ps=ps, by=by, boot=boot, noise=noise))
         pt_parts.append(metrics.per_task(r.records, r.tasks, keys=("run", "method", "system"), noise=noise))
     return Scores(
         summary=pl.concat(summ_parts, how="vertical").sort(["run", "method", *split_key]),

@@ -17,7 +17,7 @@ from typing import TextIO
 
 import polars as pl
 
-from kit.score.metrics import DEFAULT_PS, fast_col, summary
+from kit.score.metrics import DEFAULT_PS, Bootstrap, fast_col, summary
 
 
 def format_headline(row: dict, ps: Sequence[float] = DEFAULT_PS) -> str:
@@ -58,7 +58,7 @@ def headline(
 
     ``tasks`` is the task table or a list of :class:`kit.suite.tasks.Task` (the denominator).
     """
-    df = summary(records, tasks, ps=ps, n_boot=1)
+    df = summary(records, tasks, ps=ps, boot=Bootstrap(n=1))
     if df.height == 0:
         return "no records"
     return "\n".join(headline_lines(df, ps))

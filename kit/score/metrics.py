@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -184,6 +185,14 @@ def _noise_frame(noise: dict[str, float] | None) -> pl.DataFrame:
                         schema={"task_id": pl.String, "noise_log": pl.Float64})
 
 
+@dataclass(frozen=True)
+class Bootstrap:
+    """The bootstrap of a group's CIs: ``n`` resamples of its tasks with replacement, seeded with ``seed``."""
+
+    n: int = 1000
+    seed: int = 0
+
+
 def _bootstrap(ind: np.ndarray, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Percentile 95 % CI of the column means of ``ind`` (tasks × metrics) over task resamples."""
     n = ind.shape[0]
@@ -311,7 +320,7 @@ def _group_pass_at_k(g: pl.DataFrame, ks: Sequence[int]) -> dict[str, float | in
 
 
 def _group_row(by: Sequence[str], group_key: tuple, g: pl.DataFrame, rate_cols: Sequence[str],
-               ks: Sequence[int], n_boot: int, seed: int) -> dict:
+               ks: Sequence[int], boot: Bootstrap) -> dict:
     """One :func:`summary` row (a dict) for the group ``group_key`` of ``by`` with per-task rows ``g``.
 
     The :data:`TASK_LIST_COLUMNS` list the group's tasks under the no-native rule, left with only harness
@@ -319,7 +328,7 @@ def _group_row(by: Sequence[str], group_key: tuple, g: pl.DataFrame, rate_cols: 
     """
     row = dict(zip(by, group_key))
     row.update(_group_counts(g))
-    row.update(_group_rates(g, rate_cols, n_boot, seed))
+    row.update(_group_rates(g, rate_cols, boot.n, boot.seed))
     row["geomean_speedup"] = _group_geomean(g)
     row.update(_group_pass_at_k(g, ks))
     for col, flag in TASK_LIST_COLUMNS.items():
@@ -359,8 +368,7 @@ def summary(
     ps: Sequence[float] = DEFAULT_PS,
     by: Sequence[str] = ("method",),
     ks: Sequence[int] = DEFAULT_KS,
-    n_boot: int = 1000,
-    seed: int = 0,
+    boot: Bootstrap | None = None,
     noise: dict[str, float] | None = None,
 ) -> pl.DataFrame:
     """Metrics per group (see the module docstring for the definitions).
@@ -372,7 +380,7 @@ def summary(
             system and come from the records (e.g. ``("method",)``, ``("method", "category")``,
             ``("run", "method")``).
         ks: k values of pass@k.
-        n_boot: bootstrap resamples for the CIs; ``seed`` seeds them.
+        boot: the bootstrap of the CIs (:class:`Bootstrap`: resamples and seed; None: its defaults).
         noise: task id → ``noise_log`` for ``fast_sig_<p>`` (as for :func:`per_task`); None: no noise data,
             ``fast_sig_<p>`` is the CI rule alone.
 
@@ -392,7 +400,7 @@ def summary(
     pt, rate_cols = _with_rate_indicators(per_task(records, tasks, keys, noise), ps)
     pt = _with_pass_at_k(pt, ks)
     rows = [
-        _group_row(by, group_key, g, rate_cols, ks, n_boot, seed)
+        _group_row(by, group_key, g, rate_cols, ks, boot or Bootstrap())
         for group_key, g in pt.group_by(by, maintain_order=False)
     ]
     df = pl.DataFrame(rows, schema=_summary_schema(pt, by, rate_cols, ks), orient="row")

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from kit.suite.builtin import SPLIT_SEED, assign_splits, test_quota
 from kit.suite.importer.assemble import Options, Source, build_task, category_of, dumps_task
@@ -105,23 +106,24 @@ def _import_one(src: Source, opts: Options, out: Path, seen: dict[str, str], loc
     return entry
 
 
-def import_sources(sources: list[Source], out: Path, opts: Options, *, resume: bool = False, retry: bool = False,
-                   jobs: int = 1,
+def import_sources(sources: list[Source], out: Path, opts: Options, *,
+                   skip: Literal["none", "recorded", "imported"] = "none", jobs: int = 1,
                    n_test: int | None = None, progress: Callable[[str, int, int], None] | None = None) -> ImportReport:
     """Import ``sources`` into ``out`` (see the module docstring); returns what was imported and left out.
 
-    ``resume``: skip the sources ``out/import.jsonl`` records (``retry``: except those left out).
+    ``skip``: the sources not built again: ``recorded``, every source ``out/import.jsonl`` records (a resume);
+    ``imported``, those it records as imported (a retry of the ones left out); ``none``, a fresh import.
     ``jobs``: sources built at once (each export is its own process).  ``n_test``: test tasks of the split
     (default: round(TEST_FRACTION * imported), 40 for 190).
 
     Raises:
-        ImportFailure: ``out`` exists, is not empty and ``resume`` is False (kind ``bad_file``).
+        ImportFailure: ``out`` exists, is not empty and ``skip`` is ``none`` (kind ``bad_file``).
     """
     out.mkdir(parents=True, exist_ok=True)
-    if not resume and any(out.iterdir()):
+    if skip == "none" and any(out.iterdir()):
         raise ImportFailure("bad_file", f"{out}: not empty (give an empty or new folder, or --resume)")
-    done = _read_log(out) if resume else {}
-    if retry:
+    done = _read_log(out) if skip != "none" else {}
+    if skip == "imported":
         done = {k: e for k, e in done.items() if e.get("ok")}
     seen = {e["id"]: e["source"] for e in done.values() if e.get("ok")}
     todo = [s for s in sources if s.name not in done]

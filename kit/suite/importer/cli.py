@@ -85,7 +85,8 @@ def run_import(args: argparse.Namespace) -> int:
             def tick(name: str, done: int, total: int) -> None:
                 prog.update(bar, completed=done, description=f"import {name}")
 
-            report = import_sources(sources, args.out, opts, resume=args.resume or args.retry, retry=args.retry, jobs=args.jobs, n_test=args.n_test,
+            skip = "imported" if args.retry else "recorded" if args.resume else "none"
+            report = import_sources(sources, args.out, opts, skip=skip, jobs=args.jobs, n_test=args.n_test,
                                     progress=tick)
     except (ValueError, PinError, ImportFailure, OSError) as exc:
         print(f"mkb: {exc}", file=sys.stderr)
