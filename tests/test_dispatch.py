@@ -39,7 +39,7 @@ from kit.host.nodelock import NodeLock
 from kit.job.record import Job
 from kit.results.records import CORRECT, Record, Status
 from kit.results.shards import scan
-from kit.run.plan import make_jobs
+from kit.run.plan import Executed, make_jobs
 from kit.settings.config import EvalConfig
 from kit.suite.tasks import load_suite
 
@@ -110,7 +110,7 @@ def work(job: Job, state: dict) -> Record:
 
 # -- helpers ------------------------------------------------------------------------------------------------
 def run_distributed(cfg: EvalConfig, jobs: list[Job], run_dir: Path, *, setup_fn=DEFAULT_SETUP, job_fn=DEFAULT_JOB,
-                    time_fn=DEFAULT_TIME) -> dict:
+                    time_fn=DEFAULT_TIME) -> Executed:
     """The middle of ``mkb eval``'s outline on Ray: skip what ``run_dir`` has recorded, run the rest."""
     from kit.dispatch import RayExecutor
     from kit.outline.evaluate import execute
@@ -172,9 +172,9 @@ def test_every_job_once_and_placement_by_resource(cluster, tmp_path):
     cfg = _cfg(tmp_path, workers=4, timing_resource="aarch64")
     jobs = _jobs(cfg, [f"ok-{i}" for i in range(10)])
     counts = run_distributed(cfg, jobs, cfg.run.dir, setup_fn=setup_state, job_fn=work)
-    assert {k: counts[k] for k in ("jobs", "skipped", "ran", "workers")} == {
+    assert {k: getattr(counts, k) for k in ("jobs", "skipped", "ran", "workers")} == {
         "jobs": 10, "skipped": 0, "ran": 10, "workers": 2}  # 4 asked, 2 CPUs carry aarch64
-    assert counts["work_s"] > 0
+    assert counts.work_s > 0
     rows = _records(cfg.run.dir)
     assert sorted(r["job_id"] for r in rows) == sorted(j.job_id for j in jobs)  # each exactly once
     assert all(r["status"] == "ok" and r["attempts"] == 1 for r in rows)
@@ -189,7 +189,7 @@ def test_every_job_once_and_placement_by_resource(cluster, tmp_path):
 
     # the same command again: everything is already recorded, nothing runs
     again = run_distributed(cfg, jobs, cfg.run.dir, setup_fn=setup_state, job_fn=work)
-    assert again["ran"] == 0 and again["skipped"] == 10
+    assert again.ran == 0 and again.skipped == 10
     assert len(_records(cfg.run.dir)) == 10
 
 
@@ -221,7 +221,7 @@ def test_actor_death_retry_and_worker_lost(cluster, tmp_path):
     cfg = _cfg(tmp_path, workers=2, timing_resource="aarch64", max_retries=1)
     jobs = _jobs(cfg, ["die1-a", "ok-1", "dieall-b", "ok-2", "raise-d", "ok-3", "die1-c"])
     counts = run_distributed(cfg, jobs, cfg.run.dir, setup_fn=setup_state, job_fn=work)
-    assert counts["ran"] == 7
+    assert counts.ran == 7
     rows = _records(cfg.run.dir)
     by_sample = {r["sample_id"]: r for r in rows}
     assert len(rows) == 7 and set(by_sample) == {j.sample_id for j in jobs}  # none lost, none doubled
@@ -380,7 +380,7 @@ def test_split_timing_worker_death_rebuilds_and_retries(cluster, tmp_path):
     tasks = load_suite(cfg.tasks.dir, "all", ["fx_argmax"])
     jobs = [j for j in make_jobs(cfg, tasks, {t.id for t in tasks}, None)[0] if j.sample_id == "correct"]
     counts = run_distributed(cfg, jobs, cfg.run.dir, time_fn=die_once_then_time)
-    assert counts["ran"] == 1
+    assert counts.ran == 1
     (row,) = _records(cfg.run.dir)
     assert row["status"] == "ok" and row["attempts"] == 2, row["error_message"]
     assert (cfg.mnn.cache_dir / f"{row['job_id']}.timed").read_text().endswith(".t0")
@@ -463,7 +463,7 @@ def test_split_timing_lost_on_every_try_keeps_the_build_outcome(cluster, tmp_pat
     cfg = _fixture_cfg(tmp_path, workers=1, build_resource="x86", timing_resource="aarch64", max_retries=1)
     tasks = load_suite(cfg.tasks.dir, "all", ["fx_argmax"])
     jobs = [j for j in make_jobs(cfg, tasks, {t.id for t in tasks}, None)[0] if j.sample_id == "correct"]
-    assert run_distributed(cfg, jobs, cfg.run.dir, time_fn=die_always_then_never_time)["ran"] == 1
+    assert run_distributed(cfg, jobs, cfg.run.dir, time_fn=die_always_then_never_time).ran == 1
     (row,) = _records(cfg.run.dir)
     assert (row["status"], row["error_kind"], row["attempts"]) == ("timing_failed", "worker_lost", 2), row
     assert "died on each of 2 tries" in row["error_message"] and row["timing_worker"].endswith(".t0")
@@ -481,7 +481,7 @@ def test_split_with_timing_disabled_starts_no_timing_worker(cluster, tmp_path):
     cfg = cfg.model_copy(update={"timing": cfg.timing.model_copy(update={"enabled": False})})
     tasks = load_suite(cfg.tasks.dir, "all", ["fx_argmax"])
     jobs = [j for j in make_jobs(cfg, tasks, {t.id for t in tasks}, None)[0] if j.sample_id in ("correct", "crash")]
-    assert run_distributed(cfg, jobs, cfg.run.dir)["ran"] == 2
+    assert run_distributed(cfg, jobs, cfg.run.dir).ran == 2
     by = {r["sample_id"]: r for r in _records(cfg.run.dir)}
     assert (by["correct"]["status"], by["crash"]["status"]) == ("ok", "runtime_crash")
     assert by["correct"]["timing_worker"] == "" and by["correct"]["candidate_ms"] is None

@@ -131,7 +131,7 @@ def test_a_shipped_runner_of_another_machine_is_refused_naming_the_file(cross_sp
     tasks = load_suite(cfg.tasks.dir, "all", ["fx_exp"])
     jobs = [j for j in make_jobs(cfg, tasks, {t.id for t in tasks}, None)[0] if j.sample_id == "correct"]
     counts = execute(jobs, set(), cfg.run.dir, RayExecutor(cfg, time_fn=x86_runner_instead))
-    assert counts["ran"] == 1
+    assert counts.ran == 1
     (row,) = scan(cfg.run.dir).collect().iter_rows(named=True)
     assert (row["status"], row["error_kind"]) == ("harness_error", "artefact"), row["error_message"]
     msg = row["error_message"]

@@ -86,7 +86,7 @@ def test_a_failed_setup_records_every_job_once_and_a_rerun_retries_them(tmp_path
     assert done_job_ids(run_dir) == set()  # harness errors are retried: nothing counts as done
 
     counts = execute(jobs, done_job_ids(run_dir), run_dir, SerialExecutor(cfg, setup=working_setup, job_fn=ok_job))
-    assert counts["ran"] == len({j.job_id for j in jobs}) and counts["skipped"] == 0
+    assert counts.ran == len({j.job_id for j in jobs}) and counts.skipped == 0
     final = read_records(run_dir)  # deduplicated: the retry's record counts
     assert final.height == len({j.job_id for j in jobs}) and set(final["status"]) == {"ok"}
     assert done_job_ids(run_dir) == {j.job_id for j in jobs}

@@ -101,7 +101,7 @@ def _run(cfg_path: Path, cands: Path, run_dir: Path, arch: str, mode: str) -> Co
     jobs, _ = make_jobs(cfg, tasks, {t.id for t in load_suite(cfg.tasks.dir, "all")}, None)
     res = execute(jobs, set(), cfg.run.dir, SerialExecutor(cfg), label=f"{arch} {mode}")
     frame = read_records(run_dir)
-    return ColdRun(arch, mode, work_s=res["work_s"], n=frame.height,
+    return ColdRun(arch, mode, work_s=res.work_s, n=frame.height,
                    wall_s=frame["wall_s"].fill_null(0.0).to_list(),
                    build_s=[b for b in frame["build_s"].to_list() if b is not None],
                    statuses=dict(sorted(collections.Counter(frame["status"].to_list()).items())))

@@ -166,7 +166,7 @@ def run_serial(cfg: EvalConfig, jobs: list[Job], label: str) -> ModeRun:
     t0 = time.monotonic()
     res = execute(jobs, set(), cfg.run.dir, SerialExecutor(cfg, setup=timed_setup), label=label)
     m.cpu_busy = _busy(cpu[0], _cpu_jiffies())
-    m.work_s = res["work_s"]
+    m.work_s = res.work_s
     m.stop_s = time.monotonic() - t0 - m.init_s - m.work_s
     return _tally(m, cfg.run.dir)
 
@@ -189,13 +189,13 @@ def run_ray(cfg: EvalConfig, jobs: list[Job], label: str) -> ModeRun:
     finally:
         executor.__exit__(None, None, None)
     t_end = time.monotonic()
-    if res["workers"] != m.workers:
-        raise RuntimeError(f"{label}: Ray started {res['workers']} worker(s), not {m.workers} (too few CPUs?)")
+    if res.workers != m.workers:
+        raise RuntimeError(f"{label}: Ray started {res.workers} worker(s), not {m.workers} (too few CPUs?)")
     stamps = sorted((p.read_text().split() for p in (cfg.run.dir / "bench-ready").iterdir()), key=lambda s: float(s[0]))
     first, last = float(stamps[0][0]), float(stamps[-1][0])
     m.ready_s = first - t_call
     m.stagger_s = last - first
-    m.work_s = res["work_s"]
+    m.work_s = res.work_s
     # the last record came at about first ready + work_s; the rest is closing the actors and ray.shutdown
     m.stop_s = t_end - (first + m.work_s)
     m.cpu_busy = _busy((int(stamps[0][1]), int(stamps[0][2])), cpu_back)

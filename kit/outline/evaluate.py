@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,7 +30,7 @@ from kit.mnn.source import ensure_pristine
 from kit.results.records import Record
 from kit.results.shards import RecordSink, ShardWriter, read_records
 from kit.run import provenance as prov
-from kit.run.plan import RunStats, pending, plan_jobs
+from kit.run.plan import Executed, RunStats, pending, plan_jobs
 from kit.run.rundir import prepare as prepare_run_dir
 from kit.run.rundir import release as release_run_dir
 from kit.score.headline import headline
@@ -94,18 +95,17 @@ def evaluate(cfg: EvalConfig, executor: Executor | None = None) -> int:
     return 0
 
 
-def execute(jobs: list[Job], done: set[str], run_dir: Path, executor: Executor, label: str = "eval") -> dict[str, Any]:
+def execute(jobs: list[Job], done: set[str], run_dir: Path, executor: Executor, label: str = "eval") -> Executed:
     """Run the jobs of ``jobs`` not in ``done`` on ``executor``, their records into ``run_dir``'s shards and
     this session into its ``provenance.json`` (a session with nothing to run writes neither, and starts no
-    worker).  Returns counts ``{"jobs", "skipped", "ran", "workers", "work_s"}`` (see
-    :class:`kit.run.plan.RunStats`).
+    worker).  Returns what it did (:class:`kit.run.plan.Executed`).
 
     Raises:
         what the executor raises.
     """
     todo = pending(jobs, done)
     unique = len({j.job_id for j in jobs})
-    counts = {"jobs": unique, "skipped": unique - len(todo), "ran": 0, "workers": 0, "work_s": 0.0}
+    counts = Executed(jobs=unique, skipped=unique - len(todo))
     line = f"mkb {label}: {unique} jobs, {unique - len(todo)} already recorded in {run_dir}"
     if not todo:
         print(line)
@@ -115,7 +115,7 @@ def execute(jobs: list[Job], done: set[str], run_dir: Path, executor: Executor, 
         print(f"{line}; {len(todo)} to run on {executor.where()}")
         with RecordSink(run_dir) as sink:
             stats = executor.run(todo, sink, prov.SessionLog(run_dir), label)
-    return counts | {"ran": stats.ran, "workers": stats.workers, "work_s": stats.work_s}
+    return replace(counts, ran=stats.ran, workers=stats.workers, work_s=stats.work_s)
 
 
 def write_orphans(orphans: list[Record], run_dir: Path, done: set[str]) -> None:

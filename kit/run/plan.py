@@ -91,6 +91,19 @@ class Plan:
 
 
 @dataclass(frozen=True)
+class Executed:
+    """What one session of a run did: ``jobs`` (distinct job ids planned), ``skipped`` (recorded before),
+    ``ran`` (records produced now), ``workers`` the executor ran them on, and ``work_s``: seconds from the first
+    worker ready to the last record (:class:`RunStats`; 0 when nothing ran)."""
+
+    jobs: int
+    skipped: int
+    ran: int = 0
+    workers: int = 0
+    work_s: float = 0.0
+
+
+@dataclass(frozen=True)
 class RunStats:
     """What an executor did: ``workers`` it ran the jobs on, records it produced (``ran``), and ``work_s``:
     seconds from the first worker ready to the last record (the fixed start of workers excluded)."""
