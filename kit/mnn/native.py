@@ -118,10 +118,10 @@ def _by_content(arg: str) -> str:
 
 def workspace_lib_dir(ws: Workspace) -> Path:
     """A directory of symlinks to every shared library of ``ws.build`` (one ``LD_LIBRARY_PATH`` entry), relative
-    to it: a cache moved or copied elsewhere (``cp -a ~/.cache/mkb``, a HOME mounted at another path) kept
-    absolute links into the old workspace's build, so every candidate was verified and timed with the old
-    tree's (native) libraries and a crashing or wrong kernel came out ``ok``.  Links that do not lead into
-    ``ws.build`` are made again."""
+    to it: a cache moved or copied elsewhere (``cp -a ~/.cache/mkb``, a HOME mounted at another path) would keep
+    absolute links into the first workspace's build, and every candidate would be verified and timed with that
+    tree's (native) libraries, a crashing or wrong kernel ``ok``.  Links that do not lead into ``ws.build`` are
+    made again."""
     libs = ws.root / "lib"
     first = libs / "libMNN.so"
     build = ws.build.resolve()

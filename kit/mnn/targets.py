@@ -16,10 +16,10 @@ most of it those links):
   the workspace's pristine converter, which loads the candidate's ``libMNN.so`` at run time (its geometry and
   kernels are the library's; ``LD_LIBRARY_PATH``).  A cross build has no converter (the build host's converts).
 
-A missing symbol (a registration function or a member the candidate declares and never defines) used to
-fail only when an executable linked the library; a shared library now refuses undefined symbols itself
-(:data:`NO_UNDEFINED`, checked on MNN 3.2.2's native build: its three shared libraries link with it), and a
-static library's runner link (``--whole-archive``) is that check for a cross build.
+A missing symbol (a registration function or a member the candidate declares and never defines) would fail
+only when an executable links the library, and the kit builds none; so a shared library refuses undefined
+symbols itself (:data:`NO_UNDEFINED`, checked on MNN 3.2.2's native build: its three shared libraries link with
+it), and a static library's runner link (``--whole-archive``) is that check for a cross build.
 """
 
 from __future__ import annotations

@@ -81,8 +81,9 @@ class BuildSection(Section):
     #: finishing steps runs to its end.  0: no such limit, ``timeout_s`` bounds the whole build instead
     stall_timeout_s: float = Field(default=600.0, ge=0)
     #: seconds for a build of the whole tree when ``stall_timeout_s = 0`` (or when ninja's dry run cannot plan
-    #: it); with the stall limit on it no longer bounds that build (1200 s stopped MNN's at 505 of 750 steps on
-    #: a busy machine).  Kept in the config digest as before, so existing run directories resume
+    #: it); with the stall limit on it does not bound that build (a fixed total cannot know how fast a busy
+    #: machine builds: 1200 s reach 505 of 750 MNN steps on one).  Part of the config digest, so run directories
+    #: made with it resume
     timeout_s: float = Field(default=1200.0, gt=0)
     #: seconds for a candidate's build (its files and what depends on them: seconds, measured 1.5-4.3 s for a
     #: swapped kernel; a compile-time bomb would otherwise hold a worker for the native build's 20 minutes)

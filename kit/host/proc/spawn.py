@@ -250,7 +250,7 @@ def _spawn(args: list[str], spec: RunSpec, stdin_pipe: bool) -> Spawned:
         try:
             marker.write_text(_identity(proc.pid, _track_dir))
         except FileNotFoundError:
-            # the directory's owner is gone with it (a benchmark's temporary cache, removed while this process
-            # lives on: CI's next test then failed here, its child started and never waited for)
+            # the directory's owner is gone with it (a temporary cache removed while this process lives on): the
+            # command still runs and must be waited for, so no record rather than an error
             marker = None
     return Spawned(args, proc, marker, bool(box), group)
