@@ -92,9 +92,10 @@ def _install(session: nox.Session, extras: str = "dev") -> None:
 def tests(session: nox.Session) -> None:
     """The test suite; extra arguments go to pytest.  Installs the tasks extra (torch) for the audit tests."""
     _install(session, "dev,tasks")
-    # on Ctrl-C (or CI's time limit) pytest gets 30 s to tear its fixtures down and print what ran (nox's 0.3 s
-    # killed it first)
-    session.run("pytest", "-q", "-ra", *session.posargs, env={"PYTHONDONTWRITEBYTECODE": "1"}, interrupt_timeout=30)
+    # the slowest tests named at the end: where CI's time goes; on Ctrl-C (or CI's time limit) pytest gets 30 s to
+    # tear its fixtures down and print what ran (nox's default 0.3 s is too short for that)
+    session.run("pytest", "-q", "-ra", "--durations=25", *session.posargs, env={"PYTHONDONTWRITEBYTECODE": "1"},
+                interrupt_timeout=30)
 
 
 #: the fast lane's selection: what needs neither a real MNN tree nor a Docker daemon and takes at most a few seconds
