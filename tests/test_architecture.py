@@ -72,7 +72,6 @@ PARAMS_DEBT: list[str] = [
     "kit/job/pipeline.py _against_table",
     "kit/job/pipeline.py _reverify",
     "kit/job/pipeline.py _time",
-    "kit/mnn/convert.py convert",
     "kit/mnn/runner.py prepare",
     "kit/mnn/runner.py run_model",
     "kit/mnn/runner.py start_model",

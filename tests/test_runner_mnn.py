@@ -172,7 +172,7 @@ def converted(work) -> dict[str, tuple[Path, Path]]:
         onnx_path = work / "models" / f"{name}.onnx"
         onnx_path.parent.mkdir(parents=True, exist_ok=True)
         onnx.save(model, onnx_path)
-        conv = mconvert.convert(BUILD_DIR / "MNNConvert", onnx_path, work / "models" / f"{name}.mnn", timeout_s=120)
+        conv = mconvert.convert(BUILD_DIR / "MNNConvert", onnx_path, work / "models" / f"{name}.mnn", mconvert.ConvertOptions(timeout_s=120))
         assert conv.ok, f"{name}: {conv.reason}\n{conv.log}"
         assert conv.unsupported_ops == ()
         result[name] = (onnx_path, conv.model_path)
@@ -327,7 +327,7 @@ def test_convert_reports_unsupported_ops_and_missing_output(work):
     onnx.save(model, onnx_path)
     out = work / "xor.mnn"
     out.write_bytes(b"stale")  # must not count as a result
-    res = mconvert.convert(BUILD_DIR / "MNNConvert", onnx_path, out, timeout_s=120)
+    res = mconvert.convert(BUILD_DIR / "MNNConvert", onnx_path, out, mconvert.ConvertOptions(timeout_s=120))
     assert not res.ok
     assert "ONNX::BitwiseXor" in res.unsupported_ops
     assert "not supported" in res.reason and "Not Support" in res.log
@@ -460,7 +460,7 @@ def test_timed_forwards_run_on_fresh_inputs_and_the_checked_ones_are_right(runne
                    [("y", F32, [256, 1024])])
     onnx_path = work / "fresh.onnx"
     onnx.save(model, onnx_path)
-    conv = mconvert.convert(BUILD_DIR / "MNNConvert", onnx_path, work / "fresh.mnn", timeout_s=120)
+    conv = mconvert.convert(BUILD_DIR / "MNNConvert", onnx_path, work / "fresh.mnn", mconvert.ConvertOptions(timeout_s=120))
     assert conv.ok, conv.reason
     mnn_path = conv.model_path
     sets = [_rng_inputs([("a", "f", (256, 1024)), ("b", "f", (1024,))], seed=s) for s in (7, 8)]

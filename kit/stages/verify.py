@@ -193,11 +193,10 @@ def convert(task: Task, side: Side, out: Path, opts: VerifyOptions) -> Path:
     if side.converter is None:
         raise ValueError("convert: this side has no converter (a timing node receives converted models)")
     out.parent.mkdir(parents=True, exist_ok=True)
-    res = mconvert.convert(
-        side.converter, task.onnx_path, out, env=mrunner.runner_env(side.converter_libs),
-        timeout_s=opts.convert_timeout_s, memory_limit_bytes=opts.run.memory_limit_bytes, policy=opts.convert_policy,
-        lib_dir=side.converter_libs,
-    )
+    how = mconvert.ConvertOptions(timeout_s=opts.convert_timeout_s, memory_limit_bytes=opts.run.memory_limit_bytes,
+                                  policy=opts.convert_policy)
+    res = mconvert.convert(side.converter, task.onnx_path, out, how, env=mrunner.runner_env(side.converter_libs),
+                           lib_dir=side.converter_libs)
     if res.proc.timed_out or res.proc.signal is not None:
         fail = process_failure(res.proc, "MNNConvert")
         assert fail is not None
