@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -421,8 +422,9 @@ extern "C" long syscall(long n, ...) __THROW {
 """)
     _, mnn_path = converted["softmax"]
     inputs = _rng_inputs(CASES["softmax"][1])
-    res = mr.run_model(runner_bin, mnn_path, [inputs, inputs], ["y"], env=_env(LD_PRELOAD=str(lib)),
-                       settings=mr.RunSettings(warmup=1, iterations=4, op_types=("Softmax",), timeout_s=60),
+    res = mr.run_model(runner_bin, mnn_path, [inputs, inputs], ["y"],
+                       settings=mr.RunSettings(warmup=1, iterations=4, op_types=("Softmax",), timeout_s=60,
+                                               env=_env(LD_PRELOAD=str(lib))),
                        scratch=work / "clockhook")
     assert res.ok, res.error
     assert all(t > 0 for t in res.op_ms) and all(t > 0 for t in res.total_ms)
@@ -445,7 +447,7 @@ __attribute__((constructor)) static void start() {
     settings = mr.RunSettings(threads=threads, timeout_s=60)
     ok = mr.run_model(runner_bin, mnn_path, inputs, ["y"], settings=settings, scratch=work / f"thr{threads}")
     assert ok.ok, ok.error
-    res = mr.run_model(runner_bin, mnn_path, inputs, ["y"], env=_env(LD_PRELOAD=str(lib)), settings=settings,
+    res = mr.run_model(runner_bin, mnn_path, inputs, ["y"], settings=replace(settings, env=_env(LD_PRELOAD=str(lib))),
                        scratch=work / f"thr{threads}_extra")
     assert not res.ok and res.proc.returncode == mr.EXIT_THREADS_LEFT, res.proc.output
     assert f"{threads + 1} threads before the first forward" in res.error
@@ -496,7 +498,7 @@ __attribute__((constructor)) static void start() {
 """)
     _, mnn_path = converted["softmax"]
     inputs = _rng_inputs(CASES["softmax"][1])
-    res = mr.run_model(runner_bin, mnn_path, inputs, ["y"], env=_env(LD_PRELOAD=str(lib)),
-                       settings=mr.RunSettings(timeout_s=60), scratch=work / "forker")
+    res = mr.run_model(runner_bin, mnn_path, inputs, ["y"],
+                       settings=mr.RunSettings(timeout_s=60, env=_env(LD_PRELOAD=str(lib))), scratch=work / "forker")
     assert not res.ok and res.proc.returncode == mr.EXIT_PROCESS_LEFT, res.proc.output
     assert "before the first forward" in res.error and "started a process" in res.error
