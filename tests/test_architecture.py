@@ -69,15 +69,7 @@ PARAMS_DEBT: list[str] = [
     "kit/images/container.py start_worker_container",
     "kit/images/docker.py build_kit_image",
     "kit/images/docker.py run",
-    "kit/job/pipeline.py _against_table",
-    "kit/job/pipeline.py _reverify",
-    "kit/job/pipeline.py _time",
     "kit/score/metrics.py summary",
-    "kit/stages/tabletiming.py time_against_table",
-    "kit/stages/timing.py run_rounds",
-    "kit/stages/timing.py time_candidate",
-    "kit/stages/timingrun.py start_run",
-    "kit/stages/verify.py reverify",
     "kit/suite/importer/__init__.py import_sources",
 ]
 
