@@ -189,15 +189,16 @@ def test_a_runner_clock_that_loses_time_is_a_clock_mismatch(evaluated, tmp_path)
         opts = worker.settings.timing
         opts = replace(opts, run=replace(opts.run, policy=sandbox.Policy()))  # the wrapper runs unconfined
         runner = _slow_clock_runner(tmp_path, worker.native.runner)
-        side = (model, worker.native_side)
-        honest = stiming.time_candidate(task, worker.native.runner, side, None, tmp_path / "honest", opts)
+        side = sverify.SideModel(model, worker.native_side)
+        honest = stiming.time_candidate(task, side, None, opts, stiming.TimingSetup(worker.native.runner,
+                                                                                   tmp_path / "honest"))
         assert honest.candidate_ms > 0
         with pytest.raises(StageFailure) as alone:
-            stiming.time_candidate(task, runner, side, None, tmp_path / "alone", opts)
+            stiming.time_candidate(task, side, None, opts, stiming.TimingSetup(runner, tmp_path / "alone"))
         assert (alone.value.status, alone.value.kind) == (Status.TIMING_FAILED, ErrorKind.CLOCK_MISMATCH)
         assert "the runner's clock saw" in alone.value.message
         with pytest.raises(StageFailure) as paired:
-            stiming.time_candidate(task, runner, side, side, tmp_path / "paired", opts)
+            stiming.time_candidate(task, side, side, opts, stiming.TimingSetup(runner, tmp_path / "paired"))
         assert (paired.value.status, paired.value.kind) == (Status.HARNESS_ERROR, ErrorKind.CLOCK_MISMATCH)
         assert paired.value.message.startswith("native timing run")
     finally:

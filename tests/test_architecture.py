@@ -58,25 +58,7 @@ def test_functions_take_few_parameters():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and _params(node) > MAX_PARAMS:
                 over.append(f"{rel} {node.name}")
-    assert sorted(over) == sorted(PARAMS_DEBT), "a function over the limit: pass a typed record instead"
-
-
-#: functions over the limit today, each to become a typed record (issue: one typed surface per seam); the list
-#: only shrinks
-PARAMS_DEBT: list[str] = [
-    "kit/job/pipeline.py _against_table",
-    "kit/job/pipeline.py _reverify",
-    "kit/job/pipeline.py _time",
-    "kit/mnn/convert.py convert",
-    "kit/mnn/runner.py prepare",
-    "kit/mnn/runner.py run_model",
-    "kit/mnn/runner.py start_model",
-    "kit/stages/tabletiming.py time_against_table",
-    "kit/stages/timing.py run_rounds",
-    "kit/stages/timing.py time_candidate",
-    "kit/stages/timingrun.py start_run",
-    "kit/stages/verify.py reverify",
-]
+    assert sorted(over) == [], "a function over the limit: pass a typed record instead"
 
 
 def test_the_layer_table_of_docs_architecture_is_current():

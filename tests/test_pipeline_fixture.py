@@ -21,7 +21,7 @@ from kit.outline.evaluate import check, evaluate
 from kit.results.records import Status
 from kit.results.shards import done_job_ids, scan
 from kit.settings.config import load_config
-from kit.stages.verify import REVERIFY_SEED_OFFSET, reverify_salt
+from kit.stages.verify import REVERIFY_SEED_OFFSET, SideModel, reverify_salt
 from kit.suite.tasks import load_suite
 
 pytestmark = pytest.mark.slow
@@ -321,8 +321,9 @@ def test_timing_holds_the_node_only_while_the_runners_run(evaluated, tmp_path, m
         model = worker.native_model(task)
         assert model is not None
         side = worker.native_side
-        tr = stiming.time_candidate(task, worker.native.runner, (model, side), (model, side), tmp_path,
-                                    worker.timing, hold=holder("exclusive"), prepare=holder("shared"))
+        tr = stiming.time_candidate(task, SideModel(model, side), SideModel(model, side), worker.timing,
+                                    stiming.TimingSetup(worker.native.runner, tmp_path, hold=holder("exclusive"),
+                                                        prepare=holder("shared")))
     finally:
         worker.workspace.release()
     runs = 2 * cfg.timing.rounds

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -172,7 +173,7 @@ def converted(work) -> dict[str, tuple[Path, Path]]:
         onnx_path = work / "models" / f"{name}.onnx"
         onnx_path.parent.mkdir(parents=True, exist_ok=True)
         onnx.save(model, onnx_path)
-        conv = mconvert.convert(BUILD_DIR / "MNNConvert", onnx_path, work / "models" / f"{name}.mnn", timeout_s=120)
+        conv = mconvert.convert(BUILD_DIR / "MNNConvert", onnx_path, work / "models" / f"{name}.mnn", mconvert.ConvertOptions(timeout_s=120))
         assert conv.ok, f"{name}: {conv.reason}\n{conv.log}"
         assert conv.unsupported_ops == ()
         result[name] = (onnx_path, conv.model_path)
@@ -327,7 +328,7 @@ def test_convert_reports_unsupported_ops_and_missing_output(work):
     onnx.save(model, onnx_path)
     out = work / "xor.mnn"
     out.write_bytes(b"stale")  # must not count as a result
-    res = mconvert.convert(BUILD_DIR / "MNNConvert", onnx_path, out, timeout_s=120)
+    res = mconvert.convert(BUILD_DIR / "MNNConvert", onnx_path, out, mconvert.ConvertOptions(timeout_s=120))
     assert not res.ok
     assert "ONNX::BitwiseXor" in res.unsupported_ops
     assert "not supported" in res.reason and "Not Support" in res.log
@@ -421,8 +422,9 @@ extern "C" long syscall(long n, ...) __THROW {
 """)
     _, mnn_path = converted["softmax"]
     inputs = _rng_inputs(CASES["softmax"][1])
-    res = mr.run_model(runner_bin, mnn_path, [inputs, inputs], ["y"], env=_env(LD_PRELOAD=str(lib)),
-                       settings=mr.RunSettings(warmup=1, iterations=4, op_types=("Softmax",), timeout_s=60),
+    res = mr.run_model(runner_bin, mnn_path, [inputs, inputs], ["y"],
+                       settings=mr.RunSettings(warmup=1, iterations=4, op_types=("Softmax",), timeout_s=60,
+                                               env=_env(LD_PRELOAD=str(lib))),
                        scratch=work / "clockhook")
     assert res.ok, res.error
     assert all(t > 0 for t in res.op_ms) and all(t > 0 for t in res.total_ms)
@@ -445,7 +447,7 @@ __attribute__((constructor)) static void start() {
     settings = mr.RunSettings(threads=threads, timeout_s=60)
     ok = mr.run_model(runner_bin, mnn_path, inputs, ["y"], settings=settings, scratch=work / f"thr{threads}")
     assert ok.ok, ok.error
-    res = mr.run_model(runner_bin, mnn_path, inputs, ["y"], env=_env(LD_PRELOAD=str(lib)), settings=settings,
+    res = mr.run_model(runner_bin, mnn_path, inputs, ["y"], settings=replace(settings, env=_env(LD_PRELOAD=str(lib))),
                        scratch=work / f"thr{threads}_extra")
     assert not res.ok and res.proc.returncode == mr.EXIT_THREADS_LEFT, res.proc.output
     assert f"{threads + 1} threads before the first forward" in res.error
@@ -460,7 +462,7 @@ def test_timed_forwards_run_on_fresh_inputs_and_the_checked_ones_are_right(runne
                    [("y", F32, [256, 1024])])
     onnx_path = work / "fresh.onnx"
     onnx.save(model, onnx_path)
-    conv = mconvert.convert(BUILD_DIR / "MNNConvert", onnx_path, work / "fresh.mnn", timeout_s=120)
+    conv = mconvert.convert(BUILD_DIR / "MNNConvert", onnx_path, work / "fresh.mnn", mconvert.ConvertOptions(timeout_s=120))
     assert conv.ok, conv.reason
     mnn_path = conv.model_path
     sets = [_rng_inputs([("a", "f", (256, 1024)), ("b", "f", (1024,))], seed=s) for s in (7, 8)]
@@ -496,7 +498,7 @@ __attribute__((constructor)) static void start() {
 """)
     _, mnn_path = converted["softmax"]
     inputs = _rng_inputs(CASES["softmax"][1])
-    res = mr.run_model(runner_bin, mnn_path, inputs, ["y"], env=_env(LD_PRELOAD=str(lib)),
-                       settings=mr.RunSettings(timeout_s=60), scratch=work / "forker")
+    res = mr.run_model(runner_bin, mnn_path, inputs, ["y"],
+                       settings=mr.RunSettings(timeout_s=60, env=_env(LD_PRELOAD=str(lib))), scratch=work / "forker")
     assert not res.ok and res.proc.returncode == mr.EXIT_PROCESS_LEFT, res.proc.output
     assert "before the first forward" in res.error and "started a process" in res.error

@@ -116,6 +116,8 @@ def test_sides_with_other_op_types_fall_back_to_the_whole_model():
 
 # -- symmetric invocation ------------------------------------------------------------------------------------
 def _call(tmp_path, tag: str, lib: str, settings=None, env=None):
+    from dataclasses import replace
+
     from kit.mnn.runner import RunSettings, _Call
 
     for d in ("a", "b"):
@@ -123,9 +125,10 @@ def _call(tmp_path, tag: str, lib: str, settings=None, env=None):
         (tmp_path / d / "libMNN.so").write_bytes(b"")
     (tmp_path / "runner").write_bytes(b"")
     (tmp_path / f"{tag}.mnn").write_bytes(b"")
+    settings = settings or RunSettings(threads=1, iterations=5, cpus=(0,))
     return _Call.prepare(tmp_path / "runner", tmp_path / f"{tag}.mnn", {"x": np.zeros(3, np.float32)}, ["y"],
-                         tmp_path / lib, settings or RunSettings(threads=1, iterations=5, cpus=(0,)),
-                         scratch=tmp_path / f"scratch-{tag}", env=env)
+                         tmp_path / lib, replace(settings, env=env) if env is not None else settings,
+                         scratch=tmp_path / f"scratch-{tag}")
 
 
 def test_the_invocation_digest_leaves_out_only_model_libraries_and_directories(tmp_path):

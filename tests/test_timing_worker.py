@@ -141,3 +141,16 @@ def test_the_record_says_the_build_mode_of_the_node_that_built(tmp_path):
     rec = time_job(job, built, TimingWorker(timer_cfg, tmp_path / "shipped", "k1", name="ndef.t0"))
     assert rec.status is Status.HARNESS_ERROR and rec.error_kind is ErrorKind.ARTEFACT
     assert (rec.target_arch, rec.build_mode, rec.timing_device) == ("aarch64", "native", "ray:aarch64")
+
+
+def test_build_and_timing_workers_are_both_places_that_time():
+    """Every member of :class:`kit.job.place.TimingPlace` is on both kinds of worker: the pipeline times and
+    verifies again through that surface alone."""
+    from kit.job.place import TimingPlace
+    from kit.job.timing_worker import TimingWorker
+    from kit.job.worker import Worker
+
+    members = {name for name in vars(TimingPlace) if not name.startswith("_")}
+    assert members == {"settings", "timing", "runner", "gate", "baselines", "device"}
+    for cls in (Worker, TimingWorker):
+        assert [m for m in sorted(members) if not hasattr(cls, m) and m not in cls.__dataclass_fields__] == [], cls

@@ -39,6 +39,7 @@ from kit.bench.common import ROOT, real_engine, write_config
 from kit.devices.adb import Adb
 from kit.settings.config import load_config
 from kit.stages import timing as stiming
+from kit.stages.verify import SideModel
 from kit.suite.tasks import load_suite
 
 SERIAL = "BENCH0001"
@@ -134,8 +135,8 @@ def _sides(worker, task, tmp: Path):
         raise SystemExit(f"no device session, or native MNN cannot convert {task.id}")
     (tmp / "cand").mkdir()
     runner = Path(shutil.copy2(worker.native_side.runner or worker.native.runner, tmp / "cand" / "mkb_runner"))
-    cand = (Path(shutil.copy2(model, tmp / "cand" / model.name)), replace(worker.native_side, runner=runner))
-    return cand, (model, worker.native_side)
+    cand = SideModel(Path(shutil.copy2(model, tmp / "cand" / model.name)), replace(worker.native_side, runner=runner))
+    return cand, SideModel(model, worker.native_side)
 
 
 def _measure(tmp: Path, adb: Path, real: bool, task_id: str, repeats: int):
@@ -151,8 +152,8 @@ def _measure(tmp: Path, adb: Path, real: bool, task_id: str, repeats: int):
 
         def kit_once(d: Path) -> float:
             t0 = time.monotonic()
-            stiming.time_candidate(task, worker.native.runner, cand, native, d, worker.timing,
-                                   hold=session.hold, prepare=session.prepare)
+            stiming.time_candidate(task, cand, native, worker.timing,
+                                   stiming.TimingSetup(worker.native.runner, d, session.hold, session.prepare))
             return time.monotonic() - t0
 
         kit_once(tmp / "warm")  # the native baseline goes onto the device once per session

@@ -42,7 +42,7 @@ def timing_cost(task_id: str | None, repeats: int) -> int:
             model = worker.native_model(task)
             if model is None:
                 raise SystemExit(f"native MNN cannot convert {task_id}: pick another --task")
-            side = (model, worker.native_side)
+            side = sverify.SideModel(model, worker.native_side)
             new = worker.timing
             old = replace(new, rounds=3, iterations=100)
             v_new = worker.settings.verify
@@ -51,7 +51,7 @@ def timing_cost(task_id: str | None, repeats: int) -> int:
             for i in range(repeats):
                 for label, opts in (("timing old", old), ("timing new", new)):
                     cost[label].append(_seconds(lambda o=opts, d=tmp / f"{label}-{i}": stiming.time_candidate(
-                        task, worker.native.runner, side, side, d, o)))
+                        task, side, side, o, stiming.TimingSetup(worker.native.runner, d))))
                 for label, vopts in (("verify old", v_old), ("verify new", v_new)):
                     cost[label].append(_seconds(lambda o=vopts, d=tmp / f"{label}-{i}": sverify.verify(
                         task, model, worker.native_side, worker.native.runner, d, o)))

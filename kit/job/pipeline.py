@@ -24,19 +24,17 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 
-from kit.baselines.book import Book
 from kit.baselines.lookup import NoBaseline
 from kit.devices.errors import DeviceError
-from kit.devices.session import DeviceSession
 from kit.host import machine as hostinfo
 from kit.host.nodelock import NodeLock
 from kit.host.shipping import ArtefactError, Bundle, pack, runtime_libs
 from kit.job.artefacts import BuildHalf, Built
 from kit.job.options import JobSettings
+from kit.job.place import TimingPlace
 from kit.job.record import Job, job_record, now_utc, rejected_record
 from kit.job.timing_worker import TimingWorker
 from kit.job.worker import Worker
@@ -146,7 +144,7 @@ def _guarded(job: Job, where: Where, outcome: Outcome, body: Body, scratch_root:
     return job_record(job, where, outcome, failure, wall_s=time.monotonic() - t0)
 
 
-def _build_verify(job: Job, worker: Worker, scratch: Path, out: Outcome) -> tuple[Path, sverify.Side]:
+def _build_verify(job: Job, worker: Worker, scratch: Path, out: Outcome) -> sverify.SideModel:
     """Register, build, convert and verify; returns the candidate's model and side (its libraries stay in
     the workspace's build directory until the next build).  The workspace's sources are restored."""
     task, opts = job.task, worker.settings
@@ -172,7 +170,7 @@ def _build_verify(job: Job, worker: Worker, scratch: Path, out: Outcome) -> tupl
             with _held(worker.gate, exclusive=False):
                 model, verified = sverify.convert_and_verify(task, side, worker.native.runner, scratch, opts.verify)
             out.add(verified)
-        return model, side
+        return sverify.SideModel(model, side)
     finally:
         worker.stage = ""
 
@@ -185,32 +183,30 @@ def _native_for(worker: Worker, task: Task) -> Path | None:
 def _stages(job: Job, worker: Worker, scratch: Path, out: Outcome) -> None:
     """All stages on this node."""
     task = job.task
-    model, side = _build_verify(job, worker, scratch, out)
+    candidate = _build_verify(job, worker, scratch, out)
     if not worker.settings.timing_enabled:
         return
     worker.stage = "time"
     try:
         native_model = _native_for(worker, task)
         worker.check_native(native_model)
-        native = (native_model, worker.native_side) if native_model is not None else None
-        out.add(_time(worker.timing, task, worker.native.runner, (model, side), native,
-                      worker.native_error(task), worker.gate, scratch / "timing", device=worker.device,
-                      ledger=(worker.baselines, job)))
+        native = sverify.SideModel(native_model, worker.native_side) if native_model is not None else None
+        out.add(_time(worker, job, candidate, native, _setup(worker, scratch / "timing"), worker.native_error(task)))
         worker.stage = "verify"
-        _reverify(worker.settings.verify, job, (model, side), worker.native.runner, worker.gate, scratch, out)
+        _reverify(worker, job, candidate, scratch, out)
     finally:
         worker.stage = ""
 
 
 def _build_for_shipping(job: Job, worker: Worker, scratch: Path, out: Outcome) -> Built | None:
-    model, side = _build_verify(job, worker, scratch, out)
+    candidate = _build_verify(job, worker, scratch, out)
     if not worker.settings.timing_enabled:
         return None
     native_model = _native_for(worker, job.task)
     return Built(
         half=BuildHalf(Where(), Outcome(), 0.0),  # filled in by _guarded
-        libs=_machine_code(worker, side),
-        model=model.read_bytes(),
+        libs=_machine_code(worker, candidate.side),
+        model=candidate.model.read_bytes(),
         native_model=native_model.read_bytes() if native_model is not None else None,
         native_key=worker.native_key,
         built_by=worker.name,
@@ -250,19 +246,19 @@ def _time_shipped(job: Job, built: Built, timer: TimingWorker, scratch: Path, ou
     native = None
     if built.native_model is not None:
         (scratch / "native.mnn").write_bytes(built.native_model)
-        native = (scratch / "native.mnn", sverify.Side(None, _dir_or_none(timer.lib_dir)))
+        native = sverify.SideModel(scratch / "native.mnn", sverify.Side(None, _dir_or_none(timer.lib_dir)))
     onnx = scratch / "task.onnx"
     onnx.write_bytes(built.onnx)
     timer.stage = "time"
     own_runner = shipped / "bin" / "mkb_runner"  # a static build's: its engine linked in
-    candidate = (model, sverify.Side(None, _dir_or_none(shipped / "lib"),
-                                     runner=own_runner if own_runner.is_file() else None))
+    candidate = sverify.SideModel(model, sverify.Side(None, _dir_or_none(shipped / "lib"),
+                                                      runner=own_runner if own_runner.is_file() else None))
     try:
         timer.check_native(None)
-        out.add(_time(timer.timing, job.task, timer.runner, candidate, native, built.native_error,
-                      timer.gate, scratch / "timing", built.references, onnx, ledger=(timer.baselines, job)))
+        setup = _setup(timer, scratch / "timing", built.references, onnx)
+        out.add(_time(timer, job, candidate, native, setup, built.native_error))
         timer.stage = "verify"
-        _reverify(timer.settings.verify, job, candidate, timer.runner, timer.gate, scratch, out, built.references)
+        _reverify(timer, job, candidate, scratch, out, built.references)
     finally:
         timer.stage = ""
 
@@ -272,50 +268,50 @@ def _dir_or_none(path: Path) -> Path | None:
     return path if path.is_dir() else None
 
 
-def _time(
-    opts: stiming.TimingOptions,
-    task: Task,
-    runner: Path,
-    candidate: tuple[Path, sverify.Side],
-    native: tuple[Path, sverify.Side] | None,
-    native_error: str,
-    gate: NodeLock | None,
-    scratch: Path,
-    refs: sverify.References | None = None,
-    onnx: Path | None = None,
-    device: DeviceSession | None = None,
-    ledger: tuple[Book, Job] | None = None,
-) -> TimingOutcome:
-    """Stage 3: time ``candidate`` against ``native``: the runners start up under the node's gate held shared,
-    their runs hold it exclusively; on an adb ``device`` both phases hold the device instead (this node's builds
-    go on; :class:`kit.devices.session.DeviceSession`).  Without a native side the outcome says why
-    (``no_native_reason``).  ``refs``, ``onnx``: references by seed and the task's ONNX model where the task's
-    files are not here.  ``ledger``: the worker's baseline tables and the job: in table mode the native side
-    comes from the table (:func:`_against_table`); else an interleaved timing's native measurement goes into it."""
-    hold, prepare = ((device.hold, device.prepare) if device is not None else
-                     (lambda: _held(gate, exclusive=True), lambda: _held(gate, exclusive=False)))
-    if ledger is not None and ledger[0].table_mode and native is not None:
-        return _against_table(ledger[0], task, runner, candidate, scratch, opts, hold, prepare, refs, onnx, device)
-    tr = stiming.time_candidate(task, runner, candidate, native, scratch, opts, hold=hold, prepare=prepare,
-                                refs=refs, onnx=onnx)
+def _setup(place: TimingPlace, scratch: Path, refs: sverify.References | None = None,
+           onnx: Path | None = None) -> stiming.TimingSetup:
+    """Where the timing stage runs at ``place``: with its runner, in ``scratch``, and in its phases: the runners
+    start up under the node's gate held shared and their runs hold it exclusively; on an adb device both phases
+    hold the device instead (this node's builds go on; :class:`kit.devices.session.DeviceSession`).  ``refs``,
+    ``onnx``: references by seed and the task's ONNX model where the task's files are not here."""
+    device, gate = place.device, place.gate
+    if device is not None:
+        return stiming.TimingSetup(place.runner, scratch, device.hold, device.prepare, refs, onnx)
+    return stiming.TimingSetup(place.runner, scratch, hold=lambda: _held(gate, exclusive=True),
+                               prepare=lambda: _held(gate, exclusive=False), refs=refs, onnx=onnx)
+
+
+def _time(place: TimingPlace, job: Job, candidate: sverify.SideModel, native: sverify.SideModel | None,
+          setup: stiming.TimingSetup, native_error: str) -> TimingOutcome:
+    """Stage 3: time ``candidate`` against ``native`` at ``place``, as ``setup`` says (:func:`_setup`).  Without
+    a native side the outcome says why (``no_native_reason``: ``native_error``).  ``place.baselines``: in table
+    mode the native side comes from the table (:func:`_against_table`); else an interleaved timing's native
+    measurement goes into it, under ``job``'s id and method.
+
+    Raises:
+        StageFailure: as :func:`kit.stages.timing.time_candidate` and :func:`_against_table`."""
+    opts, book = place.timing, place.baselines
+    if book.table_mode and native is not None:
+        return _against_table(place, job.task, candidate, setup)
+    tr = stiming.time_candidate(job.task, candidate, native, opts, setup)
     if native is None:
         return replace(tr, no_native_reason=native_error)
-    return ledger[0].note(task, ledger[1].job_id, ledger[1].method, tr) if ledger is not None else tr
+    return book.note(job.task, job.job_id, job.method, tr)
 
 
-def _against_table(book: Book, task: Task, runner: Path, candidate: tuple[Path, sverify.Side], scratch: Path,
-                   opts: stiming.TimingOptions, hold: Callable[[], AbstractContextManager[object]],
-                   prepare: Callable[[], AbstractContextManager[object]], refs: sverify.References | None,
-                   onnx: Path | None, device: DeviceSession | None) -> TimingOutcome:
-    """Time ``candidate`` alone against the native time of ``book``'s table (``baselines.native_timing = "table"``).
+def _against_table(place: TimingPlace, task: Task, candidate: sverify.SideModel,
+                   setup: stiming.TimingSetup) -> TimingOutcome:
+    """Time ``candidate`` alone against the native time of ``place.baselines``' table
+    (``baselines.native_timing = "table"``).
 
-    On an adb ``device`` the table is the device's, keyed by the hardware its session read when it opened; the
-    timed runs read it again, and a device whose key changed meanwhile (other cores, other maximum frequencies)
-    is refused rather than compared with another device's table.
+    On an adb device (``place.device``) the table is the device's, keyed by the hardware its session read when it
+    opened; the timed runs read it again, and a device whose key changed meanwhile (other cores, other maximum
+    frequencies) is refused rather than compared with another device's table.
 
     Raises:
         StageFailure: TIMING_FAILED (``no_baseline``) when no entry matches (the reason named), or the device's
             key changed; as the timing otherwise."""
+    book, device = place.baselines, place.device
     opened = device.opened if device is not None else None
     if device is not None and opened is None:
         raise StageFailure(Status.TIMING_FAILED, ErrorKind.NO_BASELINE, f"{device.label}: its session read no "
@@ -325,8 +321,7 @@ def _against_table(book: Book, task: Task, runner: Path, candidate: tuple[Path, 
     except NoBaseline as exc:
         raise StageFailure(Status.TIMING_FAILED, ErrorKind.NO_BASELINE, str(exc)) from None
     key = book.key_for(opened).key
-    out = time_against_table(task, runner, candidate, entry, key, scratch, opts, hold=hold, prepare=prepare,
-                             refs=refs, onnx=onnx)
+    out = time_against_table(task, candidate, entry, key, place.timing, setup)
     if device is not None and (now := book.key_of(out).key) != key:
         raise StageFailure(Status.TIMING_FAILED, ErrorKind.NO_BASELINE, f"{device.label}: its hardware key changed "
                            f"from {key} (session opened) to {now} (timed runs): cores or their maximum frequencies "
@@ -334,19 +329,20 @@ def _against_table(book: Book, task: Task, runner: Path, candidate: tuple[Path, 
     return out
 
 
-def _reverify(opts: sverify.VerifyOptions, job: Job, candidate: tuple[Path, sverify.Side], runner: Path,
-              gate: NodeLock | None, scratch: Path, out: Outcome, refs: sverify.References | None = None) -> None:
-    """Stage 4, once timing has passed: the verification trials again with other seeds, salted with the
-    candidate's sha256 (:func:`kit.stages.verify.reverify`), under the node's gate held shared.  Its trials and
-    seconds are added to the verification's in ``out`` (a failure's too, as its ``partial``).
+def _reverify(place: TimingPlace, job: Job, candidate: sverify.SideModel, scratch: Path, out: Outcome,
+              refs: sverify.References | None = None) -> None:
+    """Stage 4, once timing has passed: the verification trials (``place.settings.verify``) again with other
+    seeds, salted with the candidate's sha256 (:func:`kit.stages.verify.reverify`), with ``place``'s runner under
+    its gate held shared (``refs``: references by seed computed elsewhere).  Its trials and seconds are added to
+    the verification's in ``out`` (a failure's too, as its ``partial``).
 
     Raises:
         StageFailure: as :func:`kit.stages.verify.reverify`."""
-    model, side = candidate
     salt = sverify.reverify_salt(job.candidate_sha256)
     try:
-        with _held(gate, exclusive=False):
-            again = sverify.reverify(job.task, model, side, runner, scratch / "reverify", opts, salt, refs)
+        with _held(place.gate, exclusive=False):
+            again = sverify.reverify(job.task, candidate, place.runner, scratch / "reverify", place.settings.verify,
+                                     salt, refs)
     except StageFailure as f:
         if isinstance(f.partial, VerifyOutcome):
             f.partial = _joined(out.verify, f.partial)

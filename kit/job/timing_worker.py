@@ -87,6 +87,11 @@ class TimingWorker:
         return self.native_dir / "bin" / "mkb_runner"
 
     @property
+    def device(self) -> None:
+        """No adb device: this node times (a :class:`kit.job.place.TimingPlace` under its gate)."""
+        return None
+
+    @property
     def lib_dir(self) -> Path:
         return self.native_dir / "lib"
 

@@ -101,7 +101,8 @@ class HostBuild:
 @dataclass
 class Worker:
     """What a build worker owns for its life: its workspace, the native baseline, its node's gate; for a cross
-    target also the host's half (:class:`HostBuild`)."""
+    target also the host's half (:class:`HostBuild`).  It times its own jobs too, as a
+    :class:`kit.job.place.TimingPlace`."""
 
     cfg: EvalConfig
     workspace: Workspace
@@ -170,6 +171,11 @@ class Worker:
     @property
     def native_key(self) -> str:
         return self.native.key
+
+    @property
+    def runner(self) -> Path:
+        """The native build's runner: it runs every side without a runner of its own."""
+        return self.native.runner
 
     @cached_property
     def baselines(self) -> Book:

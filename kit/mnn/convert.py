@@ -8,7 +8,7 @@ turns a failure into a record status: :class:`ConvertResult` carries ``ok``, the
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,25 +46,37 @@ def parse_unsupported(log: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+@dataclass(frozen=True)
+class ConvertOptions:
+    """How one MNNConvert run goes besides its files: ``timeout_s``, seconds for the process; ``extra_args``,
+    further command-line arguments; ``memory_limit_bytes``, its RLIMIT_AS (None: none); ``policy``, how it is
+    confined (a candidate's converter is candidate code: :mod:`kit.host.sandbox`)."""
+
+    timeout_s: float = 300.0
+    extra_args: tuple[str, ...] = ()
+    memory_limit_bytes: int | None = None
+    policy: sandbox.Policy = sandbox.Policy()
+
+
 def convert(
     mnnconvert: Path,
     onnx_path: Path,
     out_mnn: Path,
-    env: Mapping[str, str] | None = None,
-    timeout_s: float = 300.0,
+    opts: ConvertOptions = ConvertOptions(),
     *,
-    extra_args: Sequence[str] = (),
-    memory_limit_bytes: int | None = None,
-    policy: sandbox.Policy = sandbox.Policy(),
+    env: Mapping[str, str] | None = None,
     lib_dir: Path | None = None,
 ) -> ConvertResult:
-    """Convert ``onnx_path`` to ``out_mnn`` with ``MNNConvert -f ONNX ... --bizCode MNN --keepInputFormat=1``.
+    """Convert ``onnx_path`` to ``out_mnn`` with ``MNNConvert -f ONNX ... --bizCode MNN --keepInputFormat=1``
+    (``opts``: timeout, extra arguments, memory limit, confinement: :class:`ConvertOptions`).
 
     ``out_mnn`` is deleted first so a stale file never counts; the converter runs in ``out_mnn``'s directory.
     ``env`` defaults to :func:`kit.host.proc.base_env` (pass ``LD_LIBRARY_PATH`` here to run it against other libs).
-    ``policy`` confines it (a candidate's converter is candidate code): it sees the converter, the ONNX model
-    and ``lib_dir`` (the libraries ``LD_LIBRARY_PATH`` names) read-only and writes only ``out_mnn``'s directory.
+    ``opts.policy`` confines it: it sees the converter, the ONNX model and ``lib_dir`` (the libraries
+    ``LD_LIBRARY_PATH`` names) read-only and writes only ``out_mnn``'s directory.
 
+    Returns:
+        a :class:`ConvertResult` (``ok`` False when the converter failed, however: never raised).
     Raises:
         FileNotFoundError: ``mnnconvert`` or ``onnx_path`` does not exist.
     """
@@ -77,19 +89,19 @@ def convert(
     out_mnn.unlink(missing_ok=True)
     argv = [
         str(mnnconvert), "-f", "ONNX", "--modelFile", str(onnx_path.resolve()), "--MNNModel", str(out_mnn.resolve()),
-        "--bizCode", "MNN", "--keepInputFormat=1", *extra_args,
+        "--bizCode", "MNN", "--keepInputFormat=1", *opts.extra_args,
     ]  # fmt: skip
     result = proc.run(
-        argv, cwd=out_mnn.parent, env=env if env is not None else proc.base_env(), timeout_s=timeout_s,
-        memory_limit_bytes=memory_limit_bytes,
-        confine=policy.confine(ro=[mnnconvert, onnx_path, *sandbox.lib_dirs(lib_dir)], rw=[out_mnn.parent],
+        argv, cwd=out_mnn.parent, env=env if env is not None else proc.base_env(), timeout_s=opts.timeout_s,
+        memory_limit_bytes=opts.memory_limit_bytes,
+        confine=opts.policy.confine(ro=[mnnconvert, onnx_path, *sandbox.lib_dirs(lib_dir)], rw=[out_mnn.parent],
                                step=f"MNNConvert {mnnconvert}"),
     )
     log = result.output
     unsupported = parse_unsupported(log)
     exists = out_mnn.is_file() and out_mnn.stat().st_size > 0
     if result.timed_out:
-        reason = f"MNNConvert timed out after {timeout_s:g} s"
+        reason = f"MNNConvert timed out after {opts.timeout_s:g} s"
     elif result.signal is not None:
         reason = f"MNNConvert killed by signal {result.signal}"
     elif unsupported:

@@ -188,7 +188,9 @@ class RunSettings:
     emulator's own, :data:`kit.mnn.toolchain.EMULATOR_THREADS`); ``runner_label``: names the runner in the
     invocation digest instead of its path, where each side has a runner of its own built the same way (a static
     build links the side's engine into it; empty: the path); ``remote``: the machine that runs the runner
-    (:class:`RemoteRunner`; None: this one, through :mod:`kit.host.proc`).
+    (:class:`RemoteRunner`; None: this one, through :mod:`kit.host.proc`); ``env``: the base environment of the
+    runner process (None: :func:`kit.host.proc.base_env`; ``LD_LIBRARY_PATH`` is set from the libraries either
+    way; not compared, like ``remote``: the environment the runner gets is in the invocation digest).
     """
 
     threads: int = 1
@@ -205,6 +207,7 @@ class RunSettings:
     runner_label: str = ""
     checked: int = 0
     remote: RemoteRunner | None = field(default=None, compare=False)
+    env: Mapping[str, str] | None = field(default=None, compare=False)
 
 
 def run_model(
@@ -216,7 +219,6 @@ def run_model(
     settings: RunSettings = RunSettings(),
     *,
     scratch: Path,
-    env: Mapping[str, str] | None = None,
 ) -> RunResult:
     """Run ``model`` once (``settings.iterations = 0``) or ``warmup`` + ``iterations`` times with ``runner``.
 
@@ -228,9 +230,10 @@ def run_model(
         output_names: the graph outputs to fetch, in order.
         lib_dir: a directory holding another ``libMNN.so`` (and optionally ``express/``) to run against;
             None = the libraries the runner was linked with.
-        settings: threads, precision, warm-up and timed iterations, op types, timeout, memory limit.
+        settings: threads, precision, warm-up and timed iterations, op types, timeout, memory limit, the base
+            environment (``settings.env``; default :func:`kit.host.proc.base_env`; ``LD_LIBRARY_PATH`` is set
+            from ``lib_dir``).
         scratch: a directory of this call's own; ``scratch/in`` and ``scratch/out`` are recreated.
-        env: base environment (default :func:`kit.host.proc.base_env`); ``LD_LIBRARY_PATH`` is set from ``lib_dir``.
     Returns:
         a :class:`RunResult`; ``ok`` False for a runner error (exit 3), a changed input (4), a thread left
         running (5), a signal or a timeout.
@@ -239,7 +242,7 @@ def run_model(
         FileNotFoundError: the runner, the model or ``lib_dir/libMNN.so`` is missing.
         RunnerProtocolError: the runner rejected its command line or wrote incomplete results.
     """
-    call = _Call.prepare(runner, model, inputs, output_names, lib_dir, settings, scratch=scratch, env=env)
+    call = _Call.prepare(runner, model, inputs, output_names, lib_dir, settings, scratch=scratch)
     if settings.remote is not None:
         started = settings.remote.start(call)
         return started.go() if isinstance(started, StartedRun) else started
@@ -292,7 +295,6 @@ def start_model(
     settings: RunSettings = RunSettings(),
     *,
     scratch: Path,
-    env: Mapping[str, str] | None = None,
 ) -> StartedRun | RunResult:
     """:func:`run_model` in two halves: start the runner with ``--wait-go 1`` and return once it has loaded the
     model and read the inputs (a :class:`StartedRun`; its :meth:`StartedRun.go` runs the rest), or the
@@ -302,7 +304,7 @@ def start_model(
     Raises:
         what :func:`run_model` raises.
     """
-    call = _Call.prepare(runner, model, inputs, output_names, lib_dir, settings, scratch=scratch, env=env)
+    call = _Call.prepare(runner, model, inputs, output_names, lib_dir, settings, scratch=scratch)
     if settings.remote is not None:
         return settings.remote.start(call)
     started = proc.start([*call.command, "--wait-go", "1"], ready_line=READY_LINE, cwd=call.scratch, env=call.env,
@@ -362,9 +364,13 @@ class _Call:
     @classmethod
     def prepare(
         cls, runner: Path, model: Path, inputs: Inputs, output_names: Sequence[str],
-        lib_dir: Path | None, settings: RunSettings, *, scratch: Path, env: Mapping[str, str] | None,
+        lib_dir: Path | None, settings: RunSettings, *, scratch: Path,
     ) -> _Call:
-        """Check the arguments, recreate ``scratch/in`` (with the inputs) and ``scratch/out``."""
+        """Check the arguments, recreate ``scratch/in`` (with the inputs) and ``scratch/out``; the environment is
+        ``settings.env`` with ``lib_dir``'s libraries (:func:`runner_env`).
+
+        Raises:
+            as :func:`run_model`."""
         runner, model, scratch = Path(runner), Path(model), Path(scratch)
         threads, precision, op_types = settings.threads, settings.precision, settings.op_types
         warmup, iterations = settings.warmup, settings.iterations
@@ -409,7 +415,7 @@ class _Call:
             # the sandbox's PID namespace: the runner lists /proc (it cannot tell from bubblewrap's own /proc,
             # whose NSpid line shows one level)
             argv += ["--pid-ns", "1"]
-        return cls(argv, runner_env(lib_dir, env), scratch, out_dir, tuple(output_names), iterations, settings,
+        return cls(argv, runner_env(lib_dir, settings.env), scratch, out_dir, tuple(output_names), iterations, settings,
                    confine, None if sets is None else len(sets))
 
     def finish(self, result: proc.ProcResult) -> RunResult:

@@ -14,9 +14,6 @@ says ``native_timing = "table"`` and ``baseline_key``; its ``native_samples_ms``
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
-from pathlib import Path
 
 import numpy as np
 
@@ -26,17 +23,17 @@ from kit.results.outcomes import StageFailure, TimingOutcome
 from kit.results.records import IMPLAUSIBLE_SPEEDUP, ErrorKind, Flag, Status
 from kit.stages import speedup as sspeedup
 from kit.stages import timing as stiming
-from kit.stages.verify import References, Side
+from kit.stages.verify import SideModel
 from kit.suite.tasks import Task
 
 
-def time_against_table(task: Task, runner: Path, candidate: tuple[Path, Side], entry: Entry, key: str,
-                       scratch: Path, opts: stiming.TimingOptions,
-                       hold: Callable[[], AbstractContextManager[object]] = nullcontext,
-                       prepare: Callable[[], AbstractContextManager[object]] = nullcontext,
-                       refs: References | None = None, onnx: Path | None = None) -> TimingOutcome:
-    """Time ``candidate`` alone and take the native side from ``entry`` of baseline table ``key`` (module
-    docstring).
+def time_against_table(task: Task, candidate: SideModel, entry: Entry, key: str, opts: stiming.TimingOptions,
+                       setup: stiming.TimingSetup) -> TimingOutcome:
+    """Time ``candidate`` alone (as ``opts`` says, where ``setup`` says: :class:`kit.stages.timing.TimingSetup`)
+    and take the native side from ``entry`` of baseline table ``key`` (module docstring).
+
+    Returns the candidate's samples (ms), the speedup and its interval against the table's round medians,
+    ``native_timing = "table"`` and ``baseline_key = key``.
 
     Raises:
         StageFailure: as :func:`kit.stages.timing.time_candidate`; VERIFY_MISMATCH (``not_executed``) when a target
@@ -44,7 +41,7 @@ def time_against_table(task: Task, runner: Path, candidate: tuple[Path, Side], e
         kit.stages.timing.AsymmetricTiming: as there.
     """
     t0 = time.monotonic()
-    rounds = stiming.run_rounds(task, runner, candidate, None, scratch, opts, hold, prepare, refs, onnx)
+    rounds = stiming.run_rounds(task, candidate, None, opts, setup)
     cand_types = rounds.candidate[0].op_types
     stiming.check_executed(task, cand_types, entry.native_op_types)
     basis = "model" if cand_types != entry.native_op_types else "op"

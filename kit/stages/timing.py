@@ -50,7 +50,7 @@ from kit.results.records import IMPLAUSIBLE_SPEEDUP, ErrorKind, Flag, Status
 from kit.stages import speedup as sspeedup
 from kit.stages.timedcheck import check_timed_outputs
 from kit.stages.timingrun import go_run, start_run
-from kit.stages.verify import References, Side
+from kit.stages.verify import References, SideModel
 from kit.suite.inputs import make_inputs
 from kit.suite.tasks import Task
 
@@ -92,6 +92,29 @@ class TimingOptions:
 
 
 
+@dataclass(frozen=True)
+class TimingSetup:
+    """Where one timing stage runs its runs, and what stands in for the task's files where they are not there.
+
+    ``runner``: the kit's runner (a path) that runs a side without a runner of its own (the native build's);
+    ``scratch``: a directory of the stage's own (each run gets a folder in it);
+    ``hold``: a context manager factory entered around the measured runs (the node's exclusive timing phase,
+    or an adb device's; default: none);
+    ``prepare``: one entered around the runners' start-up (the node's shared hold: a runner's start-up is work
+    like a build; default: none);
+    ``refs``: ONNX Runtime's outputs by seed computed elsewhere (:data:`kit.stages.verify.References`; a seed
+    missing is computed here; None: all are);
+    ``onnx``: the task's ONNX model for the references of the forwards the runner checked at random (None:
+    ``task.onnx_path``; a timing node gets it shipped)."""
+
+    runner: Path
+    scratch: Path
+    hold: Callable[[], AbstractContextManager[object]] = nullcontext
+    prepare: Callable[[], AbstractContextManager[object]] = nullcontext
+    refs: References | None = None
+    onnx: Path | None = None
+
+
 def _plan(rounds: int, with_native: bool) -> list[tuple[str, int]]:
     """(who, round) of every run: the order alternates per round, N C, C N, ... (candidate only without a
     native side)."""
@@ -125,27 +148,21 @@ def check_symmetric(plan: list[tuple[str, int]], started: list[mrunner.StartedRu
     return {who: sha for who in digests}
 
 
-def time_candidate(
-    task: Task,
-    runner: Path,
-    candidate: tuple[Path, Side],
-    native: tuple[Path, Side] | None,
-    scratch: Path,
-    opts: TimingOptions,
-    hold: Callable[[], AbstractContextManager[object]] = nullcontext,
-    prepare: Callable[[], AbstractContextManager[object]] = nullcontext,
-    refs: References | None = None,
-    onnx: Path | None = None,
-) -> TimingOutcome:
-    """Time ``candidate`` (model, side) against ``native`` (or alone when ``native`` is None).
+def time_candidate(task: Task, candidate: SideModel, native: SideModel | None, opts: TimingOptions,
+                   setup: TimingSetup) -> TimingOutcome:
+    """Time ``candidate`` against ``native`` (or alone when ``native`` is None), as ``opts`` says, where ``setup``
+    says (:class:`TimingSetup`).
 
-    Every run's runner is started first, inside ``prepare()`` (the node's shared hold: the start-up of a runner
-    is work like a build), up to its rendezvous; then, inside ``hold()`` (the node's exclusive timing phase),
-    the conditions are read (governor, frequency, load) and each run in turn does its warm-up and timed
-    iterations.  The inputs are drawn before and the statistics computed after, and so are the candidate's
-    timed outputs compared with ONNX Runtime (``refs``: references computed elsewhere, by seed): the node is
-    held exclusively for the measured runs alone.  ``onnx``: the task's ONNX model for the references of the
-    forwards the runner checked at random (default ``task.onnx_path``; a timing node gets it shipped).
+    Every run's runner is started first, inside ``setup.prepare()`` (the node's shared hold: the start-up of a
+    runner is work like a build), up to its rendezvous; then, inside ``setup.hold()`` (the node's exclusive
+    timing phase), the conditions are read (governor, frequency, load) and each run in turn does its warm-up and
+    timed iterations.  The inputs are drawn before and the statistics computed after, and so are the candidate's
+    timed outputs compared with ONNX Runtime (``setup.refs``: references computed elsewhere, by seed): the node
+    is held exclusively for the measured runs alone.  ``setup.onnx``: the task's ONNX model for the references
+    of the forwards the runner checked at random (default ``task.onnx_path``; a timing node gets it shipped).
+
+    Returns the samples (ms), the speedup and its interval, the conditions and the stage's seconds
+    (:class:`kit.results.outcomes.TimingOutcome`).
 
     Raises:
         StageFailure: TIMING_FAILED when a native run fails, when a run yields no usable samples or its clock
@@ -157,7 +174,7 @@ def time_candidate(
         AsymmetricTiming: the sides were not invoked alike (a harness fault).
     """
     t0 = time.monotonic()
-    rounds = run_rounds(task, runner, candidate, native, scratch, opts, hold, prepare, refs, onnx)
+    rounds = run_rounds(task, candidate, native, opts, setup)
     return finish(_outcome(task, rounds.candidate, rounds.native, opts), rounds, t0)
 
 
@@ -174,13 +191,10 @@ class Rounds:
     conditions: dict[str, object]
 
 
-def run_rounds(task: Task, runner: Path, candidate: tuple[Path, Side], native: tuple[Path, Side] | None,
-               scratch: Path, opts: TimingOptions,
-               hold: Callable[[], AbstractContextManager[object]] = nullcontext,
-               prepare: Callable[[], AbstractContextManager[object]] = nullcontext,
-               refs: References | None = None, onnx: Path | None = None) -> Rounds:
-    """The runs of :func:`time_candidate` (started inside ``prepare()``, run inside ``hold()``) and the check of
-    the candidate's timed outputs; no statistic.
+def run_rounds(task: Task, candidate: SideModel, native: SideModel | None, opts: TimingOptions,
+               setup: TimingSetup) -> Rounds:
+    """The runs of :func:`time_candidate` (started inside ``setup.prepare()``, run inside ``setup.hold()``) and
+    the check of the candidate's timed outputs; no statistic.
 
     Raises:
         as :func:`time_candidate`."""
@@ -191,13 +205,14 @@ def run_rounds(task: Task, runner: Path, candidate: tuple[Path, Side], native: t
     started: list[mrunner.StartedRun] = []
     runs: dict[str, list[mrunner.RunResult]] = {"candidate": [], "native": []}
     try:
-        with prepare():
+        with setup.prepare():
             for who, r in plan:
-                model, side = candidate if who == "candidate" else native  # type: ignore[misc]
-                started.append(start_run(task, runner, model, side, inputs, scratch / f"{who[0]}{r}",
-                                                 opts.settings(task), who))
+                timed = candidate if who == "candidate" else native
+                assert timed is not None  # the plan has native runs only with a native side
+                started.append(start_run(task, setup.runner, timed, inputs, setup.scratch / f"{who[0]}{r}",
+                                         opts.settings(task), who))
         digests = check_symmetric(plan, started, cores)
-        with hold():
+        with setup.hold():
             conditions = (opts.run.remote.conditions(cores) if opts.run.remote is not None else
                           dict(governor=hostinfo.cpu_governor(cores), freq_mhz=hostinfo.cpu_freq_mhz(cores),
                                load_1m=hostinfo.load_1m()))
@@ -206,7 +221,7 @@ def run_rounds(task: Task, runner: Path, candidate: tuple[Path, Side], native: t
     finally:
         for run in started:
             run.cancel()
-    check_timed_outputs(task, runs["candidate"], seeds, inputs, opts.run.threads, refs, onnx)
+    check_timed_outputs(task, runs["candidate"], seeds, inputs, opts.run.threads, setup.refs, setup.onnx)
     return Rounds(runs["candidate"], runs["native"], digests, cores, conditions)
 
 

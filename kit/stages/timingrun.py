@@ -13,7 +13,7 @@ from pathlib import Path
 from kit.mnn import runner as mrunner
 from kit.results.outcomes import StageFailure
 from kit.results.records import ErrorKind, Status
-from kit.stages.verify import Side, process_failure, protocol_failure
+from kit.stages.verify import SideModel, process_failure, protocol_failure
 from kit.suite.tasks import Task
 
 #: how much shorter than the kit's own wall time of a run (from writing "go" to the runner's exit) the runner's
@@ -32,18 +32,21 @@ CLOCK_SLACK_FRACTION = 0.10
 _PRINT_MS = 1e-3
 
 
-def start_run(task: Task, runner: Path, model: Path, side: Side, inputs, scratch: Path,
+def start_run(task: Task, runner: Path, timed: SideModel, inputs, scratch: Path,
               settings: mrunner.RunSettings, what: str) -> mrunner.StartedRun:
-    """Start one timing run (``settings``: :meth:`kit.stages.timing.TimingOptions.settings`; ``what``: "native"
-    or "candidate") up to the runner's rendezvous (model loaded, inputs read).
+    """Start one timing run of ``timed``'s model (with ``runner`` unless its side has a runner of its own;
+    ``inputs``: the input sets, :data:`kit.mnn.runner.Inputs`; ``scratch``: the run's own directory;
+    ``settings``: :meth:`kit.stages.timing.TimingOptions.settings`; ``what``: "native" or "candidate") up to the
+    runner's rendezvous (model loaded, inputs read).
 
     Raises:
         StageFailure: as :func:`check_run` when the runner fails before it (or breaks its protocol:
             :func:`_protocol`).
     """
     with _protocol(what):
-        started = mrunner.start_model(side.runner or runner, model, inputs, [o.name for o in task.outputs], side.lib_dir,
-                                      settings, scratch=scratch)
+        side = timed.side
+        started = mrunner.start_model(side.runner or runner, timed.model, inputs, [o.name for o in task.outputs],
+                                      side.lib_dir, settings, scratch=scratch)
     if isinstance(started, mrunner.RunResult):
         check_run(started, what)
         status = Status.TIMING_FAILED if what == "native" else Status.RUNTIME_CRASH

@@ -98,6 +98,17 @@ class Side:
         return self.converter_lib_dir or self.lib_dir
 
 
+@dataclass(frozen=True)
+class SideModel:
+    """A converted model on one side of a comparison: what verification checks and timing times.
+
+    ``model``: the ``.mnn`` file (converted by ``side``'s converter, or received converted on a timing node);
+    ``side``: what runs it (:class:`Side`: the libraries the runner loads, or a runner of its own)."""
+
+    model: Path
+    side: Side
+
+
 #: signals the kernel sends for a resource limit, and the limit's setting
 _LIMIT_SIGNALS = {signal.SIGXFSZ: "the file-size limit (sandbox.file_mb)", signal.SIGXCPU: "the CPU-time limit (sandbox.run_cpu_s)"}
 #: what a process prints when an allocation or a fork failed at a limit
@@ -193,11 +204,10 @@ def convert(task: Task, side: Side, out: Path, opts: VerifyOptions) -> Path:
     if side.converter is None:
         raise ValueError("convert: this side has no converter (a timing node receives converted models)")
     out.parent.mkdir(parents=True, exist_ok=True)
-    res = mconvert.convert(
-        side.converter, task.onnx_path, out, env=mrunner.runner_env(side.converter_libs),
-        timeout_s=opts.convert_timeout_s, memory_limit_bytes=opts.run.memory_limit_bytes, policy=opts.convert_policy,
-        lib_dir=side.converter_libs,
-    )
+    how = mconvert.ConvertOptions(timeout_s=opts.convert_timeout_s, memory_limit_bytes=opts.run.memory_limit_bytes,
+                                  policy=opts.convert_policy)
+    res = mconvert.convert(side.converter, task.onnx_path, out, how, env=mrunner.runner_env(side.converter_libs),
+                           lib_dir=side.converter_libs)
     if res.proc.timed_out or res.proc.signal is not None:
         fail = process_failure(res.proc, "MNNConvert")
         assert fail is not None
@@ -291,17 +301,20 @@ def reverify_options(opts: VerifyOptions, salt: int = 0) -> VerifyOptions:
     return replace(opts, seed=opts.seed + REVERIFY_SEED_OFFSET + salt)
 
 
-def reverify(task: Task, model: Path, side: Side, runner: Path, scratch: Path, opts: VerifyOptions,
+def reverify(task: Task, candidate: SideModel, runner: Path, scratch: Path, opts: VerifyOptions,
              salt: int = 0, refs: References | None = None) -> VerifyOutcome:
-    """:func:`verify` once more, after the timing stage, with :func:`reverify_options`: a kernel must stay
-    correct over all its calls, not only until it has been verified.
+    """:func:`verify` ``candidate`` once more, after the timing stage, with :func:`reverify_options` (``salt``:
+    :func:`reverify_salt`; ``runner``: the runner of a side without its own; ``refs``: as :func:`verify`): a
+    kernel must stay correct over all its calls, not only until it has been verified.
+
+    Returns the trials (all passed) and their seconds, as :func:`verify`.
 
     Raises:
         StageFailure: as :func:`verify`, its message saying that it happened after timing.
     """
     again = reverify_options(opts, salt)
     try:
-        return verify(task, model, side, runner, scratch, again, refs)
+        return verify(task, candidate.model, candidate.side, runner, scratch, again, refs)
     except StageFailure as f:
         f.message = f"after timing, verification with seeds from {again.seed}: {f.message}"
         raise
