@@ -282,14 +282,14 @@ def _report_tasks_dir(args: argparse.Namespace) -> Path:
         tried = [args.tasks_dir]
     else:
         try:
-            prov = provenance.load(args.run_dirs[0]) or {}
+            prov = provenance.load(args.run_dirs[0])
         except provenance.ProvenanceError:
-            prov = {}  # the report itself names the damaged file
-        recorded = [s["dir"] for s in provenance.task_selections(prov) or [] if "dir" in s]
-        config = prov.get("config")
-        if not recorded and isinstance(config, dict) and isinstance(config.get("tasks"), dict):
-            recorded = [config["tasks"].get("dir")]
-        tried = [Path(d) for d in dict.fromkeys(recorded) if isinstance(d, str)] + [Path("tasks")]
+            prov = None  # the report itself names the damaged file
+        recorded = prov.recorded_task_dirs() if prov is not None else []
+        config_dir = prov.config_tasks_dir() if prov is not None else None
+        if not recorded and config_dir is not None:
+            recorded = [config_dir]
+        tried = [Path(d) for d in dict.fromkeys(recorded)] + [Path("tasks")]
     for tasks_dir in tried:
         if tasks_dir.is_dir():
             return tasks_dir

@@ -143,15 +143,15 @@ def test_a_session_that_ran_nothing_still_adds_its_task_selection(tmp_path, caps
         w.append(_rec("fx_exp", "a", Status.COMPILE_ERROR, first.digest()))
     provenance.save(first.run.dir, None, provenance.collect(first, None))
     sels = provenance.task_selections(provenance.load(first.run.dir))
-    assert [(s["split"], s["ids"]) for s in sels] == [("all", ["fx_argmax", "fx_exp"])]
-    assert sels[0]["dir"] == str(first.tasks.dir.resolve())
+    assert [(s.split, s.ids) for s in sels] == [("all", ["fx_argmax", "fx_exp"])]
+    assert sels[0].dir == str(first.tasks.dir.resolve())
 
     more = load_config(path, ["--tasks.ids", '["fx_argmax","fx_exp","fx_sub"]'])
     provenance.note_selection(more.run.dir, more)
     provenance.note_selection(more.run.dir, more)  # once only
     prov = provenance.load(more.run.dir)
-    assert len(prov["sessions"]) == 1 and len(prov[provenance.EXTRA_SELECTIONS]) == 1
-    assert [s["ids"] for s in provenance.task_selections(prov)][-1] == ["fx_argmax", "fx_exp", "fx_sub"]
+    assert len(prov.sessions) == 1 and len(prov.dump()[provenance.EXTRA_SELECTIONS]) == 1
+    assert [s.ids for s in provenance.task_selections(prov)][-1] == ["fx_argmax", "fx_exp", "fx_sub"]
     # a later session keeps the extra selection
     provenance.save(more.run.dir, prov, provenance.collect(first, None))
     assert len(provenance.task_selections(provenance.load(more.run.dir))) == 3

@@ -44,6 +44,7 @@ from kit.report.data import load_records
 from kit.results import shards
 from kit.results.records import SCHEMA_VERSION
 from kit.run import provenance
+from kit.run.provenance import Provenance
 from kit.score import metrics
 from kit.suite.tasks import Task, check_selected, load_suite, sha256_file
 
@@ -63,10 +64,10 @@ def make_bundle(run_dir: Path, out: Path | None = None, tasks_dir: Path | None =
         kit.report.ReportError: the run's records cannot be read, or its task selection is not in the suite.
     """
     prov = provenance.load(run_dir)
-    if prov is None or not isinstance(prov.get("config"), dict):
+    if prov is None or prov.config is None:
         raise BundleError(f"{run_dir}: no provenance.json with a config (not a run directory of mkb eval)")
     records = load_records(run_dir)
-    digest = prov.get("config_digest")
+    digest = prov.config_digest
     found = sorted(set(records["config_digest"].to_list()))
     if found != [digest]:
         raise BundleError(f"{run_dir}: records of config digest(s) {found}, provenance.json says {digest!r}")
@@ -74,7 +75,7 @@ def make_bundle(run_dir: Path, out: Path | None = None, tasks_dir: Path | None =
     suite = load_suite(suite_dir, "all")
     has_manifest = check_selected(suite_dir, suite)
     denominator = scores.denominator(run_dir, records, metrics.tasks_frame(suite))
-    config = prov["config"]
+    config = prov.config
     with tempfile.TemporaryDirectory(prefix="mkb-bundle-") as tmp:
         root = Path(tmp) / ROOT
         root.mkdir()
@@ -89,7 +90,8 @@ def make_bundle(run_dir: Path, out: Path | None = None, tasks_dir: Path | None =
         tasks = _copy_tasks([t for t in suite if t.id in set(denominator["task_id"].to_list())], root)
         manifest = Manifest(
             bundle_format=BUNDLE_FORMAT, created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-            kit=prov.get("kit") or {"version": None, "commit": None, "dirty": None}, bundled_by=kit_facts(),
+            kit=(prov.kit.dump() if prov.kit is not None else {}) or {"version": None, "commit": None, "dirty": None},
+            bundled_by=kit_facts(),
             config=config, config_digest=digest, record_schema_version=SCHEMA_VERSION, n_records=records.height,
             tasks=tasks, tasks_manifest_sha256=sha256_file(suite_dir / "manifest.json") if has_manifest else None,
             sources=sources, environment=environment(prov, records), hosts=session_hosts(prov, records),
@@ -98,7 +100,7 @@ def make_bundle(run_dir: Path, out: Path | None = None, tasks_dir: Path | None =
         return write_archive(root, out or run_dir / DEFAULT_NAME)
 
 
-def _suite_dir(prov: dict[str, Any], given: Path | None) -> Path:
+def _suite_dir(prov: Provenance, given: Path | None) -> Path:
     """``given``, else the first recorded tasks folder that exists (each session's, then the config's).
 
     Raises:
@@ -106,8 +108,7 @@ def _suite_dir(prov: dict[str, Any], given: Path | None) -> Path:
     if given is not None:
         tried = [given]
     else:
-        recorded = [s["dir"] for s in provenance.task_selections(prov) or [] if "dir" in s]
-        tried = [Path(d) for d in dict.fromkeys([*recorded, prov["config"].get("tasks", {}).get("dir")]) if d]
+        tried = [Path(d) for d in dict.fromkeys([*prov.recorded_task_dirs(), prov.config_tasks_dir()]) if d]
     for d in tried:
         if d.is_dir():
             return d
@@ -169,29 +170,28 @@ def _copy_tasks(tasks: list[Task], root: Path) -> dict[str, TaskEntry]:
     return out
 
 
-def environment(prov: dict[str, Any], records: pl.DataFrame) -> dict[str, Any]:
+def environment(prov: Provenance, records: pl.DataFrame) -> dict[str, Any]:
     """What the run ran with (manifest ``environment``), from its provenance; ``image_digest``: the image id
     the run's commands ran in (provenance ``container.image_id``, else the records' ``image_id`` column;
     several ids: their sorted list), None where they ran on the host."""
-    image = (prov.get("container") or {}).get("image_id") or None
+    image = (prov.container.image_id if prov.container is not None else None) or None
     if image is None and "image_id" in records.columns:
         found = [d for d in records["image_id"].unique().to_list() if d]
         image = found[0] if len(found) == 1 else (sorted(found) or None)
     return {
-        "mnn_version": prov.get("mnn_version"), "mnn_tree_digest": prov.get("mnn_tree_digest"),
-        "engine": prov.get("engine"), "compiler": prov.get("compiler"), "onnxruntime": prov.get("onnxruntime"),
-        "python": prov.get("python"), "image_digest": image,
+        "mnn_version": prov.mnn_version, "mnn_tree_digest": prov.mnn_tree_digest, "engine": prov.engine,
+        "compiler": prov.compiler, "onnxruntime": prov.onnxruntime, "python": prov.python, "image_digest": image,
     }
 
 
-def session_hosts(prov: dict[str, Any], records: pl.DataFrame) -> list[dict[str, Any]]:
+def session_hosts(prov: Provenance, records: pl.DataFrame) -> list[dict[str, Any]]:
     """One fingerprint per session: its ``host`` (:func:`kit.host.machine.fingerprint`) with the model and
     architecture of the CPU that timed it; a session of an older kit without ``host`` gets those two and the
     governor its records name."""
     governors = sorted({g for g in records["cpu_governor"].to_list() if g})
     out = []
-    for s in prov.get("sessions") or [prov]:
-        host = dict(s.get("host") or {"governor": ",".join(governors)})
-        host.update({k: s[k] for k in ("cpu_model", "arch") if s.get(k) is not None})
+    for s in prov.all_sessions():
+        host = (s.host.dump() if s.host is not None else {}) or {"governor": ",".join(governors)}
+        host.update({k: v for k, v in (("cpu_model", s.cpu_model), ("arch", s.arch)) if v is not None})
         out.append(host)
     return out

@@ -28,6 +28,7 @@ from kit.bundle.verdict import print_verdict, write_verdict
 from kit.host.machine import HARDWARE_KEYS
 from kit.results.shards import read_records
 from kit.run import provenance
+from kit.run.provenance import KitFacts, Provenance
 from kit.run.rundir import changed_settings
 from kit.score import metrics
 from kit.settings.config import EvalConfig, load_config
@@ -72,7 +73,7 @@ def reproduce(bundle: Path, run_dir: Path | None = None, overrides: Sequence[str
     suite = metrics.tasks_frame(load_suite(root / TASKS, "all"))
     denominator = scores.denominator(root, checked.records, suite)
     reproduced = read_records(run_dir)
-    env, same_hw = environment_rows(m, provenance.load(run_dir) or {}, reproduced, cfg)
+    env, same_hw = environment_rows(m, provenance.load(run_dir), reproduced, cfg)
     cmp = compare(checked.records, reproduced, denominator, m.config["report"]["fast_p"],
                   scores.noise_of(root, checked.records), same_hw)
     print_verdict(cmp, env)
@@ -121,7 +122,7 @@ def _shown(values: list[Any]) -> str:
     return " | ".join(distinct) if distinct else "-"
 
 
-def environment_rows(m: Manifest, prov: dict[str, Any], reproduced: Any,
+def environment_rows(m: Manifest, prov: Provenance | None, reproduced: Any,
                      cfg: EvalConfig) -> tuple[list[dict[str, Any]], bool]:
     """The environment table's rows (``key``, ``bundle``, ``reproduced``, ``verdict``: ``same`` / ``differs``)
     and whether the hardware is the same: every :data:`kit.host.machine.HARDWARE_KEYS` value of every session
@@ -137,15 +138,15 @@ def environment_rows(m: Manifest, prov: dict[str, Any], reproduced: Any,
             verdict = "differs" + (f" ({note})" if note else "")
         rows.append({"key": key, "bundle": a, "reproduced": b, "verdict": verdict})
 
-    kit_b = prov.get("kit") or {}
-    add("kit version", m.kit.get("version"), kit_b.get("version"))
-    add("kit commit", m.kit.get("commit"), kit_b.get("commit"))
+    kit_b = prov.kit if prov is not None and prov.kit is not None else KitFacts()
+    add("kit version", m.kit.get("version"), kit_b.version)
+    add("kit commit", m.kit.get("commit"), kit_b.commit)
     changed = changed_settings(m.config, cfg)
     add("config digest", m.config_digest, cfg.digest(), ", ".join(changed))
-    env_b = environment(prov, reproduced)
+    env_b = environment(prov or Provenance(), reproduced)
     for key in ENV_KEYS:
         add(key, m.environment.get(key), env_b.get(key))
-    hosts_a, hosts_b = m.hosts, session_hosts(prov, reproduced) if prov else []
+    hosts_a, hosts_b = m.hosts, session_hosts(prov, reproduced) if prov is not None and prov.dump() else []
     same_hw = bool(hosts_b)
     for key in HOST_KEYS:
         va = [h.get(key) for h in hosts_a if h.get(key) is not None]

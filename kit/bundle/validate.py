@@ -38,6 +38,7 @@ from kit.report.data import ReportError
 from kit.results import shards
 from kit.results.records import SCHEMA_VERSION
 from kit.results.schema import ShardError, read_schema_version
+from kit.run import provenance
 from kit.run.plan import make_jobs
 from kit.score import metrics
 from kit.settings.config import EvalConfig
@@ -166,10 +167,10 @@ def _config_problems(root: Path, m: Manifest, cfg: EvalConfig) -> list[str]:
     if sorted(methods) != sorted(s.method for s in m.sources):
         out.append(f"{MANIFEST}: sources {[s.method for s in m.sources]} differ from the config's {methods}")
     try:
-        prov = json.loads((root / PROVENANCE).read_text(encoding="utf-8"))
-        if prov.get("config_digest") != m.config_digest:
-            out.append(f"{PROVENANCE}: config digest {prov.get('config_digest')!r}, {MANIFEST} says {m.config_digest}")
-    except (OSError, ValueError, AttributeError) as exc:
+        prov = provenance.parse((root / PROVENANCE).read_text(encoding="utf-8"))
+        if prov.config_digest != m.config_digest:
+            out.append(f"{PROVENANCE}: config digest {prov.config_digest!r}, {MANIFEST} says {m.config_digest}")
+    except (OSError, ValueError) as exc:
         out.append(f"{PROVENANCE}: unreadable ({exc})")
     return out
 

@@ -31,7 +31,7 @@ from kit.job.timing_worker import setup_timing_worker
 from kit.job.worker import Worker, setup_worker
 from kit.mnn.native import native_bundle
 from kit.results.records import Record
-from kit.run.provenance import collect
+from kit.run.provenance import Session, TimingNode, collect
 from kit.settings.config import EvalConfig
 
 #: ``setup_fn(cfg, index, name) -> state``: runs once per build actor (default: :func:`kit.job.worker.setup_worker`)
@@ -129,7 +129,7 @@ class JobActor(Actor):
             raise self.setup_error
         return native_bundle(self.state.native)
 
-    def provenance(self) -> dict[str, Any]:
+    def provenance(self) -> Session:
         """This session's provenance on this worker's node (:func:`kit.run.provenance.collect`)."""
         return collect(self.cfg, self.state if isinstance(self.state, Worker) else None)
 
@@ -151,6 +151,6 @@ class TimeActor(Actor):
             raise self.setup_error
         return self.time_fn(job, built, self.state)
 
-    def provenance(self) -> dict[str, Any]:
+    def provenance(self) -> TimingNode:
         """This timing node's name, host, architecture and CPU model."""
-        return {"name": self.name, "host": socket.gethostname(), "arch": platform.machine(), "cpu_model": cpu_model()}
+        return TimingNode(name=self.name, host=socket.gethostname(), arch=platform.machine(), cpu_model=cpu_model())

@@ -42,7 +42,7 @@ from kit.job.record import Job, lost_record, timing_lost_record
 from kit.results.records import Record, Status
 from kit.results.shards import RecordSink
 from kit.run.plan import record_setup_failure
-from kit.run.provenance import SessionLog
+from kit.run.provenance import Dispatch, SessionLog
 from kit.run.queue import JobQueue
 from kit.settings.config import EvalConfig
 
@@ -349,7 +349,6 @@ class Driver:
             self.notes.timing_worker(facts)
             return
         d = self.cfg.dispatch
-        self.notes.start(facts, dispatch={
-            "mode": d.mode, "address": d.address, "timing_resource": d.timing_resource,
-            "build_resource": d.build_resource, "workers": len(self.slots) - self.n_timers, "first_worker": slot.info,
-        })
+        self.notes.start(facts, dispatch=Dispatch(
+            mode=d.mode, address=d.address, timing_resource=d.timing_resource, build_resource=d.build_resource,
+            workers=len(self.slots) - self.n_timers, first_worker=slot.info))

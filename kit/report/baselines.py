@@ -20,13 +20,13 @@ def _tables(run: Run) -> tuple[dict[str, dict[str, Any]], Path | None]:
     """The baseline tables the sessions of ``run`` described (key -> provenance entry) and the folder of the
     first that still exists on this machine (None: none does)."""
     try:
-        prov = provenance.load(run.dir) or {}
+        prov = provenance.load(run.dir) or provenance.Provenance()
     except provenance.ProvenanceError:
-        prov = {}  # the provenance section names the damaged file
-    described = [s.get("baselines") for s in prov.get("sessions") or [prov]]
-    by_key = {d["key"]: d for d in described if isinstance(d, dict) and isinstance(d.get("key"), str)}
-    roots = [Path(d["dir"]) for d in by_key.values() if isinstance(d.get("dir"), str) and Path(d["dir"]).is_dir()]
-    return by_key, (roots[0] if roots else None)
+        prov = provenance.Provenance()  # the provenance section names the damaged file
+    described = [s.baselines for s in prov.all_sessions()]
+    by_key = {d.key: d for d in described if d is not None and d.key is not None}
+    roots = [Path(d.dir) for d in by_key.values() if d.dir is not None and Path(d.dir).is_dir()]
+    return {k: d.dump() for k, d in by_key.items()}, (roots[0] if roots else None)
 
 
 def _hardware(key: str, described: dict[str, dict[str, Any]], root: Path | None) -> dict[str, Any]:

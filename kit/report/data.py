@@ -122,17 +122,17 @@ def run_tasks(run_dir: Path, records: pl.DataFrame, task_table: pl.DataFrame) ->
         out, by_ids = task_table.filter(pl.col("split").is_in(used.implode())), False
     else:
         known = set(task_table["task_id"].to_list())
-        missing = sorted({i for sel in selections for i in sel["ids"]} - known)
+        missing = sorted({i for sel in selections for i in sel.ids} - known)
         if missing:
             raise ReportError(f"tasks: {run_dir} was evaluated on task ids the task table lacks "
                               f"({', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}); wrong tasks directory?")
         keep = pl.lit(False)
         for sel in selections:
-            one = pl.lit(True) if sel["split"] == "all" else pl.col("split") == sel["split"]
-            if sel["ids"]:
-                one = one & pl.col("task_id").is_in(sel["ids"])
+            one = pl.lit(True) if sel.split == "all" else pl.col("split") == sel.split
+            if sel.ids:
+                one = one & pl.col("task_id").is_in(sel.ids)
             keep = keep | one
-        out, by_ids = task_table.filter(keep), all(sel["ids"] for sel in selections)
+        out, by_ids = task_table.filter(keep), all(sel.ids for sel in selections)
     if out.height == 0:
         raise ReportError(
             f"tasks: none of the {records['task_id'].n_unique()} task ids in the records of {run_dir} is in the "
@@ -147,15 +147,16 @@ def load_provenance(run_dir: Path) -> dict[str, str]:
     sessions)``, see :mod:`kit.run.provenance`).
 
     Raises:
-        ReportError: the file is not a JSON object.
+        ReportError: the file is damaged (:class:`kit.run.provenance.ProvenanceError`: not a JSON object, or a
+            key of the wrong type).
     """
     try:
-        data = provenance.load(run_dir) or {}
+        prov = provenance.load(run_dir) or provenance.Provenance()
     except provenance.ProvenanceError as exc:
         raise ReportError(str(exc)) from exc
-    out = {k: "unknown" if data.get(k) in (None, "") else str(data[k]) for k in PROVENANCE_KEYS}
-    for k, values in data.get("differs", {}).items():  # an object: checked by provenance.load
-        if k in out and isinstance(values, list):
+    out = {k: "unknown" if (v := prov.fact(k)) in (None, "") else str(v) for k in PROVENANCE_KEYS}
+    for k, values in prov.differs.items():
+        if k in out:
             out[k] = " | ".join(dict.fromkeys(str(v) for v in values if v is not None)) + " (differs between sessions)"
     return out
 

@@ -5,17 +5,23 @@ The file keeps the first session's values at the top level (what the report show
 under ``sessions`` (its :data:`SESSION_KEYS`, start time and dispatch), and names under ``differs`` each key
 whose value changed between sessions, with the value of each session — timings taken on two CPU models
 are then not silently reported as one.
+
+The file is read into a :class:`Provenance` (:func:`load`), one :class:`Session` per session.  Every field
+is optional (a file of an older kit lacks the newer ones) and a key the models do not name is kept as it is
+and written back unchanged; a key the file lacks is not written either, so what :func:`save` writes has the
+keys and nesting the kit has always written.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import platform
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kit.host.machine import cpu_model, fingerprint
 from kit.host.versions import kit_facts, onnxruntime_version
@@ -36,23 +42,273 @@ SESSION_KEYS: tuple[str, ...] = (
 #: version and commit, ONNX Runtime's version); a bundle compares them with the reviewer's
 FACT_KEYS: tuple[str, ...] = ("host", "kit", "onnxruntime")
 
+#: the keys of a session's entry under ``sessions`` (the top level has these and ``config``)
+ENTRY_KEYS: tuple[str, ...] = (*SESSION_KEYS, "started_at", "build_cpu_model", "build_arch", "dispatch", "tasks",
+                               "baselines", *FACT_KEYS)
+
+#: top-level key of the selections of sessions that ran no job (and so added no session entry)
+EXTRA_SELECTIONS = "task_selections"
 
 #: how to get past a damaged file (said in every ProvenanceError)
 _FIX = " (move the file away to go on: the next session writes a new one from its own provenance)"
 
 
 class ProvenanceError(Exception):
-    """``provenance.json`` exists but is not a JSON object (the message names the file)."""
+    """``provenance.json`` exists but is damaged: not JSON, not an object, or a key of the wrong type (the
+    message names the file)."""
 
 
-def collect(cfg: EvalConfig, worker: Worker | None) -> dict[str, Any]:
-    """This session's provenance on this node: :data:`SESSION_KEYS`, ``started_at`` (ISO-8601 UTC), the
-    whole config and :data:`FACT_KEYS`; ``mnn_tree_digest`` and ``compiler`` come from ``worker``'s native
-    build ("unknown" without a worker)."""
+class _Part(BaseModel):
+    """What every part of the file shares: unknown keys kept (and written back), types checked strictly (a value
+    of another type is a damaged file, never converted), a field's docstring as its description."""
+
+    model_config = ConfigDict(extra="allow", strict=True, use_attribute_docstrings=True)
+
+    def dump(self) -> dict[str, Any]:
+        """The keys the file had (or the kit set), as plain JSON types: no default is added."""
+        return self.model_dump(exclude_unset=True)
+
+
+class TaskSelection(_Part):
+    """What a session's ``mkb eval`` was asked to evaluate (the denominator it scored against)."""
+
+    split: str | None = None
+    """``tasks.split``: ``all``, ``train`` or ``test``"""
+    ids: list[str] = []
+    """``tasks.ids``: the task ids chosen within the split (empty: every task of the split)"""
+    dir: str | None = None
+    """``tasks.dir``, absolute (a selection from the config of an older kit: as written there)"""
+
+
+class HostFacts(_Part):
+    """A node as a reviewer compares it with another (:func:`kit.host.machine.fingerprint`)."""
+
+    cpu_model: str | None = None
+    """the CPU's model name"""
+    arch: str | None = None
+    """``platform.machine()``, e.g. ``x86_64``, ``aarch64``"""
+    cpus: int | None = None
+    """logical CPUs of the machine"""
+    usable_cores: int | None = None
+    """CPUs in the affinity mask of the process"""
+    kernel: str | None = None
+    """``platform.release()``"""
+    governor: str | None = None
+    """cpufreq governor of the usable cores ("" where unreadable)"""
+
+
+class KitFacts(_Part):
+    """The kit that wrote a session (:func:`kit.host.versions.kit_facts`)."""
+
+    version: str | None = None
+    """the package version (None: not installed as a package)"""
+    commit: str | None = None
+    """HEAD of the kit's git checkout, 40 hex (None: not a checkout)"""
+    dirty: bool | None = None
+    """whether tracked files differed from that commit (None: not known)"""
+
+
+class ContainerFacts(_Part):
+    """Where a session's commands ran (:meth:`kit.images.container.ImageCheck.provenance`)."""
+
+    mode: str | None = None
+    """``host`` (no container; the other fields absent) or ``docker``"""
+    image: str | None = None
+    """the image asked for (a tag)"""
+    image_id: str | None = None
+    """its id in the daemon (``sha256:...``)"""
+    lock_image_id: str | None = None
+    """the id the images' lock pins for that architecture ("" when none)"""
+    matches_lock: bool | None = None
+    """``image_id`` equals ``lock_image_id``"""
+    arch: str | None = None
+    """the image's architecture"""
+
+
+class BaselineTable(_Part):
+    """The baseline table a session's timings wrote or read (:meth:`kit.baselines.book.Book.describe`)."""
+
+    key: str | None = None
+    """the table's key (:class:`kit.baselines.key.BaselineKey`: 16 hex)"""
+    fingerprint_id: str | None = None
+    """sha256 (16 hex) of ``fingerprint``"""
+    fingerprint: dict[str, Any] | None = None
+    """the hardware that timed (a node's fingerprint, or an adb device's)"""
+    hardware: str | None = None
+    """``fingerprint`` in words"""
+    mnn_version: str | None = None
+    """the MNN version of the native side"""
+    flags_digest: str | None = None
+    """sha256 (16 hex) of the native build's key and the runner settings"""
+    native_key: str | None = None
+    """the native build's key (:func:`kit.mnn.native.native_key`)"""
+    threads: int | None = None
+    """runner threads"""
+    precision: str | None = None
+    """MNN's BackendConfig precision"""
+    warmup: int | None = None
+    """untimed passes per run"""
+    iterations: int | None = None
+    """timed passes per run"""
+    native_timing: str | None = None
+    """``interleaved`` (native timed beside each candidate) or ``table`` (taken from the table)"""
+    record: bool | None = None
+    """whether interleaved native times were added to the table"""
+    dir: str | None = None
+    """the folder of the tables on the node that timed"""
+
+
+class TimingNode(_Part):
+    """A timing worker of a session whose builds and timings ran on different nodes."""
+
+    name: str | None = None
+    """the worker's name (``n<node>.t<index>``)"""
+    host: str | None = None
+    """its node's host name"""
+    arch: str | None = None
+    """its node's ``platform.machine()``"""
+    cpu_model: str | None = None
+    """its node's CPU model"""
+
+
+class Dispatch(_Part):
+    """How a Ray session dispatched its jobs (``[dispatch]`` and what the driver found)."""
+
+    mode: str | None = None
+    """``dispatch.mode``: ``processes`` or ``ray``"""
+    address: str | None = None
+    """``dispatch.address`` (None: an embedded local Ray)"""
+    timing_resource: str | None = None
+    """``dispatch.timing_resource``"""
+    build_resource: str | None = None
+    """``dispatch.build_resource`` (None: builds and timings on the same nodes)"""
+    workers: int | None = None
+    """build workers started"""
+    first_worker: dict[str, Any] | None = None
+    """the first ready build worker as it described itself (name, host, ip, pid, kit digest, native key)"""
+    timing_workers: list[TimingNode] = []
+    """the timing workers in the order they became ready (empty: timing on the build workers)"""
+
+
+class Session(_Part):
+    """What one session of a run ran with, on the node that built (and, unless ``dispatch`` names timing
+    workers, timed) its jobs.  The :data:`SESSION_KEYS` must agree between sessions for their numbers to be
+    comparable; ``config`` is kept at the file's top level only."""
+
+    config_digest: str | None = None
+    """sha256 (hex) of the settings that change a result (:meth:`kit.settings.config.EvalConfig.digest`)"""
+    mnn_version: str | None = None
+    """``mnn.version``"""
+    mnn_tree_digest: str | None = None
+    """digest of the pristine MNN tree the native side was built from ("unknown": no build worker)"""
+    engine: str | None = None
+    """``mnn.engine``"""
+    compiler: str | None = None
+    """the compiler of the native build, in words ("unknown": no build worker)"""
+    build_flags: str | None = None
+    """the native libraries' (and converter's) build flags, in words ("unknown": no build worker)"""
+    cpu_model: str | None = None
+    """the model of the CPU that timed (a timing worker's, once one joined)"""
+    arch: str | None = None
+    """``platform.machine()`` of the node that timed"""
+    threads: int | None = None
+    """``timing.threads``: threads of one timed run"""
+    precision: str | None = None
+    """``timing.precision``"""
+    python: str | None = None
+    """Python's version, e.g. ``3.12.3``"""
+    started_at: str | None = None
+    """when the session started, ISO-8601 UTC to the second"""
+    tasks: TaskSelection | None = None
+    """the task selection (absent: a session of an older kit; see :meth:`Provenance.selections`)"""
+    config: dict[str, Any] | None = None
+    """the whole config as JSON (:meth:`kit.settings.config.EvalConfig.model_dump`)"""
+    host: HostFacts | None = None
+    """the build node's fingerprint"""
+    kit: KitFacts | None = None
+    """the kit's version and commit"""
+    onnxruntime: str | None = None
+    """ONNX Runtime's version, the reference (None: not installed)"""
+    container: ContainerFacts | None = None
+    """where the commands ran"""
+    baselines: BaselineTable | None = None
+    """the baseline table of the node (None: no build worker)"""
+    dispatch: Dispatch | None = None
+    """the dispatch of a Ray session (absent: a serial session)"""
+    build_cpu_model: str | None = None
+    """the build node's CPU model, when timing workers timed (``cpu_model`` is then theirs)"""
+    build_arch: str | None = None
+    """the build node's ``platform.machine()``, when timing workers timed"""
+
+    def fact(self, key: str) -> Any:
+        """The value of field ``key`` as plain JSON types (None when the session did not record it)."""
+        return self.model_dump(include={key}, exclude_unset=True).get(key)
+
+    def entry(self) -> Session:
+        """This session as its entry under ``sessions``: the :data:`ENTRY_KEYS` it has (copies)."""
+        return Session.model_validate({k: v for k, v in self.dump().items() if k in ENTRY_KEYS})
+
+
+class Provenance(Session):
+    """A run's ``provenance.json``: the first session's values (and ``config``) at the top level, every
+    session under ``sessions``, what changed between them under ``differs``."""
+
+    sessions: list[Session] | None = None
+    """every session that ran jobs, in order (absent: a file from before sessions were kept, whose top level
+    is its one session)"""
+    differs: dict[str, list[Any]] = {}
+    """each :data:`SESSION_KEYS` key whose value is not the same in every session that recorded it -> the
+    value of each session (None: not recorded); absent when nothing differs"""
+    task_selections: list[TaskSelection] | None = None
+    """the selections of sessions that ran no job (:func:`note_selection`)"""
+
+    def all_sessions(self) -> list[Session]:
+        """Every session: ``sessions``, or the top level for a file from before sessions were kept."""
+        return list(self.sessions or [self])
+
+    def selections(self) -> list[TaskSelection] | None:
+        """The task selection of each session, then of the sessions that ran no job (``split`` and ``ids``
+        always; ``dir`` when recorded): what ``mkb eval`` scored against.  None when not every session
+        recorded one (a file from an older kit); a first session from before sessions kept it takes the
+        top-level config's ``tasks``."""
+        out = []
+        entries: list[TaskSelection | None] = [s.tasks for s in self.all_sessions()]
+        for i, sel in enumerate([*entries, *(self.task_selections or [])]):
+            if sel is None and i == 0:
+                sel = self._config_selection()
+            if sel is None or sel.split is None:
+                return None
+            out.append(TaskSelection(split=sel.split, ids=list(sel.ids), dir=sel.dir))
+        return out
+
+    def recorded_task_dirs(self) -> list[str]:
+        """The tasks folders the selections recorded (:meth:`selections`), in order, repeats kept."""
+        return [s.dir for s in self.selections() or [] if s.dir is not None]
+
+    def config_tasks_dir(self) -> str | None:
+        """The top-level config's ``tasks.dir`` as written there (None: no config or no such string)."""
+        tasks = (self.config or {}).get("tasks")
+        found = tasks.get("dir") if isinstance(tasks, dict) else None
+        return found if isinstance(found, str) else None
+
+    def _config_selection(self) -> TaskSelection | None:
+        tasks = (self.config or {}).get("tasks")
+        if not isinstance(tasks, dict):
+            return None
+        try:
+            return TaskSelection.model_validate(tasks)
+        except ValidationError:
+            return None
+
+
+def collect(cfg: EvalConfig, worker: Worker | None) -> Session:
+    """This session's provenance on this node: :data:`SESSION_KEYS`, ``started_at``, the task selection, the
+    whole config and :data:`FACT_KEYS`; ``mnn_tree_digest``, ``compiler`` and ``build_flags`` come from
+    ``worker``'s native build ("unknown" without a worker), ``baselines`` from its table (None without)."""
     from kit.mnn.native import native_meta
 
     meta = native_meta(worker.native) if worker else {}
-    return {
+    return Session.model_validate({
         "config_digest": cfg.digest(),
         "mnn_version": cfg.mnn.version,
         "mnn_tree_digest": meta.get("tree_digest", "unknown"),
@@ -75,69 +331,75 @@ def collect(cfg: EvalConfig, worker: Worker | None) -> dict[str, Any]:
         "container": worker.container.image.provenance() if worker and worker.container else {"mode": "host"},
         # the baseline table of this node (kit.baselines): which one its timings wrote or read
         "baselines": worker.baselines.describe() if worker else None,
-    }
+    })
 
 
-def load(run_dir: Path) -> dict[str, Any] | None:
+def parse(text: str) -> Provenance:
+    """The provenance in ``text`` (a ``provenance.json``).
+
+    Raises:
+        ValueError: not JSON, not an object, or a key of the wrong type (the message says which key).
+    """
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
+    sessions = data.get("sessions")
+    if sessions is not None and not (isinstance(sessions, list) and all(isinstance(x, dict) for x in sessions)):
+        raise ValueError(f"'sessions' must be a list of objects, got {json.dumps(sessions)[:80]}")
+    if not isinstance(data.get("differs", {}), dict):
+        raise ValueError("'differs' must be an object")
+    try:
+        return Provenance.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"{where!r}: {first['msg']}, got {json.dumps(first['input'], default=str)[:80]}") from exc
+
+
+def load(run_dir: Path) -> Provenance | None:
     """``run_dir/provenance.json``, or None when absent.
 
     Raises:
-        ProvenanceError: the file is not valid JSON or not an object.
+        ProvenanceError: the file is damaged (:func:`parse`; the message names the file).
     """
     path = run_dir / FILE
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ProvenanceError(f"{path}: invalid JSON: {exc}{_FIX}") from exc
-    if not isinstance(data, dict):
-        raise ProvenanceError(f"{path}: expected a JSON object{_FIX}")
-    sessions = data.get("sessions")
-    if sessions is not None and not (isinstance(sessions, list) and all(isinstance(x, dict) for x in sessions)):
-        raise ProvenanceError(f"{path}: 'sessions' must be a list of objects, got {json.dumps(sessions)[:80]}{_FIX}")
-    if not isinstance(data.get("differs", {}), dict):
-        raise ProvenanceError(f"{path}: 'differs' must be an object{_FIX}")
-    return data
+        return parse(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ProvenanceError(f"{path}: {exc}{_FIX}") from exc
 
 
-def _session(prov: dict[str, Any]) -> dict[str, Any]:
-    keys = (*SESSION_KEYS, "started_at", "build_cpu_model", "build_arch", "dispatch", "tasks", "baselines",
-            *FACT_KEYS)
-    return {k: copy.deepcopy(prov[k]) for k in keys if k in prov}
-
-
-def merge(previous: dict[str, Any] | None, current: dict[str, Any]) -> dict[str, Any]:
+def merge(previous: Provenance | None, current: Session) -> Provenance:
     """The run's provenance with session ``current`` added to ``previous`` (the file as the session found
     it; None for a new run).  The first session's values stay at the top level; ``sessions`` gets
     ``current``'s entry; ``differs`` maps each :data:`SESSION_KEYS` key whose value is not the same in
     every session that recorded it to the list of values, one per session (None: not recorded)."""
     if previous is None:
-        return copy.deepcopy(current) | {"sessions": [_session(current)]}
-    out = copy.deepcopy(previous)
-    sessions = out.get("sessions") or [_session(previous)]  # a file from before sessions were kept
-    sessions.append(_session(current))
-    out["sessions"] = sessions
+        return Provenance.model_validate(current.dump() | {"sessions": [current.entry().dump()]})
+    # a file from before sessions were kept: its top level is its one session
+    sessions = [*(previous.sessions or [previous.entry()]), current.entry()]
+    out = previous.dump() | {"sessions": [s.dump() for s in sessions]}
     # a key a session did not record (an older kit) is not a difference
     differs = {
-        k: [s.get(k) for s in sessions]
+        k: [s.fact(k) for s in sessions]
         for k in SESSION_KEYS
-        if len({json.dumps(s[k], sort_keys=True) for s in sessions if s.get(k) is not None}) > 1
+        if len({json.dumps(s.fact(k), sort_keys=True) for s in sessions if s.fact(k) is not None}) > 1
     }
     if differs:
         out["differs"] = differs
     else:
         out.pop("differs", None)
-    return out
+    return Provenance.model_validate(out)
 
 
-def selection(cfg: EvalConfig) -> dict[str, Any]:
-    """The task selection of ``cfg``: ``{"split": str, "ids": [str], "dir": absolute tasks.dir}``."""
-    return {"split": cfg.tasks.split, "ids": list(cfg.tasks.ids), "dir": str(Path(cfg.tasks.dir).resolve())}
-
-
-#: top-level key of the selections of sessions that ran no job (and so added no session entry)
-EXTRA_SELECTIONS = "task_selections"
+def selection(cfg: EvalConfig) -> TaskSelection:
+    """The task selection of ``cfg``: ``tasks.split``, ``tasks.ids`` and ``tasks.dir`` made absolute."""
+    return TaskSelection(split=cfg.tasks.split, ids=list(cfg.tasks.ids), dir=str(Path(cfg.tasks.dir).resolve()))
 
 
 def note_selection(run_dir: Path, cfg: EvalConfig) -> None:
@@ -151,40 +413,18 @@ def note_selection(run_dir: Path, cfg: EvalConfig) -> None:
     if prov is None:
         return
     current = selection(cfg)
-    known = task_selections(prov) or []
-    if any(k["split"] == current["split"] and k["ids"] == current["ids"] for k in known):
+    if any(k.split == current.split and k.ids == current.ids for k in prov.selections() or []):
         return
-    prov.setdefault(EXTRA_SELECTIONS, []).append(current)
+    prov.task_selections = [*(prov.task_selections or []), current]
     _write(run_dir, prov)
 
 
-def task_selections(prov: dict[str, Any] | None) -> list[dict[str, Any]] | None:
-    """The task selection of each session of a run (``{"split": str, "ids": [str]}`` and, when recorded,
-    ``"dir"``: what ``tasks.split``, ``tasks.ids`` and ``tasks.dir`` were, the denominator its ``mkb eval``
-    scored against) and of the sessions that ran no job (:func:`note_selection`), from :func:`load`'s
-    result; None when not every session recorded one (no file, or a file from an older kit)."""
-    if not prov:
-        return None
-    sessions = prov.get("sessions") or [prov]
-    extra = prov.get(EXTRA_SELECTIONS)
-    out = []
-    entries = [s.get("tasks") for s in sessions] + (extra if isinstance(extra, list) else [])
-    for i, sel in enumerate(entries):
-        if sel is None and i == 0:  # a first session from before sessions kept it: the top-level config
-            sel = (prov.get("config") or {}).get("tasks") if isinstance(prov.get("config"), dict) else None
-        if not isinstance(sel, dict) or not isinstance(sel.get("split"), str):
-            return None
-        ids = sel.get("ids") or []
-        if not isinstance(ids, list):
-            return None
-        one = {"split": sel["split"], "ids": [str(i) for i in ids]}
-        if isinstance(sel.get("dir"), str):
-            one["dir"] = sel["dir"]
-        out.append(one)
-    return out
+def task_selections(prov: Provenance | None) -> list[TaskSelection] | None:
+    """:meth:`Provenance.selections` of :func:`load`'s result (None for no file)."""
+    return prov.selections() if prov is not None else None
 
 
-def save(run_dir: Path, previous: dict[str, Any] | None, current: dict[str, Any]) -> dict[str, Any]:
+def save(run_dir: Path, previous: Provenance | None, current: Session) -> Provenance:
     """Write :func:`merge` ``(previous, current)`` to ``run_dir/provenance.json`` (temp file, then rename)
     and return it.  Call it again with the same ``previous`` as ``current`` grows during a session."""
     merged = merge(previous, current)
@@ -207,37 +447,37 @@ class SessionLog:
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
         self.before = load(run_dir)  # the file as this session found it (a resumed run)
-        self.current: dict[str, Any] | None = None
+        self.current: Session | None = None
 
     @property
     def started(self) -> bool:
         return self.current is not None
 
-    def start(self, facts: dict[str, Any], dispatch: dict[str, Any] | None = None) -> None:
+    def start(self, facts: Session, dispatch: Dispatch | None = None) -> None:
         """Record the session (once; later calls are ignored): ``facts`` and, when given, ``dispatch``
         (with an empty ``timing_workers`` list)."""
         if self.current is not None:
             return
-        self.current = copy.deepcopy(facts)
+        self.current = facts.model_copy(deep=True)
         if dispatch is not None:
-            self.current["dispatch"] = dict(dispatch) | {"timing_workers": []}
+            self.current.dispatch = dispatch.model_copy(update={"timing_workers": []}, deep=True)
         save(self.run_dir, self.before, self.current)
 
-    def timing_worker(self, info: dict[str, Any]) -> None:
+    def timing_worker(self, info: TimingNode) -> None:
         """Add a timing worker (``name``, ``host``, ``arch``, ``cpu_model``) to the session's dispatch."""
-        if self.current is None or "dispatch" not in self.current:
+        if self.current is None or self.current.dispatch is None:
             return
-        timers = self.current["dispatch"]["timing_workers"]
+        timers = self.current.dispatch.timing_workers
         if not timers:
-            self.current["build_cpu_model"] = self.current.get("cpu_model")
-            self.current["build_arch"] = self.current.get("arch")
-            self.current["cpu_model"], self.current["arch"] = info["cpu_model"], info["arch"]
+            self.current.build_cpu_model = self.current.cpu_model
+            self.current.build_arch = self.current.arch
+            self.current.cpu_model, self.current.arch = info.cpu_model, info.arch
         timers.append(info)
         save(self.run_dir, self.before, self.current)
 
 
-def _write(run_dir: Path, prov: dict[str, Any]) -> None:
+def _write(run_dir: Path, prov: Provenance) -> None:
     path = run_dir / FILE
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(prov, indent=1, default=str))
+    tmp.write_text(json.dumps(prov.dump(), indent=1, default=str))
     tmp.replace(path)

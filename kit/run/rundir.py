@@ -51,7 +51,7 @@ def prepare(cfg: EvalConfig) -> Path:
                 f"run.dir: {run_dir} holds records of an older kit (record schema {older}, this kit writes "
                 f"{SCHEMA_VERSION}; config digest {', '.join(other)}): such a run cannot be resumed. Evaluate into "
                 f"another run.dir; mkb report still shows the old run beside the new one")
-        changed = changed_settings((before or {}).get("config"), cfg)
+        changed = changed_settings(before.config if before else None, cfg)
         what = f"settings changed: {', '.join(changed)}" if changed else "the changed settings are not known"
         raise ConfigError(
             f"run.dir: {run_dir} holds records of another configuration (config digest {', '.join(other)}; "
