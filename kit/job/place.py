@@ -9,14 +9,16 @@ surface alone, whichever it has.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from kit.baselines.book import Book
-from kit.devices.session import DeviceSession
-from kit.host.nodelock import NodeLock
-from kit.job.options import JobSettings
-from kit.stages.timing import TimingOptions
+if TYPE_CHECKING:  # the protocol's annotations only: importing it loads nothing of the stages
+    from pathlib import Path
+
+    from kit.baselines.book import Book
+    from kit.devices.session import DeviceSession
+    from kit.host.nodelock import NodeLock
+    from kit.job.options import JobSettings
+    from kit.stages.timing import TimingOptions
 
 
 class TimingPlace(Protocol):
