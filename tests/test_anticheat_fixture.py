@@ -184,7 +184,7 @@ def test_a_runner_clock_that_loses_time_is_a_clock_mismatch(evaluated, tmp_path)
     cfg, task = evaluated
     worker = setup_worker(cfg, index=0)
     try:
-        model = worker.native_model(task)
+        model = worker.native_models.model(task)
         assert model is not None
         opts = worker.settings.timing
         opts = replace(opts, run=replace(opts.run, policy=sandbox.Policy()))  # the wrapper runs unconfined

@@ -318,7 +318,7 @@ def test_timing_holds_the_node_only_while_the_runners_run(evaluated, tmp_path, m
         spy(name, getattr(stiming, name))
     worker = setup_worker(cfg, index=0)
     try:
-        model = worker.native_model(task)
+        model = worker.native_models.model(task)
         assert model is not None
         side = worker.native_side
         tr = stiming.time_candidate(task, SideModel(model, side), SideModel(model, side), worker.timing,

@@ -130,7 +130,7 @@ def _config(tmp: Path, adb: Path, real: bool, task_id: str):
 def _sides(worker, task, tmp: Path):
     """(candidate, native) sides: the native model and runner, and copies of them outside the native baseline
     as the candidate's (pushed for every job, as a candidate's own files are)."""
-    model = worker.native_model(task)
+    model = worker.native_models.model(task)
     if worker.device is None or model is None:
         raise SystemExit(f"no device session, or native MNN cannot convert {task.id}")
     (tmp / "cand").mkdir()

@@ -49,7 +49,7 @@ def raw_steps(cfg: EvalConfig, worker, task, files: dict[str, str], scratch: Pat
     verify = mrunner.RunSettings(threads=cfg.timing.threads, precision=cfg.timing.precision, timeout_s=60)
     for k in range(cfg.verify.trials):
         mrunner.run_model(worker.native.runner, model, make_inputs(task, k), outs, lib, verify, scratch=scratch / f"v{k}")
-    native_model = worker.native_model(task)
+    native_model = worker.native_models.model(task)
     timed = replace(verify, warmup=cfg.timing.warmup, iterations=cfg.timing.iterations,
                     op_types=tuple(task.mnn_op_types), timeout_s=300)
     for r in range(cfg.timing.rounds):

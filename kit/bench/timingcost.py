@@ -39,7 +39,7 @@ def timing_cost(task_id: str | None, repeats: int) -> int:
         task = next(t for t in load_suite(cfg.tasks.dir) if t.id == task_id)
         worker = setup_worker(cfg)
         try:
-            model = worker.native_model(task)
+            model = worker.native_models.model(task)
             if model is None:
                 raise SystemExit(f"native MNN cannot convert {task_id}: pick another --task")
             side = sverify.SideModel(model, worker.native_side)

@@ -161,7 +161,7 @@ def _build_verify(job: Job, worker: Worker, scratch: Path, out: Outcome) -> sver
             out.add(sbuild.build(ws, swap, build_opts, hold=lambda: _held(worker.gate, exclusive=False),
                                  runner_out=runner_out))
             for lib in sorted(workspace_lib_dir(ws).iterdir()):
-                screen.check_library(lib, worker.native_symbols(lib.name, native))
+                screen.check_library(lib, worker.native_symbols.of(native.lib_dir / lib.name))
             if build_opts.target.static:  # an archive linked into the runner: its objects from the candidate
                 screen.check_objects(sbuild.candidate_objects(ws, swap))
             # convert + verify with the candidate's converter and libraries (a static build: its runner)
@@ -177,7 +177,7 @@ def _build_verify(job: Job, worker: Worker, scratch: Path, out: Outcome) -> sver
 
 def _native_for(worker: Worker, task: Task) -> Path | None:
     with _held(worker.gate, exclusive=False):
-        return worker.native_model(task)
+        return worker.native_models.model(task)
 
 
 def _stages(job: Job, worker: Worker, scratch: Path, out: Outcome) -> None:
@@ -191,7 +191,7 @@ def _stages(job: Job, worker: Worker, scratch: Path, out: Outcome) -> None:
         native_model = _native_for(worker, task)
         worker.check_native(native_model)
         native = sverify.SideModel(native_model, worker.native_side) if native_model is not None else None
-        out.add(_time(worker, job, candidate, native, _setup(worker, scratch / "timing"), worker.native_error(task)))
+        out.add(_time(worker, job, candidate, native, _setup(worker, scratch / "timing"), worker.native_models.error(task)))
         worker.stage = "verify"
         _reverify(worker, job, candidate, scratch, out)
     finally:
@@ -210,7 +210,7 @@ def _build_for_shipping(job: Job, worker: Worker, scratch: Path, out: Outcome) -
         native_model=native_model.read_bytes() if native_model is not None else None,
         native_key=worker.native_key,
         built_by=worker.name,
-        native_error=worker.native_error(job.task),
+        native_error=worker.native_models.error(job.task),
         references=_references(job, worker.settings),
         onnx=job.task.onnx_path.read_bytes(),
     )

@@ -39,10 +39,8 @@ from kit.mnn.native import (
 )
 from kit.mnn.source import Pristine, ensure_pristine
 from kit.mnn.workspace import Workspace, open_workspace
-from kit.results.outcomes import StageFailure
 from kit.settings.config import EvalConfig, MnnSection
-from kit.stages import screen
-from kit.stages import verify as sverify
+from kit.stages.native import NativeModels, NativeSymbols
 from kit.stages.timing import TimingOptions
 from kit.stages.verify import Side
 from kit.suite.tasks import Task, sha256_file
@@ -115,9 +113,8 @@ class Worker:
     gate: NodeLock | None = None
     #: the stage the current job is in ("build", "verify", "time"; "" between jobs), for progress displays
     stage: str = ""
-    _native_models: dict[str, Path | None] = field(default_factory=dict)
-    _native_errors: dict[str, str] = field(default_factory=dict)
-    _native_symbols: dict[Path, screen.Symbols] = field(default_factory=dict)
+    #: the native libraries' symbols, read once (:mod:`kit.stages.native`)
+    native_symbols: NativeSymbols = field(default_factory=NativeSymbols)
     seal: Seal = field(default_factory=Seal)
     host: HostBuild | None = None
     #: the container its commands run in (``container.mode = "docker"``; None: on the host)
@@ -219,44 +216,11 @@ class Worker:
                         converter_lib_dir=workspace_lib_dir(ws))
         return replace(self.native_side, runner=runner)
 
-    def native_symbols(self, name: str, native: Native | None = None) -> screen.Symbols:
-        """The dynamic symbols of the library ``name`` of ``native`` (default: the worker's baseline; read once;
-        empty for a library the native build has not: everything the candidate's has counts as added)."""
-        path = (native or self.native).lib_dir / name
-        if path not in self._native_symbols:
-            empty = screen.Symbols(frozenset(), frozenset())
-            self._native_symbols[path] = screen.read_symbols(path) if path.is_file() else empty
-        return self._native_symbols[path]
-
-    def native_error(self, task: Task) -> str:
-        """Why native MNN cannot convert ``task`` ("" when it can, or before :meth:`native_model` was asked)."""
-        return self._native_errors.get(task.id, "")
-
-    def native_model(self, task: Task) -> Path | None:
-        """The task converted by the native converter (cached on disk), or None if native cannot convert."""
-        if task.id in self._native_models:
-            return self._native_models[task.id]
-        # keyed by the ONNX file's content: two suites may share a task id with different models
-        stem = f"{task.id}-{sha256_file(task.onnx_path)[:16]}"
-        out = self.native.models / f"{stem}.mnn"
-        failed = self.native.models / f"{stem}.failed"
-        model: Path | None = None
-        if out.is_file():
-            model = out
-        elif failed.is_file():
-            self._native_errors[task.id] = failed.read_text()
-        else:
-            tmp = self.native.models / f"{stem}.{self.name}.tmp.mnn"
-            try:
-                sverify.convert(task, self.native_side, tmp, self.settings.verify)
-                tmp.replace(out)
-                model = out
-            except StageFailure as exc:
-                failed.write_text(exc.message)
-                self._native_errors[task.id] = exc.message
-                tmp.unlink(missing_ok=True)
-        self._native_models[task.id] = model
-        return model
+    @cached_property
+    def native_models(self) -> NativeModels:
+        """The tasks converted by the native converter (:attr:`native_side`), kept in the native build's model
+        folder (:mod:`kit.stages.native`)."""
+        return NativeModels(self.native.models, self.native_side, self.settings.verify, self.name)
 
 
 def workspace_base(mnn: MnnSection, pristine: Pristine, target: Target | None = None) -> Path:
