@@ -3,7 +3,9 @@
     nox -s tests                     unit + fixture-engine tests (no network; real-MNN tests skip unless
                                      MKB_MNN__SOURCE_DIR points at an MNN 3.2.2 tree)
     nox -s quick                     the fast lane: the tests not marked slow, mnn or docker (a few minutes)
-    nox -s eval -- --config cfg.toml the main job (arguments are passed to `mkb eval`)
+    nox -s eval -- --config cfg.toml the main job (arguments are passed to `mkb eval`; a `[generate]` section
+                                     generates the model's missing answers first)
+    nox -s generate -- --config cfg  a model's answers to the tasks' prompts (`mkb generate`)
     nox -s tasks -- audit            the task suite (list / generate / audit; audit needs torch)
     nox -s import -- SRC --out DIR   problem files / ONNX models -> task folders (`mkb tasks import`; torch)
     nox -s report -- RUN_DIR         the report of a run
@@ -122,6 +124,13 @@ def eval(session: nox.Session) -> None:  # noqa: A001 - the session is called ev
     _install(session)
     args = session.posargs or ["--config", "configs/default.toml"]
     _mkb(session, "eval", *args)
+
+
+@nox.session(reuse_venv=True, default=False, venv_backend=KIT_BACKEND)
+def generate(session: nox.Session) -> None:
+    """`mkb generate`: a model's answers to the tasks' prompts; pass `-- --config cfg.toml` (a `[generate]` section)."""
+    _install(session)
+    _mkb(session, "generate", *session.posargs)
 
 
 @nox.session(reuse_venv=True, default=False, venv_backend=KIT_BACKEND)

@@ -1,6 +1,7 @@
 """``mkb``: the kit's command line.
 
     mkb eval --config cfg.toml [--timing.iterations 200 ...]   evaluate every candidate of the config
+    mkb generate --config cfg.toml                              a model's answers ([generate]) as a JSONL source
     mkb check --task ID --files A.hpp A.cpp | --response R.md   one candidate, JSON verdict on stdout
     mkb calibrate --config cfg.toml                             the native method on a split (A/A noise floor)
     mkb tasks list|generate|audit                               the task suite
@@ -43,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     p = sub.add_parser("eval", help="evaluate all candidates of a config (resumable)")
+    _add_config(p, required=True)
+
+    p = sub.add_parser("generate", help="ask the model of [generate] for every missing sample (a JSONL source)")
     _add_config(p, required=True)
 
     p = sub.add_parser("check", help="evaluate one candidate and print a JSON verdict")
@@ -139,7 +143,7 @@ def _add_import(tsub) -> None:  # noqa: ANN001 - argparse's private subparsers t
 def main(argv: Sequence[str] | None = None) -> int:
     ap = build_parser()
     args, rest = ap.parse_known_args(argv)
-    takes_overrides = args.cmd in ("eval", "check", "calibrate", "prompts", "reproduce")
+    takes_overrides = args.cmd in ("eval", "generate", "check", "calibrate", "prompts", "reproduce")
     if rest and not takes_overrides:
         ap.error(f"unrecognized arguments: {' '.join(rest)}")
     _log_records_when_no_progress_bar()
@@ -186,7 +190,18 @@ def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
             cfg = _config(args, rest)
             from kit.outline.evaluate import evaluate
 
+            if cfg.generate is not None:  # the model's missing answers first, then they are a candidate source
+                from kit.generate.batch import generate, with_answers
+
+                print(generate(cfg).line(), file=sys.stderr)
+                cfg = with_answers(cfg)
             return evaluate(cfg)
+        if args.cmd == "generate":
+            from kit.generate.batch import generate
+
+            summary = generate(_config(args, rest))
+            print(summary.line())
+            return 1 if summary.failed else 0
         if args.cmd == "check":
             cfg = _config(args, rest)
             from kit.outline.evaluate import check
@@ -305,6 +320,7 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from kit.bundle.manifest import BundleError
     from kit.candidates import CandidateSourceError
     from kit.devices.errors import DeviceError
+    from kit.generate.lines import GenerateError
     from kit.host.sandbox import SandboxError
     from kit.mnn.native import NativeBuildError
     from kit.mnn.source import SourceError
@@ -318,7 +334,7 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     errors: tuple[type[BaseException], ...] = (
         TaskError, CandidateSourceError, SourceError, NativeBuildError, PromptError, ProvenanceError,
         ReportError, MetricsError, ShardError, FileNotFoundError, BundleError, DeviceError, BaselinesUsageError,
-        TableError, SandboxError)
+        TableError, SandboxError, GenerateError)
     dispatch = sys.modules.get("kit.dispatch")  # only a run that imported it (and Ray) can raise its error
     if dispatch is not None:
         errors += (dispatch.DispatchError,)

@@ -30,6 +30,8 @@ LAYERS: list[tuple[str, str]] = [
     ("suite", "the task suite: task folders, their checks and audit, seeded inputs, ONNX Runtime references and the "
               "comparison with them, prompts, the importer"),
     ("candidates", "candidate sources: parsing answers, the allowlist, the native candidate"),
+    ("generate", "answers from a model: the tasks' prompts sent to an OpenAI-compatible endpoint, written as a "
+                 "JSONL candidate source"),
     ("baselines", "native times per hardware fingerprint (docs/scoring.md)"),
     ("mnn", "the MNN tree: workspaces, registering files, CMake/ninja, the converter, the kit's runner and its "
             "protocol, the native baseline"),

@@ -33,6 +33,9 @@ from kit.results.records import ErrorKind
 from kit.settings.config import CandidateSource
 from kit.suite.tasks import Task
 
+#: the key of a JSONL line that says how its answer was made (``mkb generate``): metadata, not an ignored part
+GENERATION_KEY = "generation"
+
 # the package's logger, as before the split into modules: log filters that name "kit.candidates" still match
 log = logging.getLogger("kit.candidates")
 
@@ -201,7 +204,7 @@ def _from_json_obj(
             origin=where,
         )
 
-    extra = sorted(set(obj) - {"task_id", "sample_id", "response", "files"})
+    extra = sorted(set(obj) - {"task_id", "sample_id", "response", "files", GENERATION_KEY})
     notes = [f"keys ignored: {extra}"] if extra else []
     has_resp, has_files = "response" in obj, "files" in obj
     if has_resp == has_files:

@@ -35,6 +35,7 @@ from kit.settings.base import (
 from kit.settings.baselines import BaselinesSection
 from kit.settings.container import ContainerSection
 from kit.settings.device import DeviceSection
+from kit.settings.generate import GenerateSection
 from kit.settings.sections import (
     RAY_PREDEFINED_RESOURCES,
     BuildSection,
@@ -53,7 +54,7 @@ from kit.settings.sections import (
 
 #: re-exported: the sections and constants are read from ``kit.settings.config`` throughout the kit
 __all__ = ["BaselinesSection", "BuildSection", "CandidateSource", "CandidatesSection", "ConfigError", "ContainerSection",
-           "DEFAULT_CACHE_DIR", "DeviceSection", "DispatchSection", "EvalConfig", "MNN_TARBALL_URL", "MNN_TREE_SHA256",
+           "DEFAULT_CACHE_DIR", "DeviceSection", "DispatchSection", "EvalConfig", "GenerateSection", "MNN_TARBALL_URL", "MNN_TREE_SHA256",
            "MNN_VERSION", "MnnSection",
            "RAY_PREDEFINED_RESOURCES", "ReportSection", "RunSection", "SandboxSection", "TargetSection",
            "TasksSection", "TimingSection", "VerifySection", "load_config"]
@@ -89,6 +90,8 @@ class EvalConfig(BaseSettings):
     container: ContainerSection = ContainerSection()
     device: DeviceSection = DeviceSection()
     baselines: BaselinesSection = BaselinesSection()
+    #: a model's answers to generate before evaluating them (``mkb generate``; ``mkb eval`` too when set)
+    generate: GenerateSection | None = None
 
     @model_validator(mode="after")
     def _check(self) -> EvalConfig:
@@ -194,7 +197,7 @@ _CLI_ARGS: dict[str, Sequence[str]] = {}
 
 _PATH_FIELDS = {("run", "dir"), ("tasks", "dir"), ("mnn", "source_dir"), ("mnn", "cache_dir"),
                 ("container", "lock_file"), ("baselines", "dir"),
-                ("target", "ndk")}
+                ("target", "ndk"), ("generate", "out")}
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
