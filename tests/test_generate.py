@@ -15,6 +15,7 @@ from openai_stub import Act, StubServer, answer
 
 from kit.cli import main
 from kit.generate.lines import GenerateError, answered, errors_path
+from kit.report.data import load_provenance
 from kit.results.shards import read_records
 from kit.settings.config import ConfigError, load_config
 from kit.suite.prompts import headers_for
@@ -95,9 +96,10 @@ def test_every_request_ends_as_one_classified_line_and_a_rerun_asks_only_what_is
         out = tmp_path / "run" / "generated" / "stub-model.jsonl"
         lines, errors = _read(out), _read(errors_path(out))
         by = {(x["task_id"], x["sample_id"]): x for x in lines}
-        # ArgMax: a 429 (Retry-After honoured), then an answer: 2 attempts each
-        assert by[("fx_argmax", "0")]["response"] == "ok after 429"
-        assert by[("fx_argmax", "0")]["generation"]["attempts"] == 2
+        # ArgMax: the prompt's first request gets a 429 (Retry-After honoured), then an answer: 2 attempts for
+        # that sample, 1 for the other
+        assert {by[("fx_argmax", s)]["response"] for s in "01"} == {"ok after 429"}
+        assert sorted(by[("fx_argmax", s)]["generation"]["attempts"] for s in "01") == [1, 2]
         # Exp: a truncated answer and an empty one are answers, recorded with their finish reason, not retried
         exp = sorted((by[("fx_exp", s)]["generation"]["finish_reason"], by[("fx_exp", s)]["response"]) for s in "01")
         assert [e[0] for e in exp] == ["length", "stop"] and exp[1][1] == ""
@@ -165,8 +167,9 @@ def test_bad_settings_are_named(tmp_path, engine, monkeypatch):
     with pytest.raises(GenerateError, match="MKB_TEST_KEY is not set"):
         from kit.generate.batch import generate
         generate(load_config(cfg))
-    with pytest.raises(ConfigError, match="generate.base_url"):
-        load_config(_config(tmp_path, engine, "ftp://x"))
+    for url in ("ftp://x", "https://user:sk-secret@api.example.com/v1"):
+        with pytest.raises(ConfigError, match="generate.base_url"):
+            load_config(_config(tmp_path, engine, url))
     for key, value in (("api_key_env", "sk-abc-123"), ("samples", 0), ("unknown_key", 1)):
         with pytest.raises(ConfigError, match=re.escape(f"generate.{key}")):
             load_config(_config(tmp_path, engine, "http://127.0.0.1:9/v1", **{key: value}))
@@ -205,5 +208,10 @@ def test_generated_answers_are_scored_by_mkb_eval_with_one_command(tmp_path, eng
         want = STATUS_OF[sample_of[(rec["task_id"], rec["sample_id"])]]
         assert rec["status"] == want, (rec["task_id"], rec["sample_id"], rec["status"], rec["error_message"])
         assert "keys ignored" not in json.dumps(rec.get("flags"))
+    prov = json.loads((tmp_path / "run" / "provenance.json").read_text())
+    gen = prov["generation"]
+    assert gen["model"] == "stub-model" and gen["answers"] == 16 and gen["samples"] == 4
+    assert gen["prompt_tokens"] > 0 and gen["finish_reasons"] == {"stop": 16} and len(gen["prompts_sha256"]) == 64
+    assert load_provenance(tmp_path / "run")["generation"].startswith("stub-model at 127.0.0.1:")
     for f in (tmp_path / "run").rglob("*"):  # records, provenance, logs, answers: the key is in none of them
         assert not f.is_file() or KEY.encode() not in f.read_bytes(), f

@@ -24,6 +24,7 @@ from kit.generate.lines import (
     Generation,
     answered,
     errors_path,
+    read_answers,
 )
 from kit.host.progress import job_progress
 from kit.settings.config import CandidateSource, EvalConfig
@@ -74,13 +75,14 @@ class _Request:
     prompt_sha256: str
 
 
-def endpoint_of(gen: GenerateSection) -> Endpoint:
-    """The endpoint of ``gen``, its key read from ``gen.api_key_env`` now.
+def endpoint_of(gen: GenerateSection, need_key: bool = True) -> Endpoint:
+    """The endpoint of ``gen``, its key read from ``gen.api_key_env`` now (``need_key`` False: no key, for
+    describing the endpoint).
 
     Raises:
         GenerateError: ``api_key_env`` names a variable that is not set (or empty)."""
     key = ""
-    if gen.api_key_env:
+    if gen.api_key_env and need_key:
         key = os.environ.get(gen.api_key_env, "")
         if not key:
             raise GenerateError(f"generate.api_key_env: the environment variable {gen.api_key_env} is not set (the "
@@ -229,3 +231,27 @@ def with_answers(cfg: EvalConfig) -> EvalConfig:
                             "set generate.method to another name")
     sources.append(CandidateSource(method=method, path=out))
     return cfg.model_copy(update={"candidates": cfg.candidates.model_copy(update={"sources": sources})})
+
+
+def generation_facts(cfg: EvalConfig) -> dict[str, object] | None:
+    """What provenance says of the model's answers (:class:`kit.run.provenance_model.GenerationFacts`): the
+    section's model, endpoint host and sampling settings, and from the answers file its lines, token totals,
+    finish reasons and a digest of its prompts; None without a ``[generate]`` section.
+
+    Raises:
+        GenerateError: the answers file is damaged."""
+    gen = cfg.generate
+    if gen is None:
+        return None
+    out = gen.out_path(cfg.run.dir)
+    lines = read_answers(out)
+    reasons: dict[str, int] = {}
+    for line in lines:
+        reasons[line.generation.finish_reason] = reasons.get(line.generation.finish_reason, 0) + 1
+    prompts = sorted({line.generation.prompt_sha256 for line in lines})
+    return {"model": gen.model, "endpoint_host": endpoint_of(gen, need_key=False).host, "method": gen.method_name(),
+            "samples": gen.samples, "temperature": gen.temperature, "top_p": gen.top_p, "max_tokens": gen.max_tokens,
+            "seed": gen.seed, "answers": len(lines),
+            "prompt_tokens": sum(x.generation.prompt_tokens for x in lines),
+            "completion_tokens": sum(x.generation.completion_tokens for x in lines),
+            "prompts_sha256": hashlib.sha256("\n".join(prompts).encode()).hexdigest(), "finish_reasons": reasons}

@@ -86,8 +86,17 @@ def answered(path: Path) -> set[tuple[str, str]]:
 
     Raises:
         GenerateError: a whole line that is not an answer line (names the file and line), or a pair twice."""
+    return {(line.task_id, line.sample_id) for line in read_answers(path)}
+
+
+def read_answers(path: Path) -> list[AnswerLine]:
+    """The lines of the answers file ``path`` (none when it does not exist), a cut-off last line removed from
+    the file first.
+
+    Raises:
+        GenerateError: a whole line that is not an answer line (names the file and line), or a pair twice."""
     if not path.exists():
-        return set()
+        return []
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
         cut = data.rfind(b"\n") + 1
@@ -95,6 +104,7 @@ def answered(path: Path) -> set[tuple[str, str]]:
             f.truncate(cut)
         data = data[:cut]
     seen: set[tuple[str, str]] = set()
+    lines: list[AnswerLine] = []
     for n, raw in enumerate(data.splitlines(), 1):
         if not raw.strip():
             continue
@@ -107,7 +117,8 @@ def answered(path: Path) -> set[tuple[str, str]]:
         if key in seen:
             raise GenerateError(f"{path}:{n}: {key} appears twice")
         seen.add(key)
-    return seen
+        lines.append(line)
+    return lines
 
 
 class Appender:

@@ -44,6 +44,7 @@ PROVENANCE_KEYS: tuple[str, ...] = (
     "precision",
     "python",
     "started_at",
+    "generation",
 )
 
 
@@ -154,11 +155,23 @@ def load_provenance(run_dir: Path) -> dict[str, str]:
         prov = provenance.load(run_dir) or provenance.Provenance()
     except provenance.ProvenanceError as exc:
         raise ReportError(str(exc)) from exc
-    out = {k: "unknown" if (v := prov.fact(k)) in (None, "") else str(v) for k in PROVENANCE_KEYS}
+    out = {k: "unknown" if (v := prov.fact(k)) in (None, "") else _fact_text(v) for k in PROVENANCE_KEYS}
     for k, values in prov.differs.items():
         if k in out:
             out[k] = " | ".join(dict.fromkeys(str(v) for v in values if v is not None)) + " (differs between sessions)"
     return out
+
+
+def _fact_text(value: Any) -> str:
+    """A provenance value as the report's table shows it: the model's answers (``generation``) in words."""
+    if isinstance(value, dict) and "model" in value:
+        g = value
+        sampling = ", ".join(f"{k} {g[k]}" for k in ("temperature", "top_p", "max_tokens", "seed") if g.get(k) is not None)
+        return (f"{g['model']} at {g.get('endpoint_host')}: {g.get('answers')} answers ({g.get('samples')} per task"
+                f"{'; ' + sampling if sampling else ''}), tokens {g.get('prompt_tokens')} in / "
+                f"{g.get('completion_tokens')} out, finish {g.get('finish_reasons')}, prompts "
+                f"{str(g.get('prompts_sha256'))[:12]}")
+    return str(value)
 
 
 def load_calibration(run_dir: Path, records: pl.DataFrame) -> dict[str, Any] | None:

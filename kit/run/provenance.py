@@ -80,7 +80,18 @@ def collect(cfg: EvalConfig, worker: Worker | None) -> Session:
         "container": worker.container.image.provenance() if worker and worker.container else {"mode": "host"},
         # the baseline table of this node (kit.baselines): which one its timings wrote or read
         "baselines": worker.baselines.describe() if worker else None,
-    })
+    } | _generation(cfg))
+
+
+def _generation(cfg: EvalConfig) -> dict[str, object]:
+    """``{"generation": ...}``, the model whose answers are evaluated (a ``[generate]`` section), else nothing."""
+    if cfg.generate is None:
+        return {}
+    from kit.generate.batch import (
+        generation_facts,  # the openai client is imported only by runs that generate
+    )
+
+    return {"generation": generation_facts(cfg)}
 
 
 def parse(text: str) -> Provenance:

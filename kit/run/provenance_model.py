@@ -22,7 +22,7 @@ FACT_KEYS: tuple[str, ...] = ("host", "kit", "onnxruntime")
 
 #: the keys of a session's entry under ``sessions`` (the top level has these and ``config``)
 ENTRY_KEYS: tuple[str, ...] = (*SESSION_KEYS, "started_at", "build_cpu_model", "build_arch", "dispatch", "tasks",
-                               "baselines", *FACT_KEYS)
+                               "baselines", "generation", *FACT_KEYS)
 
 #: top-level key of the selections of sessions that ran no job (and so added no session entry)
 EXTRA_SELECTIONS = "task_selections"
@@ -168,6 +168,28 @@ class Dispatch(_Part):
     """the timing workers in the order they became ready (empty: timing on the build workers)"""
 
 
+class GenerationFacts(_Part):
+    """How the evaluated answers of a model were made (``mkb generate``, the config's ``[generate]``): read from
+    the answers file when the session started."""
+
+    model: str | None = None
+    endpoint_host: str | None = None
+    """the endpoint's host and port (never its path's query or a credential)"""
+    method: str | None = None
+    samples: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    answers: int | None = None
+    """lines of the answers file"""
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    prompts_sha256: str | None = None
+    """sha256 (hex) over the sorted distinct prompt digests of the answers: the prompts' version"""
+    finish_reasons: dict[str, int] | None = None
+
+
 class Session(_Part):
     """What one session of a run ran with, on the node that built (and, unless ``dispatch`` names timing
     workers, timed) its jobs.  The :data:`SESSION_KEYS` must agree between sessions for their numbers to be
@@ -213,6 +235,8 @@ class Session(_Part):
     """the baseline table of the node (None: no build worker)"""
     dispatch: Dispatch | None = None
     """the dispatch of a Ray session (absent: a serial session)"""
+    generation: GenerationFacts | None = None
+    """the model whose answers the session evaluated (absent: no ``[generate]`` section)"""
     build_cpu_model: str | None = None
     """the build node's CPU model, when timing workers timed (``cpu_model`` is then theirs)"""
     build_arch: str | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
 
@@ -49,6 +50,8 @@ class GenerateSection(Section):
     def _http(cls, v: str) -> str:
         if not v.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
+        if "@" in urlsplit(v).netloc:  # a URL is copied into provenance and bundles: credentials never go there
+            raise ValueError("must not hold credentials (user:password@); give the key through api_key_env")
         return v
 
     @field_validator("api_key_env")
