@@ -1,4 +1,4 @@
-"""``mkb generate`` against a scripted OpenAI-compatible server on loopback (tests/openai_stub.py), through the real
+"""``mkb generate`` against a scripted OpenAI-compatible server on loopback (kit/bench/chatserver.py), through the real
 ``openai`` client: every request ends as one classified line, none lost and none doubled on a rerun, the key
 reaches the server and nothing else; then the answers are a candidate source ``mkb eval`` scores (fixture engine)."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest_fixture import FIXTURE_ROOT, copy_fixture_engine
-from openai_stub import Act, StubServer, answer
 
+from kit.bench.chatserver import Act, StubServer, answer
 from kit.cli import main
 from kit.generate.lines import GenerateError, answered, errors_path
 from kit.report.data import load_provenance

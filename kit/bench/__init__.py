@@ -29,6 +29,9 @@
 5. **sandbox cost** (``--sandbox-cost``): a candidate through the whole pipeline with rlimits only and in the
    sandbox, alternately (:mod:`kit.bench.sandboxcost`; target <= 1.10).
 
+6. **client cost** (``--client-cost``): the generation client's layer over raw ``openai`` calls, requests/s
+   against a loopback server at concurrency 1, 8, 32 (:mod:`kit.bench.clientcost`; target <= 1.05).
+
 6. **cold cache** (``--cold-cache``): candidates per hour and per-candidate time with cache-warm and cache-cold
    candidates (copies made unique per run, so ccache misses as for an LLM's new file), for x86_64 and the
    aarch64 target (cross build, verification under qemu) side by side (:mod:`kit.bench.coldcache`).

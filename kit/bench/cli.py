@@ -6,6 +6,7 @@ import argparse
 
 import kit.bench
 from kit.bench.adbcost import adb_cost
+from kit.bench.clientcost import client_cost
 from kit.bench.coldcache import cold_cache
 from kit.bench.overhead import overhead
 from kit.bench.sandboxcost import sandbox_cost
@@ -39,7 +40,11 @@ def main(argv: list[str] | None = None) -> int:
                     "default: x86_64 and aarch64)")
     ap.add_argument("--tasks", default=None, help="cold cache: comma-separated task ids (default: three tasks' "
                     "samples on real MNN, every fixture task)")
+    ap.add_argument("--client-cost", action="store_true", help="run the generation client's overhead benchmark "
+                    "instead: requests/s through the kit's layer vs raw openai calls, loopback server")
     args = ap.parse_args(argv)
+    if args.client_cost:
+        return client_cost(rounds=args.rounds or 3)
     if args.cold_cache:
         tasks = tuple(args.tasks.split(",")) if args.tasks else None
         return cold_cache(tuple(args.arch or ("x86_64", "aarch64")), args.rounds or 1, tasks)

@@ -1,5 +1,6 @@
-"""A scripted OpenAI-compatible chat server of our own for tests: real HTTP on 127.0.0.1, spoken to by the real
-``openai`` client unchanged.
+"""A scripted OpenAI-compatible chat server of our own: real HTTP on 127.0.0.1, spoken to by the real ``openai``
+client unchanged; the endpoint of the generation client's benchmark (:mod:`kit.bench.clientcost`) and of the
+tests of ``mkb generate``.
 
 ``script(prompt, attempt)`` says what to do with a request (``attempt``: 1 for the first request carrying that
 prompt text, 2 for the next, ...): an :class:`Act`.  Every request is kept (``requests``: the prompt, the
@@ -64,6 +65,7 @@ class StubServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out in two writes: no 40 ms delayed-ACK stall
 
             def log_message(self, *_args) -> None:  # quiet
                 pass
@@ -135,3 +137,18 @@ def _completion(act: Act, body: dict) -> dict:
         "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(act.text) // 4,
                   "total_tokens": len(prompt) // 4 + len(act.text) // 4},
     }
+
+
+def main() -> None:
+    """``python -m kit.bench.chatserver TEXT``: serve ``TEXT`` as every answer on a free loopback port, print
+    the port, serve until stdin closes (the benchmark's endpoint, in a process of its own)."""
+    import sys
+
+    text = sys.argv[1] if len(sys.argv) > 1 else "ok"
+    with StubServer(lambda _prompt, _n: answer(text)) as server:
+        print(server.base_url, flush=True)
+        sys.stdin.read()
+
+
+if __name__ == "__main__":
+    main()
