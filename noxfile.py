@@ -6,6 +6,7 @@
     nox -s eval -- --config cfg.toml the main job (arguments are passed to `mkb eval`; a `[generate]` section
                                      generates the model's missing answers first)
     nox -s generate -- --config cfg  a model's answers to the tasks' prompts (`mkb generate`)
+    nox -s refine -- --config cfg    answers refined with the kit's feedback, turn by turn (`mkb refine`)
     nox -s tasks -- audit            the task suite (list / generate / audit; audit needs torch)
     nox -s import -- SRC --out DIR   problem files / ONNX models -> task folders (`mkb tasks import`; torch)
     nox -s report -- RUN_DIR         the report of a run
@@ -131,6 +132,13 @@ def generate(session: nox.Session) -> None:
     """`mkb generate`: a model's answers to the tasks' prompts; pass `-- --config cfg.toml` (a `[generate]` section)."""
     _install(session)
     _mkb(session, "generate", *session.posargs)
+
+
+@nox.session(reuse_venv=True, default=False, venv_backend=KIT_BACKEND)
+def refine(session: nox.Session) -> None:
+    """`mkb refine`: answers refined with the kit's feedback; pass `-- --config cfg.toml` (`[generate]`, `[refine]`)."""
+    _install(session)
+    _mkb(session, "refine", *session.posargs)
 
 
 @nox.session(reuse_venv=True, default=False, venv_backend=KIT_BACKEND)

@@ -2,6 +2,7 @@
 
     mkb eval --config cfg.toml [--timing.iterations 200 ...]   evaluate every candidate of the config
     mkb generate --config cfg.toml                              a model's answers ([generate]) as a JSONL source
+    mkb refine --config cfg.toml                                answer, evaluate, feedback, answer again ([refine])
     mkb check --task ID --files A.hpp A.cpp | --response R.md   one candidate, JSON verdict on stdout
     mkb calibrate --config cfg.toml                             the native method on a split (A/A noise floor)
     mkb tasks list|generate|audit                               the task suite
@@ -47,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config(p, required=True)
 
     p = sub.add_parser("generate", help="ask the model of [generate] for every missing sample (a JSONL source)")
+    _add_config(p, required=True)
+
+    p = sub.add_parser("refine", help="iterative refinement: answer, evaluate, feedback, next answer ([refine])")
     _add_config(p, required=True)
 
     p = sub.add_parser("check", help="evaluate one candidate and print a JSON verdict")
@@ -143,7 +147,7 @@ def _add_import(tsub) -> None:  # noqa: ANN001 - argparse's private subparsers t
 def main(argv: Sequence[str] | None = None) -> int:
     ap = build_parser()
     args, rest = ap.parse_known_args(argv)
-    takes_overrides = args.cmd in ("eval", "generate", "check", "calibrate", "prompts", "reproduce")
+    takes_overrides = args.cmd in ("eval", "generate", "refine", "check", "calibrate", "prompts", "reproduce")
     if rest and not takes_overrides:
         ap.error(f"unrecognized arguments: {' '.join(rest)}")
     _log_records_when_no_progress_bar()
@@ -196,6 +200,10 @@ def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
                 print(generate(cfg).line(), file=sys.stderr)
                 cfg = with_answers(cfg)
             return evaluate(cfg)
+        if args.cmd == "refine":
+            from kit.outline.refine import refine
+
+            return refine(_config(args, rest))
         if args.cmd == "generate":
             from kit.generate.batch import generate
 

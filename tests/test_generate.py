@@ -215,3 +215,83 @@ def test_generated_answers_are_scored_by_mkb_eval_with_one_command(tmp_path, eng
     assert load_provenance(tmp_path / "run")["generation"].startswith("stub-model at 127.0.0.1:")
     for f in (tmp_path / "run").rglob("*"):  # records, provenance, logs, answers: the key is in none of them
         assert not f.is_file() or KEY.encode() not in f.read_bytes(), f
+
+
+def _sample_response(task_id: str, sample: str) -> str:
+    folder = FIXTURE_ROOT / "candidates" / "sample" / task_id / sample
+    blocks = [f"```cpp\n// {f.name}\n{f.read_text()}```" for f in sorted(folder.iterdir())]
+    return f"Here is the kernel (sample: {sample}).\n\n" + "\n\n".join(blocks)
+
+
+@pytest.mark.slow
+def test_refine_fixes_a_compile_error_then_a_mismatch_and_best_of_k_scores_the_fixed_turn(tmp_path, engine,
+                                                                                         monkeypatch):
+    """Two chains on fx_argmax: the first answer of one does not compile, the kit's feedback names the compiler's
+    error, its second answer is wrong, the feedback gives the error size, its third is correct; the other chain's
+    first answer is correct and it stops there.  A rerun asks and evaluates nothing."""
+    monkeypatch.setenv("MKB_TEST_KEY", KEY)
+    seen: list[str] = []
+
+    def respond(last: str, n: int) -> Act:
+        seen.append(last)
+        if "did not compile" in last:
+            return answer(_sample_response("fx_argmax", "wrong_result"))
+        if "outputs differ from the reference" in last:
+            return answer(_sample_response("fx_argmax", "correct"))
+        return answer(_sample_response("fx_argmax", "compile_error" if n == 1 else "correct"))
+
+    with StubServer(respond) as server:
+        cfg = _config(tmp_path, engine, server.base_url, samples=2, method="stub")
+        cfg.write_text(cfg.read_text().replace('split = "all"', 'split = "all"\nids = ["fx_argmax"]')
+                       + "[refine]\nturns = 3\nstop_speedup = 0.0\n")
+        assert main(["refine", "--config", str(cfg)]) == 0
+        assert len(server.requests) == 4
+        df = pl.DataFrame(read_records(tmp_path / "run"))
+        got = {(r["sample_id"]): r["status"] for r in df.iter_rows(named=True)}
+        fixed = next(c for c in ("c0", "c1") if got.get(f"{c}.t1") == "compile_error")
+        other = "c1" if fixed == "c0" else "c0"
+        assert got == {f"{fixed}.t1": "compile_error", f"{fixed}.t2": "verify_mismatch", f"{fixed}.t3": "ok",
+                       f"{other}.t1": "ok"}
+        turn2 = next(r.body["messages"] for r in server.requests if len(r.body["messages"]) == 3)
+        turn3 = next(r.body["messages"] for r in server.requests if len(r.body["messages"]) == 5)
+        assert "Compiler diagnostics" in turn2[-1]["content"] and "CPUArgMax.cpp" in turn2[-1]["content"]
+        assert "Largest absolute error" in turn3[-1]["content"] and "atol" in turn3[-1]["content"]
+        assert turn3[1]["role"] == "assistant" and "sample: compile_error" in turn3[1]["content"]
+        assert not any(re.search(r"seed\s*[=:]?\s*\d", m["content"]) for m in turn2 + turn3)
+        # best-of-k over the turns scores the task by the fixed turn
+        from kit.score import metrics
+        tasks = load_suite(FIXTURE_ROOT / "tasks", "all", ["fx_argmax"])
+        best = metrics.per_task(df, tasks).row(0, named=True)
+        assert best["correct"] and best["n_correct"] == 2 and best["n_samples"] == 4, best
+        assert main(["refine", "--config", str(cfg)]) == 0
+        assert len(server.requests) == 4 and pl.DataFrame(read_records(tmp_path / "run")).height == 4
+
+
+def test_feedback_names_the_cause_hides_seeds_and_is_bounded(tmp_path, engine):
+    from kit.generate.feedback import feedback
+    from kit.results.records import Diagnostic, Record
+
+    task = next(t for t in load_suite(FIXTURE_ROOT / "tasks", "all", None) if t.id == "fx_argmax")
+    base = {"job_id": "j", "method": "m", "task_id": task.id, "sample_id": "c0.t1", "config_digest": "d",
+            "candidate_sha256": "0" * 64}
+    diags = [Diagnostic(file="CPUArgMax.cpp", line=i, column=3, severity="error", message=f"bad thing {i}",
+                        context="  int x = ;\n        ^") for i in range(20)]
+    text = feedback(Record(**base, status="compile_error", diagnostics=diags), task)
+    assert "CPUArgMax.cpp:0:3: error: bad thing 0" in text and "12 more not shown" in text
+    mismatch = Record(**base, status="verify_mismatch", error_kind="value", max_abs_err=0.5, max_rel_err=2.0,
+                      error_message="7/7 trials failed; first (seed 1234): y differs; seeds=5, 6")
+    text = feedback(mismatch, task)
+    assert "Largest absolute error 0.5" in text and "1234" not in text and "5, 6" not in text
+    ok = Record(**base, status="ok", speedup=0.8, speedup_ci_low=0.7, speedup_ci_high=0.9, native_ms=1.0,
+                candidate_ms=1.25)
+    assert "0.800x (95 % interval 0.700-0.900)" in feedback(ok, task)
+    long = Record(**base, status="runtime_crash", error_kind="signal", error_message="x" * 50_000)
+    assert len(feedback(long, task, max_chars=500)) <= 500
+
+
+def test_refine_needs_a_generate_section(tmp_path, engine):
+    cfg = _config(tmp_path, engine, "http://127.0.0.1:9/v1")
+    text = cfg.read_text()
+    cfg.write_text(text[: text.index("[generate]")] + "[refine]\nturns = 2\n")
+    with pytest.raises(ConfigError, match="refine.*generate"):
+        load_config(cfg)

@@ -164,7 +164,7 @@ async def _ask_all(gen: GenerateSection, endpoint: Endpoint, todo: list[_Request
             except RequestFailed as exc:
                 _failed(sinks, gen, endpoint, req, exc)
             else:
-                _answered(sinks, gen, endpoint, req, answer, sampling)
+                _answered(sinks, gen, endpoint, req, answer)
         if bar is not None and tid is not None:
             bar.update(tid, advance=1, status=_tokens_text(sinks.summary, gen))
 
@@ -178,14 +178,29 @@ async def _ask_all(gen: GenerateSection, endpoint: Endpoint, todo: list[_Request
         await endpoint.close()
 
 
-def _answered(sinks: _Sinks, gen: GenerateSection, endpoint: Endpoint, req: _Request, answer: Answer,
-              sampling: Sampling) -> None:
+def answer_line(gen: GenerateSection, endpoint: Endpoint, where: tuple[str, str], prompt_sha256: str,
+                answer: Answer) -> AnswerLine:
+    """The answers file's line of ``answer`` to the sample ``where`` (task id, sample id), whose request's
+    messages hash to ``prompt_sha256``."""
+    sampling = Sampling(gen.temperature, gen.top_p, gen.max_tokens, gen.seed)
     meta = Generation(model=gen.model, endpoint_host=endpoint.host, temperature=sampling.temperature,
                       top_p=sampling.top_p, max_tokens=sampling.max_tokens, seed=sampling.seed,
-                      prompt_sha256=req.prompt_sha256, finish_reason=answer.finish_reason, refusal=answer.refusal,
+                      prompt_sha256=prompt_sha256, finish_reason=answer.finish_reason, refusal=answer.refusal,
                       prompt_tokens=answer.prompt_tokens, completion_tokens=answer.completion_tokens,
                       latency_s=round(answer.latency_s, 3), attempts=answer.attempts)
-    sinks.answers.add(AnswerLine(task_id=req.task.id, sample_id=req.sample_id, response=answer.text, generation=meta))
+    return AnswerLine(task_id=where[0], sample_id=where[1], response=answer.text, generation=meta)
+
+
+def failed_line(gen: GenerateSection, endpoint: Endpoint, where: tuple[str, str], prompt_sha256: str,
+                exc: RequestFailed) -> FailedLine:
+    """The errors file's line of a request for the sample ``where`` that got no answer."""
+    return FailedLine(task_id=where[0], sample_id=where[1], kind=exc.kind, message=exc.message, attempts=exc.attempts,
+                      latency_s=round(exc.latency_s, 3), model=gen.model, endpoint_host=endpoint.host,
+                      prompt_sha256=prompt_sha256)
+
+
+def _answered(sinks: _Sinks, gen: GenerateSection, endpoint: Endpoint, req: _Request, answer: Answer) -> None:
+    sinks.answers.add(answer_line(gen, endpoint, (req.task.id, req.sample_id), req.prompt_sha256, answer))
     s = sinks.summary
     s.answered += 1
     s.truncated += answer.finish_reason == "length"
@@ -195,9 +210,7 @@ def _answered(sinks: _Sinks, gen: GenerateSection, endpoint: Endpoint, req: _Req
 
 
 def _failed(sinks: _Sinks, gen: GenerateSection, endpoint: Endpoint, req: _Request, exc: RequestFailed) -> None:
-    sinks.errors.add(FailedLine(task_id=req.task.id, sample_id=req.sample_id, kind=exc.kind, message=exc.message,
-                                attempts=exc.attempts, latency_s=round(exc.latency_s, 3), model=gen.model,
-                                endpoint_host=endpoint.host, prompt_sha256=req.prompt_sha256))
+    sinks.errors.add(failed_line(gen, endpoint, (req.task.id, req.sample_id), req.prompt_sha256, exc))
     s = sinks.summary
     s.failed += 1
     s.failures[exc.kind] = s.failures.get(exc.kind, 0) + 1

@@ -35,7 +35,7 @@ from kit.settings.base import (
 from kit.settings.baselines import BaselinesSection
 from kit.settings.container import ContainerSection
 from kit.settings.device import DeviceSection
-from kit.settings.generate import GenerateSection
+from kit.settings.generate import GenerateSection, RefineSection
 from kit.settings.sections import (
     RAY_PREDEFINED_RESOURCES,
     BuildSection,
@@ -54,7 +54,7 @@ from kit.settings.sections import (
 
 #: re-exported: the sections and constants are read from ``kit.settings.config`` throughout the kit
 __all__ = ["BaselinesSection", "BuildSection", "CandidateSource", "CandidatesSection", "ConfigError", "ContainerSection",
-           "DEFAULT_CACHE_DIR", "DeviceSection", "DispatchSection", "EvalConfig", "GenerateSection", "MNN_TARBALL_URL", "MNN_TREE_SHA256",
+           "DEFAULT_CACHE_DIR", "DeviceSection", "DispatchSection", "EvalConfig", "GenerateSection", "RefineSection", "MNN_TARBALL_URL", "MNN_TREE_SHA256",
            "MNN_VERSION", "MnnSection",
            "RAY_PREDEFINED_RESOURCES", "ReportSection", "RunSection", "SandboxSection", "TargetSection",
            "TasksSection", "TimingSection", "VerifySection", "load_config"]
@@ -92,6 +92,8 @@ class EvalConfig(BaseSettings):
     baselines: BaselinesSection = BaselinesSection()
     #: a model's answers to generate before evaluating them (``mkb generate``; ``mkb eval`` too when set)
     generate: GenerateSection | None = None
+    #: iterative refinement of the model's answers with the kit's feedback (``mkb refine``; needs ``[generate]``)
+    refine: RefineSection | None = None
 
     @model_validator(mode="after")
     def _check(self) -> EvalConfig:
@@ -104,6 +106,9 @@ class EvalConfig(BaseSettings):
             raise fields_error(("candidates.sources",),
                                 "candidates.sources: 'native' is reserved; set candidates.native = true instead")
         self._check_device()
+        if self.refine is not None and self.generate is None:
+            raise fields_error(("refine", "generate"), "[refine] refines the answers of a model: add a [generate] "
+                               "section (model, base_url, api_key_env, samples = chains per task)")
         return self
 
     def _check_device(self) -> None:

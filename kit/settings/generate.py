@@ -68,3 +68,18 @@ class GenerateSection(Section):
     def out_path(self, run_dir: Path) -> Path:
         """The JSONL file of the answers (``out``, else under ``run_dir``)."""
         return self.out if self.out is not None else run_dir / "generated" / f"{self.method_name()}.jsonl"
+
+
+class RefineSection(Section):
+    """Iterative refinement (``mkb refine``, docs/generate.md): each of the ``[generate]`` section's ``samples``
+    chains per task asks the model, evaluates its answer, and answers with the kit's feedback, up to ``turns``
+    answers.  A chain stops early once an answer is ``ok`` with a speedup >= ``stop_speedup`` (None: never
+    early), or once its answers used ``max_tokens_per_chain`` tokens (prompt + completion, None: no bound).
+    ``max_wall_s``: seconds after which no further turn starts (None: no bound; a rerun goes on).
+    ``feedback_chars``: the longest feedback message (characters; longer diagnostics are cut with a note)."""
+
+    turns: int = Field(default=3, ge=1, le=50)
+    stop_speedup: float | None = Field(default=1.0, ge=0)
+    max_tokens_per_chain: int | None = Field(default=None, ge=1)
+    max_wall_s: float | None = Field(default=None, gt=0)
+    feedback_chars: int = Field(default=4000, ge=200, le=100_000)
