@@ -263,6 +263,13 @@ def test_refine_fixes_a_compile_error_then_a_mismatch_and_best_of_k_scores_the_f
         tasks = load_suite(FIXTURE_ROOT / "tasks", "all", ["fx_argmax"])
         best = metrics.per_task(df, tasks).row(0, named=True)
         assert best["correct"] and best["n_correct"] == 2 and best["n_samples"] == 4, best
+        report = tmp_path / "report"
+        assert main(["report", str(tmp_path / "run"), "--out", str(report), "--tasks-dir",
+                     str(FIXTURE_ROOT / "tasks")]) == 0
+        turns = json.loads((report / "report.json").read_text())["turns"]
+        assert [(t["turn"], t["samples"], t["fcr"]) for t in turns] == [(1, 2, 100.0), (2, 3, 100.0), (3, 4, 100.0)]
+        assert "By refinement turn" in (report / "report.html").read_text()
+        assert (report / "plots" / "turns.png").stat().st_size > 1000
         assert main(["refine", "--config", str(cfg)]) == 0
         assert len(server.requests) == 4 and pl.DataFrame(read_records(tmp_path / "run")).height == 4
 

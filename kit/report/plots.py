@@ -186,3 +186,20 @@ def plot_failures(fail: pl.DataFrame) -> bytes:
     ax.legend(fontsize=8, bbox_to_anchor=(1.01, 1), loc="upper left")
     ax.set_title("Outcome of every sample by status")
     return _png(fig)
+
+
+def plot_turns(turns: pl.DataFrame) -> bytes:
+    """CSR, FCR and fast_1.0 (% of tasks) by refinement turn, one line per run and method and metric."""
+    fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
+    if turns.height == 0:
+        _no_data(ax, "refined methods")
+    else:
+        for (run, method), part in turns.group_by(["run", "method"], maintain_order=True):
+            for col, style in (("csr", ":"), ("fcr", "--"), ("fast_1.0", "-")):
+                ax.plot(part["turn"].to_list(), part[col].to_list(), style, marker="o", label=f"{run} {method} {col}")
+        ax.set_xlabel("turn")
+        ax.set_ylabel("% of tasks")
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    ax.set_title("Refinement: best of turns 1..T")
+    return _png(fig)

@@ -35,7 +35,7 @@ import polars as pl
 from kit.report.baselines import baselines_note, baselines_table, drift_table
 from kit.report.data import ReportError, Run, read_runs
 from kit.report.places import emulated_note, places_note, places_table
-from kit.report.plots import plot_categories, plot_failures, plot_funnel, plot_speedups
+from kit.report.plots import plot_categories, plot_failures, plot_funnel, plot_speedups, plot_turns
 from kit.report.tables import (
     HEADLINE_PS,
     INSIDE_NOISE_MARK,
@@ -51,6 +51,7 @@ from kit.report.tables import (
     task_list_table,
     untimeable_table,
 )
+from kit.report.turns import turn_table
 from kit.score import metrics, noisefloor
 
 REPORT_SCHEMA_VERSION = 1
@@ -156,9 +157,12 @@ def build_report(
     _check_writable(out_dir)  # after the inputs are known good: a refused report leaves no folder behind
 
     scores = score_runs(runs, tuple(sorted(set(ps) | {0.5, 1.0, 1.5})), n_boot, seed)
-    plots_png = _plots(scores)
+    turns = turn_table(runs)
+    plots_png = _plots(scores) | ({"turns": plot_turns(turns)} if turns.height else {})
     plot_paths = _write_plots(out_dir, plots_png)
     sections = _sections(runs, scores, ps, plots_png)
+    if turns.height:  # after the headline: how the scores grow with the turns of mkb refine
+        sections.insert(1, _Sections(plots_png).one("By refinement turn", turns, plot="turns", note=TURNS_NOTE))
     generated = datetime.now(UTC).isoformat(timespec="seconds")
     paths = ReportPaths(
         html=out_dir / "report.html",
@@ -169,7 +173,8 @@ def build_report(
     )
     paths.html.write_text(_html_text(sections, generated), encoding="utf-8")
     paths.markdown.write_text(_md_text(sections, generated), encoding="utf-8")
-    report_json = _report_json(runs, scores, ps, n_boot, seed, generated)
+    report_json = _report_json(runs, scores, ps, n_boot, seed, generated) | (
+        {"turns": turns.to_dicts()} if turns.height else {})
     paths.json.write_text(json.dumps(_jsonable(report_json), indent=1), encoding="utf-8")
     _summary_csv(scores).write_csv(paths.csv)
     return paths
@@ -224,6 +229,12 @@ class _Sections:
             m += f"![{plot}](plots/{plot}.png)\n\n"
         self.items.append((title, h, m))
 
+    def one(self, title: str, df: pl.DataFrame | None = None, plot: str | None = None,
+            note: str = "") -> tuple[str, str, str]:
+        """A section made alone (to be placed by the caller)."""
+        self.add(title, df, plot, note)
+        return self.items.pop()
+
 
 def _sections(
     runs: list[Run], scores: Scores, ps: tuple[float, ...], plots_png: dict[str, bytes]
@@ -267,6 +278,10 @@ def _sections(
     add("Native times drifting from the baseline table", drift_table(runs))
     add("Provenance", provenance_table(runs))
     return sections.items
+
+
+TURNS_NOTE = ("Each turn T: every task's best-of-k over the answers of turns 1..T of its chains (mkb refine), in % "
+              "of the run's tasks.")
 
 
 def _denominator(r: Run) -> str:
