@@ -194,6 +194,10 @@ def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
             cfg = _config(args, rest)
             from kit.outline.evaluate import evaluate
 
+            if cfg.refine is not None:  # a model refined with the kit's feedback: mkb refine is the evaluation
+                from kit.outline.refine import refine
+
+                return refine(cfg)
             if cfg.generate is not None:  # the model's missing answers first, then they are a candidate source
                 from kit.generate.batch import generate, with_answers
 

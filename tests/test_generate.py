@@ -270,7 +270,10 @@ def test_refine_fixes_a_compile_error_then_a_mismatch_and_best_of_k_scores_the_f
         assert [(t["turn"], t["samples"], t["fcr"]) for t in turns] == [(1, 2, 100.0), (2, 3, 100.0), (3, 4, 100.0)]
         assert "By refinement turn" in (report / "report.html").read_text()
         assert (report / "plots" / "turns.png").stat().st_size > 1000
-        assert main(["refine", "--config", str(cfg)]) == 0
+        bundle = tmp_path / "run.tar.gz"
+        assert main(["bundle", str(tmp_path / "run"), "--out", str(bundle)]) == 0
+        assert main(["validate", str(bundle)]) == 0  # the answers travel with the records
+        assert main(["eval", "--config", str(cfg)]) == 0  # with [refine], mkb eval refines: nothing left to do
         assert len(server.requests) == 4 and pl.DataFrame(read_records(tmp_path / "run")).height == 4
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kit import candidates as kcand
-from kit.generate.batch import answer_line, endpoint_of, failed_line
+from kit.generate.batch import answer_line, endpoint_of, failed_line, with_answers
 from kit.generate.client import Endpoint, RequestFailed, Sampling
 from kit.generate.feedback import feedback
 from kit.generate.lines import AnswerLine, Appender, errors_path, read_answers
@@ -97,6 +97,7 @@ def refine(cfg: EvalConfig, executor: Executor | None = None) -> int:
         raise ConfigError("mkb refine needs a [generate] section (the model) and a [refine] section (turns, ...)")
     if cfg.mnn.source_dir is None:
         raise ConfigError("mnn.source_dir: the prompts quote MNN's headers from a tree; set it (or MKB_MNN__SOURCE_DIR)")
+    cfg = with_answers(cfg)  # provenance's config names the answers: a bundle carries them, reproduce re-scores them
     tasks = load_suite(cfg.tasks.dir, cfg.tasks.split, cfg.tasks.ids or None)
     chains = [Chain(t, c, build_prompt(t, cfg.mnn.source_dir)) for t in tasks for c in range(gen.samples)]
     endpoint = endpoint_of(gen)
