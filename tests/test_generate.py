@@ -305,3 +305,36 @@ def test_refine_needs_a_generate_section(tmp_path, engine):
     cfg.write_text(text[: text.index("[generate]")] + "[refine]\nturns = 2\n")
     with pytest.raises(ConfigError, match="refine.*generate"):
         load_config(cfg)
+
+
+def test_a_generate_killed_midway_loses_and_doubles_nothing_on_rerun(tmp_path, engine):
+    """SIGKILL of ``mkb generate`` while requests are in flight, then the same command: every sample answered
+    once; only the requests in flight at the kill were asked twice."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    def slow(prompt: str, n: int) -> Act:
+        time.sleep(0.3)
+        return answer(f"answer for {_op_of(prompt)}")
+
+    with StubServer(slow) as server:
+        cfg = _config(tmp_path, engine, server.base_url, samples=4, concurrency=2)
+        env = {**os.environ, "MKB_TEST_KEY": KEY}
+        cmd = [sys.executable, "-m", "kit.cli", "generate", "--config", str(cfg)]
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        out = tmp_path / "run" / "generated" / "stub-model.jsonl"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not out.exists() or out.read_bytes().count(b"\n") < 5):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        before = len(server.requests)
+        assert 5 <= out.read_bytes().count(b"\n") < 16
+        assert subprocess.run(cmd, env=env, capture_output=True).returncode == 0
+        keys = [(x["task_id"], x["sample_id"]) for x in _read(out)]
+        assert len(keys) == len(set(keys)) == 16
+        assert len(server.requests) - before <= 16 - 5 + 0  # the rerun asked only what was missing
+        assert len(server.requests) <= 16 + 2  # at most the 2 requests in flight were asked twice
