@@ -24,6 +24,7 @@ from kit.suite.importer import specs as inp
 from kit.suite.importer.onnxsrc import onnx_model_py, sample_feeds
 from kit.suite.importer.problem import BUDGET_BYTES, EXPORT_MEMORY_BYTES, ImportFailure, export_problem
 from kit.suite.importer.reduce import reduce_graph, run_ort
+from kit.suite.importer.shapeinputs import fix_shape_inputs
 from kit.suite.spec import IR_VERSION, OPSET
 from kit.suite.tasks import (
     CATEGORIES,
@@ -123,6 +124,22 @@ def _finish_model(model: onnx.ModelProto, graph_name: str) -> onnx.ModelProto:
     return model
 
 
+def _at_opset(model: onnx.ModelProto) -> onnx.ModelProto:
+    """``model`` converted to the kit's opset by ONNX's version converter, which also renames the attribute
+    values that changed between opsets (GridSample's ``bilinear`` became ``linear`` in opset 20).
+
+    Raises:
+        ImportFailure: ``bad_model`` when the converter cannot take the model's opset there."""
+    have = {o.domain: o.version for o in model.opset_import}.get("", OPSET)
+    if have == OPSET:
+        return model
+    try:
+        return onnx.version_converter.convert_version(model, OPSET)
+    except Exception as exc:  # noqa: BLE001 - the converter raises several types
+        raise ImportFailure("bad_model", f"the ONNX version converter cannot take opset {have} to {OPSET}: "
+                                         f"{str(exc)[:300]}") from None
+
+
 def _output_specs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[TensorSpec]:
     specs = []
     for o, arr in zip(model.graph.output, run_ort(model, feeds)):
@@ -143,8 +160,10 @@ def _exported(src: Source, work: Path, opts: Options):
             onnx.checker.check_model(raw, full_check=True)
         except Exception as exc:  # noqa: BLE001 - onnx raises several types
             raise ImportFailure("bad_model", f"onnx.checker / load failed: {str(exc)[:300]}") from None
+        raw = _at_opset(raw)
         specs, feeds = sample_feeds(raw, opts.seed)
-        evidence = [f"{s.name}: graph input, default range (no get_inputs)" for s in specs]
+        specs, feeds, fixed = fix_shape_inputs(raw, specs, feeds)
+        evidence = [f"{s.name}: graph input, default range (no get_inputs)" for s in specs] + fixed
         return raw, feeds, None, specs, {"exporter": "given", "input_evidence": evidence}
     exp = export_problem(src.path, work, budget_bytes=opts.budget_bytes, memory_limit_bytes=opts.memory_limit_bytes,
                          seed=opts.seed)

@@ -1,0 +1,72 @@
+"""Given ONNX models whose graph inputs set a shape (TopK's K) or whose opset is older than the kit's (GridSample
+at opset 16, ``mode = "bilinear"``, renamed ``linear`` in opset 20): imported so that the task's outputs are the
+ones every verification gets, then audited."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from kit.suite.importer import Options, find_sources, import_sources
+from kit.suite.importer.onnxsrc import sample_feeds
+from kit.suite.importer.shapeinputs import fix_shape_inputs
+from kit.suite.tasks import load_task
+
+pytest.importorskip("torch")
+pytestmark = [pytest.mark.torch]
+
+
+def _save(g: onnx.GraphProto, opset: int, path: Path) -> Path:
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return path
+
+
+def _topk_k_input(path: Path) -> Path:
+    g = helper.make_graph([helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=1)], "topk_k_input",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16]),
+                           helper.make_tensor_value_info("k", TensorProto.INT64, [1])],
+                          [helper.make_tensor_value_info("v", TensorProto.FLOAT, [4, None]),
+                           helper.make_tensor_value_info("i", TensorProto.INT64, [4, None])])
+    return _save(g, 13, path)
+
+
+def _grid_sample_16(path: Path) -> Path:
+    g = helper.make_graph([helper.make_node("GridSample", ["x", "grid"], ["y"], mode="bilinear")], "grid_sample16",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 8, 8]),
+                           helper.make_tensor_value_info("grid", TensorProto.FLOAT, [1, 6, 6, 2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 6, 6])])
+    return _save(g, 16, path)
+
+
+def test_a_shape_setting_input_becomes_a_constant_of_a_valid_value(tmp_path):
+    model = onnx.load(_topk_k_input(tmp_path / "t.onnx"))
+    specs, feeds = sample_feeds(model, 0)
+    feeds["k"] = np.array([0], dtype=np.int64)  # the default integer draw may give 0: no valid K
+    left, kept, notes = fix_shape_inputs(model, specs, feeds)
+    assert [s.name for s in left] == ["x"] and set(kept) == {"x"}
+    assert [i.name for i in model.graph.input] == ["x"]
+    k = next(i for i in model.graph.initializer if i.name == "k")
+    assert onnx.numpy_helper.to_array(k).tolist() == [1] and "TopK input 1" in notes[0]
+
+
+@pytest.mark.slow
+def test_k_as_input_topk_and_an_opset_16_grid_sample_import_and_pass_the_audit(tmp_path):
+    models = [_topk_k_input(tmp_path / "topk_k_input.onnx"), _grid_sample_16(tmp_path / "grid_sample16.onnx")]
+    out = tmp_path / "out"
+    report = import_sources(find_sources(models), out, Options(probe_native=False), jobs=1, n_test=0)
+    assert not report.left_out, report.left_out
+    topk = load_task(next(out.rglob("topk_k_input")))
+    assert [i.name for i in topk.inputs] == ["x"] and topk.outputs[0].shape[0] == 4
+    assert any("fixed to" in e for e in topk.source.input_evidence)
+    grid = onnx.load(str(next(out.rglob("grid_sample16")) / "model.onnx"))
+    assert [a.s for a in grid.graph.node[0].attribute if a.name == "mode"] == [b"linear"]
+    from kit.suite.audit import audit, failed
+
+    df = audit(out, native=False)
+    assert df.height == 2 and failed(df) == [], failed(df)
