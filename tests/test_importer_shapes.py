@@ -70,3 +70,21 @@ def test_k_as_input_topk_and_an_opset_16_grid_sample_import_and_pass_the_audit(t
 
     df = audit(out, native=False)
     assert df.height == 2 and failed(df) == [], failed(df)
+
+
+@pytest.mark.slow
+def test_widened_gather_elements_indices_cover_the_negative_half(tmp_path):
+    g = helper.make_graph([helper.make_node("GatherElements", ["x", "idx"], ["y"], axis=1)], "gather_elements_neg",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6]),
+                           helper.make_tensor_value_info("idx", TensorProto.INT64, [4, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3])])
+    src = _save(g, 20, tmp_path / "gather_elements_neg.onnx")
+    out = tmp_path / "out"
+    report = import_sources(find_sources([src]), out, Options(probe_native=False, widen_inputs=True), jobs=1, n_test=0)
+    assert not report.left_out, report.left_out
+    task = load_task(next(out.rglob("gather_elements_neg")))
+    idx = next(i for i in task.inputs if i.name == "idx")
+    assert (idx.low, idx.high) == (-6, 5) and task.source.inputs_widened
+    from kit.suite.audit import audit, failed
+
+    assert failed(audit(out, native=False)) == []  # ORT and the reference take negative indices alike

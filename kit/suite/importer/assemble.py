@@ -24,7 +24,7 @@ from kit.suite.importer import specs as inp
 from kit.suite.importer.onnxsrc import onnx_model_py, sample_feeds
 from kit.suite.importer.problem import BUDGET_BYTES, EXPORT_MEMORY_BYTES, ImportFailure, export_problem
 from kit.suite.importer.reduce import reduce_graph, run_ort
-from kit.suite.importer.shapeinputs import fix_shape_inputs
+from kit.suite.importer.shapeinputs import fix_shape_inputs, widen_indices
 from kit.suite.spec import IR_VERSION, OPSET
 from kit.suite.tasks import (
     CATEGORIES,
@@ -226,7 +226,8 @@ def build_task(src: Source, opts: Options, stage: Path, split: str = "train") ->
         tid = task_id(src.path.stem, opts.id_prefix)
         category = src.category or mapping.op_categories().get(red.target_op, "others")
         if opts.widen_inputs:
-            specs = [inp.widen(s) for s in specs]
+            specs, widened = widen_indices(model, [inp.widen(s) for s in specs])
+            fields["input_evidence"] = [*fields["input_evidence"], *widened]
         source = TaskSource(kind="onnx" if src.path.suffix == ".onnx" else "problem", file=src.name,
                             sha256=sha256_file(src.path), upstream=src.upstream, exported_ops=red.exported_ops,
                             reductions=red.steps, helper_ops=red.helpers, budget_bytes=opts.budget_bytes,

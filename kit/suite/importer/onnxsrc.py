@@ -1,7 +1,8 @@
 """ONNX models as sources: their input specs and sample inputs, and the ``model.py`` of such a task.
 
 A given ONNX model has no ``get_inputs``: float inputs are drawn uniform in [-1, 1), integer inputs in
-[0, 9] (an index-safe default for dimensions of at least 10), bool inputs by a fair coin; every input must
+[0, 9] (an index-safe default for dimensions of at least 10; the indices of Gather, GatherElements and
+ScatterElements in [0, s - 1] of the axis they index), bool inputs by a fair coin; every input must
 have a static shape.  Its ``model.py`` is KernelBench-format and runs the task's own ``model.onnx`` (next to
 it) with ``onnx.reference`` — the reference *is* the graph; there is no PyTorch source to show.
 """
@@ -12,6 +13,7 @@ import numpy as np
 import onnx
 
 from kit.suite.importer.problem import ImportFailure
+from kit.suite.importer.shapeinputs import bound_indices
 from kit.suite.inputs import _draw
 from kit.suite.spec import seeded_rng
 from kit.suite.tasks import Task, TensorSpec
@@ -50,7 +52,7 @@ def graph_input_specs(model: onnx.ModelProto) -> list[TensorSpec]:
 
 def sample_feeds(model: onnx.ModelProto, seed: int = 0) -> tuple[list[TensorSpec], dict[str, np.ndarray]]:
     """(input specs, one seeded sample of inputs) of a given ONNX model."""
-    specs = graph_input_specs(model)
+    specs = bound_indices(model, graph_input_specs(model))
     rng = seeded_rng(model.graph.name, seed)
     return specs, {s.name: _draw(s, rng) for s in specs}
 

@@ -63,3 +63,51 @@ def _axis_len(node: onnx.NodeProto, specs: list[TensorSpec]) -> int:
     axis = next((a.i for a in node.attribute if a.name == "axis"), -1)
     data = next((s for s in specs if s.name == node.input[0]), None)
     return data.shape[axis] if data is not None else np.iinfo(np.int32).max
+
+
+#: op type -> (position of the index input, position of the data input it indexes) (ONNX operator docs)
+INDEX_INPUTS: dict[str, tuple[int, int]] = {"Gather": (1, 0), "GatherElements": (1, 0), "ScatterElements": (1, 0)}
+
+
+def index_ranges(model: onnx.ModelProto, specs: list[TensorSpec]) -> dict[str, int]:
+    """Integer graph inputs used only as the indices of Gather, GatherElements or ScatterElements along an axis
+    of a graph input: name -> that axis' length s (the legal indices are [-s, s - 1])."""
+    shapes = {s.name: s.shape for s in specs}
+    out: dict[str, int] = {}
+    for spec in specs:
+        if spec.dtype not in ("int32", "int64"):
+            continue
+        lengths = set()
+        for node in model.graph.node:
+            for idx, name in enumerate(node.input):
+                if name != spec.name:
+                    continue
+                where = INDEX_INPUTS.get(node.op_type)
+                data = shapes.get(node.input[where[1]]) if where and idx == where[0] else None
+                axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+                lengths.add(data[axis] if data is not None else None)
+        if lengths and None not in lengths and len(lengths) == 1:
+            out[spec.name] = lengths.pop()
+    return out
+
+
+def bound_indices(model: onnx.ModelProto, specs: list[TensorSpec]) -> list[TensorSpec]:
+    """``specs`` with every index input of :func:`index_ranges` drawn in [0, s - 1] (valid whatever the default
+    integer range of a given model's inputs)."""
+    ranges = index_ranges(model, specs)
+    return [s.model_copy(update={"distribution": "integers", "low": 0.0, "high": float(ranges[s.name] - 1)})
+            if s.name in ranges else s for s in specs]
+
+
+def widen_indices(model: onnx.ModelProto, specs: list[TensorSpec]) -> tuple[list[TensorSpec], list[str]]:
+    """``specs`` with every index input of :func:`index_ranges` drawn over its whole legal range, negative
+    indices included (``--widen-inputs``), and a note for each."""
+    ranges = index_ranges(model, specs)
+    out, notes = [], []
+    for s in specs:
+        if s.name in ranges:
+            n = ranges[s.name]
+            s = s.model_copy(update={"distribution": "integers", "low": float(-n), "high": float(n - 1)})
+            notes.append(f"{s.name}: indices over the whole legal range [-{n}, {n - 1}] (--widen-inputs)")
+        out.append(s)
+    return out, notes
