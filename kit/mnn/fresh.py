@@ -124,6 +124,8 @@ class Pool:
             parts = [_units(w) for w in words]
             self.units = (_Units(np.concatenate([p[0] for p in parts])),
                           _Multiset(np.concatenate([p[1] for p in parts])))
+        else:
+            _ = self.elements  # always needed: sorted now, once per timing stage
 
     @functools.cached_property
     def elements(self) -> _Multiset:
