@@ -86,21 +86,27 @@ def go_run(started: mrunner.StartedRun, iterations: int, what: str, round_: int 
             res = started.go()
     except StageFailure as exc:
         return Ran(None, exc)
+    return Ran(res, run_failure(res, iterations, what, round_))
+
+
+def run_failure(res: mrunner.RunResult, iterations: int, what: str, round_: int | None = None) -> StageFailure | None:
+    """Why a finished timing run of ``what`` ("native" or "candidate") does not count, or None (:func:`go_run`
+    states the statuses)."""
     try:
         check_run(res, what, round_)
     except StageFailure as exc:
-        return Ran(res, exc)
+        return exc
     native = what == "native"
     if len(res.op_ms) != iterations:
-        return Ran(res, StageFailure(Status.TIMING_FAILED if native else Status.RUNTIME_CRASH,
-                                     ErrorKind.INTERNAL if native else ErrorKind.EXIT_CODE,
-                                     f"{what}: {len(res.op_ms)} samples, expected {iterations}"))
+        return StageFailure(Status.TIMING_FAILED if native else Status.RUNTIME_CRASH,
+                            ErrorKind.INTERNAL if native else ErrorKind.EXIT_CODE,
+                            f"{what}: {len(res.op_ms)} samples, expected {iterations}")
     wrong = res.stamp_error or check_clock(res.total_ms, res.phase_ms, res.proc.wall_s * 1e3, res.op_ms,
                                            res.written_ms)
     if wrong:
         status = Status.HARNESS_ERROR if native else Status.RUNTIME_CRASH
-        return Ran(res, StageFailure(status, ErrorKind.CLOCK_MISMATCH, f"{what} timing run: {wrong}"))
-    return Ran(res, None)
+        return StageFailure(status, ErrorKind.CLOCK_MISMATCH, f"{what} timing run: {wrong}")
+    return None
 
 
 def check_clock(total_ms: list[float], phase_ms: float | None, kit_ms: float,
