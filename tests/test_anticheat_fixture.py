@@ -179,8 +179,8 @@ def _slow_clock_runner(tmp: Path, real: Path) -> Path:
 
 def test_a_runner_clock_that_loses_time_is_a_clock_mismatch(evaluated, tmp_path):
     """The kit's own wall time of a run (go to exit) is half a second longer than the runner's phase_ms:
-    timing_failed (clock_mismatch) on the candidate's side; on the native side (pristine libraries) a
-    harness error."""
+    runtime_crash (clock_mismatch: the candidate's runner, not correct) on the candidate's side; on the native
+    side (pristine libraries) a harness error."""
     cfg, task = evaluated
     worker = setup_worker(cfg, index=0)
     try:
@@ -195,7 +195,7 @@ def test_a_runner_clock_that_loses_time_is_a_clock_mismatch(evaluated, tmp_path)
         assert honest.candidate_ms > 0
         with pytest.raises(StageFailure) as alone:
             stiming.time_candidate(task, side, None, opts, stiming.TimingSetup(runner, tmp_path / "alone"))
-        assert (alone.value.status, alone.value.kind) == (Status.TIMING_FAILED, ErrorKind.CLOCK_MISMATCH)
+        assert (alone.value.status, alone.value.kind) == (Status.RUNTIME_CRASH, ErrorKind.CLOCK_MISMATCH)
         assert "the runner's clock saw" in alone.value.message
         with pytest.raises(StageFailure) as paired:
             stiming.time_candidate(task, side, side, opts, stiming.TimingSetup(runner, tmp_path / "paired"))

@@ -38,6 +38,10 @@
 7. **adb cost** (``--adb-cost``): one candidate's timing on the fake adb device through the kit's executor vs
    its raw adb steps (push, run, pull) run directly, interleaved (:mod:`kit.bench.adbcost`).
 
+8. **input check cost** (``--input-check-cost``): per checked timed forward, the kit's check that its inputs are
+   drawn from the timed sets beside the comparison with ONNX Runtime it already made, on the sample set's tasks
+   (:mod:`kit.bench.inputcheck`; no engine needed).
+
 Engine: the real MNN tree when ``MKB_MNN__SOURCE_DIR`` is set (task ``--task``, sample from
 ``candidates/sample``), else the fixture engine shipped with the tests.
 
@@ -47,4 +51,5 @@ Engine: the real MNN tree when ``MKB_MNN__SOURCE_DIR`` is set (task ``--task``, 
     python -m kit.bench --sandbox-cost [--task ID] [--repeats 3]
     python -m kit.bench --cold-cache [--arch x86_64 --arch aarch64] [--tasks ID,ID] [--rounds 1]
     python -m kit.bench --adb-cost [--task ID] [--repeats 3]   (the cross toolchain and qemu-user-static)
+    python -m kit.bench --input-check-cost [--tasks ID,ID] [--repeats 3]
 """

@@ -8,6 +8,7 @@ import kit.bench
 from kit.bench.adbcost import adb_cost
 from kit.bench.clientcost import client_cost
 from kit.bench.coldcache import cold_cache
+from kit.bench.inputcheck import input_check_cost
 from kit.bench.overhead import overhead
 from kit.bench.sandboxcost import sandbox_cost
 from kit.bench.scaling import scaling
@@ -28,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
                     "former vs current defaults per candidate")
     ap.add_argument("--adb-cost", action="store_true", help="run the adb executor's overhead benchmark instead: "
                     "one candidate's timing on the fake adb device through the kit vs its raw adb steps")
+    ap.add_argument("--input-check-cost", action="store_true", help="run the input check's cost benchmark instead: "
+                    "per checked forward, the kit's check that its inputs are drawn from the timed sets beside the "
+                    "forward's comparison with ONNX Runtime (--tasks, default the sample set's tasks)")
     ap.add_argument("--copies", type=int, default=None, help="scaling: evaluate the sample set under this many "
                     "method names (default: 8 on the fixture engine, 1 on real MNN)")
     ap.add_argument("--one-worker-jobs", type=int, default=1, help="scaling: ninja -j of the serial and "
@@ -48,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cold_cache:
         tasks = tuple(args.tasks.split(",")) if args.tasks else None
         return cold_cache(tuple(args.arch or ("x86_64", "aarch64")), args.rounds or 1, tasks)
+    if args.input_check_cost:
+        return input_check_cost(tuple(args.tasks.split(",")) if args.tasks else None, args.repeats)
     if args.scaling:
         return scaling(args.copies, args.one_worker_jobs, args.rounds)
     if args.adb_cost:

@@ -35,7 +35,8 @@ class Status(enum.StrEnum):
 
 #: statuses where the build finished (the numerator of CSR, paper §5.1)
 COMPILED = frozenset({Status.OK, Status.VERIFY_MISMATCH, Status.RUNTIME_CRASH, Status.RUNTIME_TIMEOUT, Status.TIMING_FAILED})
-#: statuses that count as functionally correct (the numerator of FCR)
+#: statuses that count as functionally correct (the numerator of FCR), unless the record's error kind is one of
+#: :data:`CANDIDATE_TIMING_KINDS` (:func:`counts_correct`)
 CORRECT = frozenset({Status.OK, Status.TIMING_FAILED})
 
 
@@ -82,10 +83,29 @@ class ErrorKind(enum.StrEnum):
     # baselines.native_timing = "table" and the baseline table has no entry that matches this node's hardware,
     # MNN version, build flags and runner settings, and the task's files (timing_failed, retried: kit.results.rules)
     NO_BASELINE = "no_baseline"
+    # a checked forward's inputs, as the runner wrote them out, cannot have been drawn from the timed input sets
+    # the kit generated (verify_mismatch: the candidate edited the runner's inputs in its memory)
+    INPUTS_FORGED = "inputs_forged"
     # what a build node shipped cannot be used on its timing node: machine code of another ELF machine than the
     # node runs, another native build, a non-ELF file where machine code belongs, an unsafe path (harness_error:
     # the cluster's fault, never the candidate's; a resumed run times it again)
     ARTEFACT = "artefact"
+
+
+#: error kinds that, under a status of :data:`CORRECT`, name a failure of the candidate's own process in its timing
+#: runs: a record of one is not correct.  ``clock_mismatch``: the candidate's stamp stream or clock (a forged stamp
+#: line, stderr flooded until stamps were lost, times edited in the runner's memory; the native side's is a
+#: ``harness_error``).  The timing stage records these as ``runtime_crash`` now; kits before issue 26 recorded them
+#: as ``timing_failed``, and did so before comparing the timed outputs.  A kind of the timing device's or the
+#: machine's own (``device_lost``, ``device_busy``, ``no_baseline``, ``worker_lost``, a native run's failure) is
+#: not one
+CANDIDATE_TIMING_KINDS = frozenset({ErrorKind.CLOCK_MISMATCH})
+
+
+def counts_correct(status: Status, kind: ErrorKind) -> bool:
+    """Whether a record of ``status`` and error ``kind`` is functionally correct (FCR's numerator): the status in
+    :data:`CORRECT` and the kind not in :data:`CANDIDATE_TIMING_KINDS`."""
+    return status in CORRECT and kind not in CANDIDATE_TIMING_KINDS
 
 
 class Diagnostic(BaseModel):
@@ -265,7 +285,7 @@ class Record(BaseModel):
 
     @property
     def correct(self) -> bool:
-        return self.status in CORRECT
+        return counts_correct(self.status, self.error_kind)
 
     def to_row(self) -> dict[str, Any]:
         """A flat-ish dict for Parquet (enums as strings, nested lists of structs kept)."""

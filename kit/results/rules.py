@@ -13,6 +13,9 @@
   a task whose native op time is too short to time (``timing_untimeable``), not flagged
   ``implausible_speedup`` (``flags``), and not on a task without a native baseline.  ``timing_failed`` is
   correct but never has one, whatever its speedup fields hold.
+- **Correct** (:func:`is_correct`): a status in :data:`~kit.results.records.CORRECT` (``ok``, ``timing_failed``)
+  and an error kind not in :data:`~kit.results.records.CANDIDATE_TIMING_KINDS`: a failure of the candidate's own
+  process never counts as "correct, but timing failed" (``timing_failed`` / ``clock_mismatch`` of older kits).
 - **Noise band** (:func:`inside_noise`, :func:`beyond_noise`): ``noise_log`` of a task is the half-width of its
   A/A 95 % interval on log scale, ln(ci_high / ci_low) / 2 (``calibration.json``); a speedup s is inside the
   band when |ln s| <= noise_log, and beyond it for a threshold p when s > p · exp(noise_log).
@@ -27,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from kit.results.records import CORRECT, IMPLAUSIBLE_SPEEDUP, ErrorKind, Status
+from kit.results.records import CANDIDATE_TIMING_KINDS, CORRECT, IMPLAUSIBLE_SPEEDUP, ErrorKind, Status
 
 #: statuses a resumed run retries (the kit's fault, not the candidate's)
 RETRIED: frozenset[Status] = frozenset({Status.HARNESS_ERROR})
@@ -42,6 +45,7 @@ OPTIONAL_COLUMNS: dict[str, pl.DataType] = {
 
 _RETRIED = [s.value for s in RETRIED]
 _CORRECT = [s.value for s in CORRECT]
+_CANDIDATE_KINDS = [k.value for k in CANDIDATE_TIMING_KINDS]
 
 
 def with_optional_columns(records: pl.DataFrame) -> pl.DataFrame:
@@ -84,8 +88,10 @@ def is_untimeable() -> pl.Expr:
 
 
 def is_correct() -> pl.Expr:
-    """Bool: the status is one of :data:`kit.results.records.CORRECT` (FCR's numerator)."""
-    return pl.col("status").is_in(_CORRECT)
+    """Bool: the record is functionally correct (FCR's numerator): its status is one of
+    :data:`kit.results.records.CORRECT` and its error kind none of
+    :data:`kit.results.records.CANDIDATE_TIMING_KINDS` (:func:`kit.results.records.counts_correct`)."""
+    return pl.col("status").is_in(_CORRECT) & ~pl.col("error_kind").is_in(_CANDIDATE_KINDS).fill_null(False)
 
 
 def scorable_speedup(no_native: list[str]) -> pl.Expr:

@@ -8,9 +8,12 @@ Two kinds of timed forward are compared, at the task's tolerance (:func:`kit.sta
 * the forwards on fresh inputs that the runner picked at random after each forward and wrote out with their
   inputs (``RunResult.checked``, :mod:`kit.mnn.runner`): their references are computed here, on those inputs,
   with the task's ONNX model (a timing node without task files gets the model's bytes shipped:
-  :class:`kit.job.artefacts.Built`).
+  :class:`kit.job.artefacts.Built`).  Those inputs are the runner's word, and the runner's memory is the
+  candidate's to write: each must be drawable from the timed sets the kit generated (:mod:`kit.mnn.fresh`), or
+  the candidate edited them (the sets zeroed: every later input zeros, zeros out right).
 
-A kernel wrong on either is wrong when timed: ``verify_mismatch`` with error kind ``timed_output_mismatch``.
+A kernel wrong on either is wrong when timed: ``verify_mismatch`` with error kind ``timed_output_mismatch``; a
+forged input is ``verify_mismatch``, ``inputs_forged`` (its outputs are not compared).
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from kit.mnn import fresh
 from kit.mnn import runner as mrunner
+from kit.mnn.tensorio import to_wire
 from kit.results.outcomes import StageFailure
 from kit.results.records import ErrorKind, Status
 from kit.stages.verify import References, protocol_failure, reference, trial_verdict
@@ -50,17 +55,20 @@ def from_wire(task: Task, tensors: Mapping[str, np.ndarray]) -> dict[str, np.nda
 def check_timed_outputs(task: Task, runs: Sequence[mrunner.RunResult], seeds: Sequence[int], inputs: Sequence,
                         threads: int, refs: References | None = None, onnx: Path | None = None) -> None:
     """Compare the candidate's timed forwards with ONNX Runtime: each run's first timed forward on every input set
-    (``seeds``, ``inputs``; ``refs``: references computed elsewhere) and every forward the runner picked and
-    wrote out (``run.checked``; references from ``onnx``, default the task's model), at the task's tolerance.
+    (``seeds``, ``inputs``: graph input name → array per set; ``refs``: references computed elsewhere) and every
+    forward the runner picked and wrote out (``run.checked``; references from ``onnx``, default the task's model),
+    at the task's tolerance, once its inputs are shown drawable from ``inputs`` (:func:`kit.mnn.fresh.forged`).
 
     Raises:
-        StageFailure: VERIFY_MISMATCH (``timed_output_mismatch``: the kernel is wrong when timed, so not
-            functionally correct) naming how many of the compared forwards were wrong and the first of them;
-            RUNTIME_CRASH when a checked forward's files are unreadable or planted
-            (:func:`kit.stages.verify.protocol_failure`)."""
+        StageFailure: VERIFY_MISMATCH, ``inputs_forged`` when a checked forward's inputs cannot have been drawn from
+            the timed sets, else ``timed_output_mismatch`` (the kernel is wrong when timed, so not functionally
+            correct), naming how many of the compared forwards were and the first of them; RUNTIME_CRASH when a
+            checked forward's files are unreadable or planted (:func:`kit.stages.verify.protocol_failure`) or its
+            inputs are not the task's (:func:`from_wire`)."""
     out_names = [o.name for o in task.outputs]
     expected = [reference(task, seed, one, refs) for seed, one in zip(seeds, inputs)]
-    bad, compared = [], 0
+    sets = fresh.pools([{name: to_wire(name, a) for name, a in one.items()} for one in inputs])
+    bad, forgeries, compared = [], [], 0
     for r, run in enumerate(runs):
         for j, (seed, outputs, ref) in enumerate(zip(seeds, run.output_sets, expected)):
             compared += 1
@@ -69,15 +77,25 @@ def check_timed_outputs(task: Task, runs: Sequence[mrunner.RunResult], seeds: Se
                 bad.append(f"round {r}, timed forward {j + 1} (seed {seed}): {trial.reason}")
         for picked in run.checked:
             compared += 1
+            where = f"round {r}, timed forward {picked.forward} (fresh inputs, checked at random)"
             try:
                 wire_in, outputs = picked.read()
             except mrunner.RunnerProtocolError as exc:  # a link or a FIFO planted there, say: the candidate's
                 raise protocol_failure(exc, f"candidate timing run (round {r})") from None
-            ref = run_reference(onnx or task.onnx_path, from_wire(task, wire_in))
-            trial = trial_verdict(task, -1, threads, outputs, ref, out_names)[0]
+            graph_in = from_wire(task, wire_in)
+            why = fresh.forged(wire_in, sets)
+            if why:
+                forgeries.append(f"{where}: {why[0]}")
+                continue
+            trial = trial_verdict(task, -1, threads, outputs, run_reference(onnx or task.onnx_path, graph_in),
+                                  out_names)[0]
             if not trial.ok:
-                bad.append(f"round {r}, timed forward {picked.forward} (fresh inputs, checked at random): "
-                           f"{trial.reason}")
+                bad.append(f"{where}: {trial.reason}")
+    if forgeries:
+        raise StageFailure(Status.VERIFY_MISMATCH, ErrorKind.INPUTS_FORGED,
+                           f"the inputs the runner wrote out for {len(forgeries)} of the checked timed forwards are "
+                           f"not drawn from the timed input sets the kit generated (the runner's memory was "
+                           f"edited); first: {forgeries[0]}")
     if bad:
         raise StageFailure(Status.VERIFY_MISMATCH, ErrorKind.TIMED_OUTPUT_MISMATCH,
                            f"the outputs of the timed runs differ from ONNX Runtime in {len(bad)} of the {compared} "

@@ -26,11 +26,12 @@ runs inside the measuring process): every run's first timed forwards run on :dat
 derives from them (no input repeats, so a cache keyed on the input's content never hits); a timed forward that
 left a float output unwritten is runner exit 6; the first outputs on each set and ``checked_forwards`` forwards
 per run on fresh inputs, picked by the runner at random after each forward, are compared with ONNX Runtime (the
-task's tolerance) for the candidate's runs (:mod:`kit.stages.timedcheck`; all ``timed_output_mismatch``, a
-``verify_mismatch``); the runner leaves by exit_group right after writing its results (no destructor of the
-candidate's runs after them); and the runner's clock is checked against the kit's and its times against each
-other (:func:`kit.stages.timingrun.check_clock`: ``clock_mismatch``, ``timing_failed``).  None of these is ever a
-speedup.
+task's tolerance) for the candidate's runs, and the inputs of the latter must be drawable from the timed sets
+(:mod:`kit.stages.timedcheck`: ``timed_output_mismatch``, ``inputs_forged``, a ``verify_mismatch``); the runner
+leaves by exit_group right after writing its results (no destructor of the candidate's runs after them); and the
+runner's clock is checked against the kit's and its times against each other
+(:func:`kit.stages.timingrun.check_clock`: ``clock_mismatch``, the candidate's a ``runtime_crash``).  The timed
+outputs are compared before any failure of the runs is raised.  None of these is ever a speedup.
 """
 
 from __future__ import annotations
@@ -165,12 +166,12 @@ def time_candidate(task: Task, candidate: SideModel, native: SideModel | None, o
     (:class:`kit.results.outcomes.TimingOutcome`).
 
     Raises:
-        StageFailure: TIMING_FAILED when a native run fails, when a run yields no usable samples or its clock
-            disagrees with the kit's (``clock_mismatch``); RUNTIME_CRASH / RUNTIME_TIMEOUT when a candidate's run
-            crashes, exits badly, breaks its protocol or is killed at its timeout
-            (:func:`kit.stages.timingrun.check_run`);
-            VERIFY_MISMATCH when the candidate's timed outputs are wrong (``timed_output_mismatch``);
-            HARNESS_ERROR for a clock mismatch of a native run.
+        StageFailure: VERIFY_MISMATCH when the candidate's timed outputs are wrong (``timed_output_mismatch``) or
+            a checked forward's inputs were not drawn from the timed sets (``inputs_forged``), checked before any
+            other failure of the runs; TIMING_FAILED when a native run fails or the candidate's op time is
+            invalid; RUNTIME_CRASH / RUNTIME_TIMEOUT when a candidate's run crashes, exits badly, breaks its
+            protocol, is killed at its timeout (:func:`kit.stages.timingrun.check_run`) or its stamp stream or
+            clock cannot be trusted (``clock_mismatch``); HARNESS_ERROR for a clock mismatch of a native run.
         AsymmetricTiming: the sides were not invoked alike (a harness fault).
     """
     t0 = time.monotonic()
@@ -194,7 +195,9 @@ class Rounds:
 def run_rounds(task: Task, candidate: SideModel, native: SideModel | None, opts: TimingOptions,
                setup: TimingSetup) -> Rounds:
     """The runs of :func:`time_candidate` (started inside ``setup.prepare()``, run inside ``setup.hold()``) and
-    the check of the candidate's timed outputs; no statistic.
+    the check of the candidate's timed outputs; no statistic.  The runs stop at the first that fails
+    (:func:`kit.stages.timingrun.go_run`), and the timed outputs of the candidate's runs so far are compared
+    before that failure is raised.
 
     Raises:
         as :func:`time_candidate`."""
@@ -204,6 +207,7 @@ def run_rounds(task: Task, candidate: SideModel, native: SideModel | None, opts:
     cores = opts.run.cpus
     started: list[mrunner.StartedRun] = []
     runs: dict[str, list[mrunner.RunResult]] = {"candidate": [], "native": []}
+    failure: StageFailure | None = None
     try:
         with setup.prepare():
             for who, r in plan:
@@ -217,11 +221,21 @@ def run_rounds(task: Task, candidate: SideModel, native: SideModel | None, opts:
                           dict(governor=hostinfo.cpu_governor(cores), freq_mhz=hostinfo.cpu_freq_mhz(cores),
                                load_1m=hostinfo.load_1m()))
             for (who, r), run in zip(plan, started):
-                runs[who].append(go_run(run, opts.iterations, who, r))
+                ran = go_run(run, opts.iterations, who, r)
+                if ran.result is not None:
+                    runs[who].append(ran.result)
+                if ran.failure is not None:
+                    failure = ran.failure
+                    break
     finally:
         for run in started:
             run.cancel()
-    check_timed_outputs(task, runs["candidate"], seeds, inputs, opts.run.threads, setup.refs, setup.onnx)
+    # the candidate's timed outputs first, of every run that wrote them (the failed one's too): a kernel wrong
+    # whenever it is timed is wrong, whatever else failed (a stamp line it forged, stderr it flooded, a native run)
+    check_timed_outputs(task, [run for run in runs["candidate"] if run.ok], seeds, inputs, opts.run.threads,
+                        setup.refs, setup.onnx)
+    if failure is not None:
+        raise failure
     return Rounds(runs["candidate"], runs["native"], digests, cores, conditions)
 
 

@@ -1,13 +1,15 @@
 """One timing run of :mod:`kit.stages.timing`: started up to the runner's rendezvous (:func:`start_run`), let go
 inside the node's timing phase (:func:`go_run`), and what it must show to count: no failure (:func:`check_run`,
 whose side decides the status), no broken protocol, and a clock that agrees with the kit's (:func:`check_clock`:
-``clock_mismatch``).
+``clock_mismatch``).  A failure of the candidate's runner is never ``timing_failed`` (which counts as correct):
+whatever fails in its process is the candidate's doing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from kit.mnn import runner as mrunner
@@ -55,34 +57,56 @@ def start_run(task: Task, runner: Path, timed: SideModel, inputs, scratch: Path,
     return started
 
 
-def go_run(started: mrunner.StartedRun, iterations: int, what: str, round_: int | None = None) -> mrunner.RunResult:
-    """Run a started timing run (warm-up and ``iterations`` timed forwards; ``round_`` names it in messages) and
-    check its samples and its clock: the stamp stream the runner wrote on stderr as it took its times, which its
-    samples are rebuilt from and ``timing.json`` must agree with (:mod:`kit.mnn.stamps`: a candidate that edited
-    the times in the runner's memory), then :func:`check_clock` (the kit's own time of the run is
-    ``proc.wall_s``, from writing "go" to the exit).
+@dataclass(frozen=True)
+class Ran:
+    """A finished timing run: its ``result`` (None where the runner's results could not be read: a broken
+    protocol) and its ``failure``, why it does not count (None: it does).  The timing stage compares the
+    candidate's timed outputs of every run with a result before it raises any failure."""
 
-    Raises:
-        StageFailure: TIMING_FAILED for a wrong number of samples or a clock mismatch (a stamp stream missing,
-            malformed or disagreeing with ``timing.json`` included) of the candidate's runner,
-            and for any failure of the native runner; RUNTIME_CRASH / RUNTIME_TIMEOUT / VERIFY_MISMATCH for a
-            failure of the candidate's runner (:func:`check_run`, :func:`_protocol`); HARNESS_ERROR
-            (``clock_mismatch``, ``timed_output_mismatch``) for those of the native runner (the pristine
-            libraries: the host stalled or the kit is wrong).
-    """
-    with _protocol(what):
-        res = started.go()
-    check_run(res, what, round_)
+    result: mrunner.RunResult | None
+    failure: StageFailure | None
+
+
+def go_run(started: mrunner.StartedRun, iterations: int, what: str, round_: int | None = None) -> Ran:
+    """Run a started timing run (warm-up and ``iterations`` timed forwards; ``round_`` names it in messages) and
+    say why it does not count, without raising it: a failure of the run (:func:`check_run`, :func:`_protocol`), a
+    wrong number of samples, or a clock that cannot be trusted: the stamp stream the runner wrote on stderr as it
+    took its times, which its samples are rebuilt from and ``timing.json`` must agree with (:mod:`kit.mnn.stamps`:
+    a candidate that edited the times in the runner's memory, forged stamp lines or flooded stderr until stamps
+    were lost), then :func:`check_clock` (the kit's own time of the run is ``proc.wall_s``, from writing "go" to
+    the exit).
+
+    The failure of the candidate's runner is never TIMING_FAILED (which counts as correct): RUNTIME_CRASH /
+    RUNTIME_TIMEOUT / VERIFY_MISMATCH as :func:`check_run` and :func:`_protocol` say, RUNTIME_CRASH (``exit_code``)
+    for a wrong number of samples, RUNTIME_CRASH (``clock_mismatch``) for its clock: only its process wrote its
+    stream and its times.  The native runner's: TIMING_FAILED, HARNESS_ERROR for a clock mismatch (the pristine
+    libraries: the host stalled or the kit is wrong)."""
+    try:
+        with _protocol(what):
+            res = started.go()
+    except StageFailure as exc:
+        return Ran(None, exc)
+    return Ran(res, run_failure(res, iterations, what, round_))
+
+
+def run_failure(res: mrunner.RunResult, iterations: int, what: str, round_: int | None = None) -> StageFailure | None:
+    """Why a finished timing run of ``what`` ("native" or "candidate") does not count, or None (:func:`go_run`
+    states the statuses)."""
+    try:
+        check_run(res, what, round_)
+    except StageFailure as exc:
+        return exc
+    native = what == "native"
     if len(res.op_ms) != iterations:
-        raise StageFailure(
-            Status.TIMING_FAILED, ErrorKind.INTERNAL, f"{what}: {len(res.op_ms)} samples, expected {iterations}"
-        )
+        return StageFailure(Status.TIMING_FAILED if native else Status.RUNTIME_CRASH,
+                            ErrorKind.INTERNAL if native else ErrorKind.EXIT_CODE,
+                            f"{what}: {len(res.op_ms)} samples, expected {iterations}")
     wrong = res.stamp_error or check_clock(res.total_ms, res.phase_ms, res.proc.wall_s * 1e3, res.op_ms,
                                            res.written_ms)
     if wrong:
-        status = Status.HARNESS_ERROR if what == "native" else Status.TIMING_FAILED
-        raise StageFailure(status, ErrorKind.CLOCK_MISMATCH, f"{what} timing run: {wrong}")
-    return res
+        status = Status.HARNESS_ERROR if native else Status.RUNTIME_CRASH
+        return StageFailure(status, ErrorKind.CLOCK_MISMATCH, f"{what} timing run: {wrong}")
+    return None
 
 
 def check_clock(total_ms: list[float], phase_ms: float | None, kit_ms: float,

@@ -243,15 +243,15 @@ CASES: tuple[Case, ...] = (
     # the runner's memory edited, no system call (the library runs in the runner's address space): every earlier
     # forward's times x0.25 at the start of each timed forward (it scored ok, 4.33x), and the op clock's start
     # (and the forward's t0) on the stack set to now; the runner streams each clock reading on stderr as it takes
-    # it (kit/mnn/stamps.py), and timing.json disagrees with the stream
-    Case("scales_recorded_times", Expect("timing_failed", "clock_mismatch", reason="of what was streamed"),
+    # it (kit/mnn/stamps.py), and timing.json disagrees with the stream: the candidate's runner's clock, not correct
+    Case("scales_recorded_times", Expect("runtime_crash", "clock_mismatch", reason="of what was streamed"),
          top=SCALE_TIMES, body="static long calls = 0; ++calls; if (gIterations > 0 && calls - 1 - gWarmup >= 1) "
                                "mkbScaleTimes((size_t)(calls - 1 - gWarmup));", klass="runtime"),
-    Case("restarts_the_op_clock", Expect("timing_failed", "clock_mismatch", reason="of what was streamed"),
+    Case("restarts_the_op_clock", Expect("runtime_crash", "clock_mismatch", reason="of what was streamed"),
          top=RESTART_CLOCKS, body="if (gIterations > 0) mkbRestartClocks();", klass="runtime"),
     # the stream itself attacked: forged stamp lines on stderr (stdio: allowed), stderr closed, and a pipe of the
     # candidate's put on fd 2 (by system calls the static checks do not see; by dup2, rejected statically)
-    Case("forges_stamp_lines", Expect("timing_failed", "clock_mismatch", reason="stamp line"), top=FORGE_STAMPS,
+    Case("forges_stamp_lines", Expect("runtime_crash", "clock_mismatch", reason="stamp line"), top=FORGE_STAMPS,
          body="mkbForgeStamps();", klass="runtime"),
     Case("closes_stderr", Expect("runtime_crash", "forbidden"), top=ARGV + RAW_SYSCALL,
          body=f"if (gIterations > 0) mkbRaw({SYS_CLOSE}, 2, 0, 0, 0);", klass="runtime"),
@@ -271,3 +271,7 @@ CASES: tuple[Case, ...] = (
     Case("not_allowed_name", Expect(REJECT, "allowlist"), files={"CPUSoftmax.cpp": b"int x;\n"}, klass="input"),
     Case("header_only", Expect(REJECT, "missing_file"), files={"CPUArgMax.hpp": b"#pragma once\n"}, klass="input"),
 )
+
+from cases_scores import SCORE_CASES  # noqa: E402  (issue 26: what counts as correct; imports Case from here)
+
+CASES = CASES + SCORE_CASES
