@@ -30,7 +30,7 @@ STATUS_OF = {"compile_error": "compile_error", "correct": "ok", "crash": "runtim
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory) -> Path:
     """The fixture engine with the MNN headers the prompts quote (small files of our own; the engine's build
-    does not use them)."""
+    does not use them); its kit cache (``cache`` beside it) is shared by the module's tests: one native build."""
     root = copy_fixture_engine(tmp_path_factory.mktemp("gen") / "engine")
     for task in load_suite(FIXTURE_ROOT / "tasks", "all", None):
         for rel in headers_for(task):
@@ -60,7 +60,7 @@ split = "all"
 [mnn]
 engine = "fixture"
 source_dir = "{engine}"
-cache_dir = "{tmp_path / 'cache'}"
+cache_dir = "{engine.parent / 'cache'}"
 [dispatch]
 mode = "serial"
 [report]
