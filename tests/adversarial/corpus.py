@@ -271,3 +271,7 @@ CASES: tuple[Case, ...] = (
     Case("not_allowed_name", Expect(REJECT, "allowlist"), files={"CPUSoftmax.cpp": b"int x;\n"}, klass="input"),
     Case("header_only", Expect(REJECT, "missing_file"), files={"CPUArgMax.hpp": b"#pragma once\n"}, klass="input"),
 )
+
+from cases_harness import HARNESS_CASES  # noqa: E402 - its cases are made of Case and Expect above
+
+CASES += HARNESS_CASES
