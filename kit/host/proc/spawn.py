@@ -208,10 +208,6 @@ def _spawn(args: list[str], spec: RunSpec, stdin_pipe: bool) -> Spawned:
         # they are plain writable ones (the container's limits hold)
         view = replace(view, rw=view.rw + view.bounded, bounded=())
     box = prefix(view, cwd) if view is not None else []
-    held = Held(view) if view is not None and view.bounded else None
-    if held is not None:
-        box = box[:-1] + held.args() + box[-1:]  # before the "--" that ends bubblewrap's options
-        popen_args["pass_fds"] = held.pass_fds
     # in a container its pids cgroup bounds the processes (a cgroup of ours would be a host path)
     group = process_group_for(limits) if target is None else None
     enter = group.enter() if group is not None else []
@@ -248,6 +244,11 @@ def _spawn(args: list[str], spec: RunSpec, stdin_pipe: bool) -> Spawned:
             _check_program(args[0], environment, cwd)
         command = enter + box + args
         popen_args["preexec_fn"] = _preexec
+    held = Held(view) if view is not None and view.bounded else None
+    if held is not None:
+        cut = len(command) - len(args) - 1  # the "--" that ends bubblewrap's options
+        command = command[:cut] + held.args() + command[cut:]
+        popen_args["pass_fds"] = held.pass_fds
     try:
         proc = subprocess.Popen(
             command,
