@@ -65,6 +65,8 @@ def test_each_case_gets_one_record_with_its_named_cause(harness_run, case):
 
 def test_one_record_per_case_and_nothing_left_in_scratch_or_on_disk(harness_run):
     cfg, records, tmp = harness_run
+    for r in records.sort("sample_id").iter_rows(named=True):  # shown with -s: the causes as recorded
+        print(r["sample_id"], r["status"], r["error_kind"], (r["error_message"] or "")[:200].replace("\n", " | "))
     assert records.height == len(HARNESS_CASES) + 1
     scratch = cfg.mnn.cache_dir / "scratch"
     assert [p for p in scratch.rglob("*") if not p.is_dir() or any(p.iterdir())] == []

@@ -17,6 +17,7 @@ through the same exception→status mapping.
 from __future__ import annotations
 
 import contextlib
+import logging
 import platform
 import socket
 import tempfile
@@ -50,6 +51,8 @@ from kit.suite.inputs import make_inputs
 from kit.suite.tasks import Task
 
 __all__ = ["build_job", "rejected_record", "run_job", "time_job"]
+
+log = logging.getLogger("kit")
 
 
 def _where(worker: Worker) -> Where:
@@ -157,8 +160,10 @@ def _removed(scratch: Path, failure: StageFailure | None) -> StageFailure | None
     try:
         tally = fstree.remove(scratch)
     except OSError as exc:
-        return failure or StageFailure(Status.HARNESS_ERROR, ErrorKind.INTERNAL,
-                                       f"the kit could not remove the job's scratch {scratch}: {exc}")
+        why = f"the kit could not remove the job's scratch {scratch}: {exc}"
+        if failure is not None:  # the job's own failure is its record's cause
+            log.warning("%s", why)
+        return failure or StageFailure(Status.HARNESS_ERROR, ErrorKind.INTERNAL, why)
     if tally.over and failure is None:
         return StageFailure(Status.RUNTIME_CRASH, ErrorKind.FORBIDDEN,
                             f"the job's scratch held {tally.over}: removed")
