@@ -43,7 +43,8 @@ SUBSET = ("honest", "runs_a_shell", "opens_a_socket", "reads_proc", "includes_a_
           "correct_for_its_first_3_calls", "leaves_a_thread_running", "skips_timed_forwards_but_the_last",
           "rewrites_its_timing_at_exit", "scales_recorded_times", "restarts_the_op_clock", "forges_stamp_lines",
           "hides_stamps_in_a_pipe", "zeros_when_timed_forges_a_stamp", "zeros_when_timed_floods_stderr",
-          "zeroes_the_input_pool")
+          "zeroes_the_input_pool", "deep_tree_in_outputs", "writes_3gb_through_files", "prints_1gib_on_stdout",
+          "prints_1gib_on_stderr")
 REAL = tuple(c for c in CASES if c.name in SUBSET)
 
 

@@ -86,7 +86,7 @@ def test_stop_when_stops_the_command_with_running_seconds_that_exclude_pauses():
 
 def test_output_is_truncated_head_and_tail():
     r = proc.run([sys.executable, "-c", "print('A' * 5000 + 'B' * 5000 + 'END')"], log_limit=1000)
-    assert r.truncated and "bytes cut" in r.stdout
+    assert r.truncated and "bytes left out" in r.stdout
     assert r.stdout.startswith("A") and r.stdout.rstrip().endswith("END")
 
 

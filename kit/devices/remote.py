@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import re
 import shlex
-import shutil
 from pathlib import Path
 from typing import Protocol
 
 from kit.devices import adb as kadb
 from kit.devices.adb import Adb
 from kit.devices.errors import DeviceLost
-from kit.host import proc
+from kit.host import fstree, proc
 from kit.mnn import runner as mrunner
 
 _PID_RE = re.compile(r"^mkb_pid:(\d+)\s*$", re.M)
@@ -107,7 +106,7 @@ def finish(adb: Adb, res: proc.ProcResult, run_dir: str, out_dir: Path) -> proc.
         raise err if isinstance(err, DeviceLost) else DeviceLost(f"{err} (the run's exit status never came back)")
     signal = status - 128 if 128 < status <= 128 + 64 else None
     if status == 0:
-        shutil.rmtree(out_dir, ignore_errors=True)
+        fstree.remove(out_dir)
         adb.pull(f"{run_dir}/out", out_dir)
     return proc.ProcResult(argv=res.argv, returncode=-signal if signal else status, stdout=kadb.strip_marks(res.stdout),
                            stderr=kadb.strip_marks(res.stderr), wall_s=res.wall_s, timed_out=False, signal=signal,
@@ -135,7 +134,7 @@ def start(adb: Adb, call: mrunner._Call, pusher: Pusher, run_dir: str,
     script = run_script(argv, run_dir, cores, call.settings.memory_limit_bytes)
     timeout_s = call.settings.timeout_s
     started = proc.start(adb.argv("shell", script), ready_line=mrunner.READY_LINE, env=adb.env, timeout_s=timeout_s,
-                         log_limit=call.log_limit)  # the stamp stream comes on stderr (kit.mnn.stamps)
+                         log_limit=call.log_limit, **call.keep)  # the stamp stream comes on stderr (kit.mnn.stamps)
     if isinstance(started, proc.ProcResult):
         return call.finish(finish(adb, started, run_dir, call.out_dir))
     return mrunner.StartedRun(call, RemoteWaiting(adb, started, run_dir, call.out_dir), timeout_s)  # type: ignore[arg-type]

@@ -80,19 +80,24 @@ class Limits:
 @dataclass(frozen=True)
 class View:
     """What a sandboxed command sees besides :data:`SYSTEM_RO`: ``ro`` paths read-only and ``rw`` paths
-    writable, each at its own name, and a private ``/tmp`` of at most ``tmp_bytes``; ``step`` names the
-    command in errors ("build", "runner", ...).  Made into a sandbox (:func:`prefix`), every ``ro`` path must
-    exist (outside :data:`SYSTEM_RO`) and a missing ``rw`` directory is created."""
+    writable, each at its own name, ``bounded`` directories writable up to ``bound_bytes`` each (a tmpfs at
+    the directory's name, whose content the kit copies into the directory once the command has ended:
+    :mod:`kit.host.proc.bounded`), and a private ``/tmp`` of at most ``tmp_bytes``; ``step`` names the command
+    in errors ("build", "runner", ...).  Made into a sandbox (:func:`prefix`), every ``ro`` path must exist
+    (outside :data:`SYSTEM_RO`) and a missing ``rw`` or ``bounded`` directory is created."""
 
     ro: tuple[str, ...] = ()
     rw: tuple[str, ...] = ()
     tmp_bytes: int = 256 << 20
     step: str = ""
+    bounded: tuple[str, ...] = ()
+    bound_bytes: int = 1 << 30
 
-    def with_paths(self, ro: Iterable[str | os.PathLike[str]] = (), rw: Iterable[str | os.PathLike[str]] = ()) -> View:
+    def with_paths(self, ro: Iterable[str | os.PathLike[str]] = (), rw: Iterable[str | os.PathLike[str]] = (),
+                   bounded: Iterable[str | os.PathLike[str]] = ()) -> View:
         """This view and more paths (absolute, normalised)."""
         return View(self.ro + tuple(_abs(p) for p in ro), self.rw + tuple(_abs(p) for p in rw), self.tmp_bytes,
-                    self.step)
+                    self.step, self.bounded + tuple(_abs(p) for p in bounded), self.bound_bytes)
 
 
 @dataclass(frozen=True)
@@ -107,17 +112,22 @@ class Confinement:
 @dataclass(frozen=True)
 class Policy:
     """How a kind of command is confined, before its paths are known: ``enabled`` (sandbox it with bubblewrap:
-    :func:`resolve` of ``sandbox.mode``), its ``limits`` and the size of its private ``/tmp``."""
+    :func:`resolve` of ``sandbox.mode``), its ``limits``, the size of its private ``/tmp`` and of each of its
+    bounded directories (``out_bytes``)."""
 
     enabled: bool = False
     limits: Limits = field(default_factory=Limits)
     tmp_bytes: int = 256 << 20
+    out_bytes: int = 1 << 30
 
     def confine(self, ro: Iterable[str | os.PathLike[str]] = (), rw: Iterable[str | os.PathLike[str]] = (),
-                step: str = "") -> Confinement:
+                step: str = "", bounded: Iterable[str | os.PathLike[str]] = ()) -> Confinement:
         """The :class:`Confinement` of one command (``step`` names it in errors) that must see ``ro`` (each must
-        exist when it starts) and write ``rw`` (directories, created when it starts if missing)."""
-        view = View(tmp_bytes=self.tmp_bytes, step=step).with_paths(ro, rw) if self.enabled else None
+        exist when it starts) and write ``rw`` and ``bounded`` (directories, created when it starts if missing;
+        sandboxed, a ``bounded`` one holds at most ``out_bytes``: :class:`View`; not sandboxed, it is as ``rw``)."""
+        if not self.enabled:
+            return Confinement(self.limits, None)
+        view = View(tmp_bytes=self.tmp_bytes, step=step, bound_bytes=self.out_bytes).with_paths(ro, rw, bounded)
         return Confinement(self.limits, view)
 
 
@@ -249,6 +259,8 @@ def _bwrap_args(view: View) -> list[str]:
             args += ["--ro-bind", p, p]
     for p in dict.fromkeys(view.rw):
         args += ["--bind", p, p]
+    for p in dict.fromkeys(view.bounded):
+        args += ["--size", str(view.bound_bytes), "--tmpfs", p]
     # the sandbox's own root (a tmpfs holding the mount points) read-only: else the directories made for the
     # binds would be writable, unbounded in size, outside the private /tmp
     return args + ["--remount-ro", "/"]
@@ -269,7 +281,7 @@ def prepare(view: View) -> None:
             the system bind shows what there is), or an ``rw`` path cannot be created; the message names the
             path, its side and ``view.step``."""
     step = view.step or "a sandboxed command"
-    for p in dict.fromkeys(view.rw):
+    for p in dict.fromkeys(view.rw + view.bounded):
         try:
             os.makedirs(p, mode=0o755, exist_ok=True)
         except OSError as exc:

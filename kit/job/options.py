@@ -117,12 +117,12 @@ def policies(cfg: EvalConfig) -> tuple[sandbox.Policy, sandbox.Policy]:
     """How builds, and runs of the runner and the converter, are confined (``[sandbox]``): both in bubblewrap
     where :func:`kit.host.sandbox.resolve` says so; a compiler's address space ``build_memory_mb``, a run's
     ``verify.memory_limit_mb`` (set apart, as ``RunSettings.memory_limit_bytes``) and ``run_cpu_s``; both
-    ``file_mb``, ``open_files`` and ``processes``."""
+    ``file_mb``, ``open_files`` and ``processes``; a runner's output directory at most ``out_mb``."""
     s = cfg.sandbox
     enabled = sandbox_check.resolve(s.mode) if cfg.container.mode == "host" else _container_sandbox(s.mode)
     common = dict(file_bytes=s.file_mb << 20, open_files=s.open_files, processes=s.processes)
     build = sandbox.Policy(enabled, sandbox.Limits(memory_bytes=s.build_memory_mb << 20, **common), s.tmp_mb << 20)
-    run = sandbox.Policy(enabled, sandbox.Limits(cpu_s=s.run_cpu_s, **common), s.tmp_mb << 20)
+    run = sandbox.Policy(enabled, sandbox.Limits(cpu_s=s.run_cpu_s, **common), s.tmp_mb << 20, s.out_mb << 20)
     return build, run
 
 

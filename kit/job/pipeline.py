@@ -17,8 +17,8 @@ through the same exception→status mapping.
 from __future__ import annotations
 
 import contextlib
+import logging
 import platform
-import shutil
 import socket
 import tempfile
 import time
@@ -29,6 +29,7 @@ from pathlib import Path
 
 from kit.baselines.lookup import NoBaseline
 from kit.devices.errors import DeviceError
+from kit.host import fstree
 from kit.host import machine as hostinfo
 from kit.host.nodelock import NodeLock
 from kit.host.shipping import ArtefactError, Bundle, pack, runtime_libs
@@ -50,6 +51,8 @@ from kit.suite.inputs import make_inputs
 from kit.suite.tasks import Task
 
 __all__ = ["build_job", "rejected_record", "run_job", "time_job"]
+
+log = logging.getLogger("kit")
 
 
 def _where(worker: Worker) -> Where:
@@ -121,14 +124,14 @@ def _checked(worker: Worker, body: Body) -> Body:
 
 def _guarded(job: Job, where: Where, outcome: Outcome, body: Body, scratch_root: Path | None = None) -> Record | Built:
     """Run ``body(scratch, outcome)`` and turn its outcome into a record: the one place where exceptions
-    become statuses.  ``outcome`` collects stage results as they come, so a later failure keeps them."""
+    become statuses.  ``outcome`` collects stage results as they come, so a later failure keeps them.  The
+    scratch is removed however the job ended (:func:`_removed`)."""
     t0 = time.monotonic()
     scratch = Path(tempfile.mkdtemp(prefix=f"mkb-{job.job_id[:8]}-", dir=scratch_root))
     failure: StageFailure | None = None
+    shipped: Built | None = None
     try:
         shipped = body(scratch, outcome)
-        if shipped is not None:
-            return replace(shipped, half=BuildHalf(where, outcome, time.monotonic() - t0))
     except StageFailure as f:
         outcome.add(f.partial)
         failure = f
@@ -139,9 +142,32 @@ def _guarded(job: Job, where: Where, outcome: Outcome, body: Body, scratch_root:
     except Exception as exc:  # noqa: BLE001 - the one place that turns exceptions into statuses
         failure = StageFailure(Status.HARNESS_ERROR, ErrorKind.INTERNAL,
                                f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-3000:]}")
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            fstree.remove(scratch)
+        raise
+    failure = _removed(scratch, failure)
+    if shipped is not None and failure is None:
+        return replace(shipped, half=BuildHalf(where, outcome, time.monotonic() - t0))
     return job_record(job, where, outcome, failure, wall_s=time.monotonic() - t0)
+
+
+def _removed(scratch: Path, failure: StageFailure | None) -> StageFailure | None:
+    """Remove a job's ``scratch`` (:func:`kit.host.fstree.remove`: the candidate's runs wrote there); returns
+    the job's failure: ``failure``, or, where the job had none, RUNTIME_CRASH ``forbidden`` naming the cap its
+    scratch crossed (removed anyway), or HARNESS_ERROR ``internal`` when the kit could not remove it (the next
+    job gets a scratch of its own either way)."""
+    try:
+        tally = fstree.remove(scratch)
+    except OSError as exc:
+        why = f"the kit could not remove the job's scratch {scratch}: {exc}"
+        if failure is not None:  # the job's own failure is its record's cause
+            log.warning("%s", why)
+        return failure or StageFailure(Status.HARNESS_ERROR, ErrorKind.INTERNAL, why)
+    if tally.over and failure is None:
+        return StageFailure(Status.RUNTIME_CRASH, ErrorKind.FORBIDDEN,
+                            f"the job's scratch held {tally.over}: removed")
+    return failure
 
 
 def _build_verify(job: Job, worker: Worker, scratch: Path, out: Outcome) -> sverify.SideModel:

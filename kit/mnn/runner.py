@@ -58,7 +58,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,8 +65,8 @@ from typing import Protocol
 
 import numpy as np
 
+from kit.host import fstree, proc, sandbox
 from kit.host import machine as hostinfo
-from kit.host import proc, sandbox
 from kit.mnn import stamps, tensorio
 from kit.mnn.runner_build import (
     CXX_FLAGS,
@@ -104,9 +103,11 @@ EXIT_PROCESS_LEFT = 7
 #: exit status of the runner when a stamp could not be written whole to stderr, or stderr is no longer the file
 #: it was at the start (the candidate closed it or put a pipe of its own there)
 EXIT_STAMP_LOST = 8
-#: bytes of stderr kept of a timing run (kit.host.proc's ``log_limit``): its stamp lines are ~21 bytes, two per timed
-#: op, so 100 ops x 40 forwards make ~170 KB; a stream cut at the limit is a stamp error
+#: bytes of stamp lines kept of a timing run's stderr (kit.host.proc's ``keep_bytes``): a line is ~21 bytes, two per
+#: timed op, so 100 ops x 40 forwards make ~170 KB; lines beyond it are lost, a stamp error (kit.mnn.stamps)
 TIMING_LOG_LIMIT = 16 << 20
+#: bytes kept of the rest of a runner's stdout and of its stderr (head and tail; kit.host.proc's ``log_limit``)
+LOG_LIMIT = 256 * 1024
 PRECISIONS = ("high", "normal", "low")
 
 #: the inputs of one call: one set (graph input name → array) or several, run in order in one process
@@ -155,9 +156,21 @@ def runner_env(lib_dir: Path | None, base: Mapping[str, str] | None = None) -> d
 
 
 def _reset_dir(path: Path) -> None:
-    if path.exists():
-        shutil.rmtree(path)
+    fstree.remove(path)  # the output directory of an earlier run: the candidate's code wrote there
     path.mkdir(parents=True)
+
+
+def _check_caps(out_dir: Path) -> None:
+    """Walk the runner's output directory within the kit's caps (:data:`kit.host.fstree.CAPS`) before reading it.
+
+    Raises:
+        PlantedOutputError: it holds more than a cap allows (entries, depth, bytes), or cannot be walked."""
+    try:
+        tally = fstree.scan(out_dir)
+    except OSError as e:
+        raise PlantedOutputError(f"its output directory cannot be walked: {e.strerror}") from None
+    if tally.over:
+        raise PlantedOutputError(f"its output directory holds {tally.over}")
 
 
 def input_sets(inputs: Inputs) -> list[Mapping[str, np.ndarray]] | None:
@@ -248,7 +261,7 @@ def run_model(
         return started.go() if isinstance(started, StartedRun) else started
     result = proc.run(call.command, cwd=call.scratch, env=call.env, timeout_s=settings.timeout_s,
                       memory_limit_bytes=settings.memory_limit_bytes, cpus=settings.cpus, confine=call.confine,
-                      log_limit=call.log_limit)
+                      log_limit=call.log_limit, **call.keep)
     return call.finish(result)
 
 
@@ -309,7 +322,7 @@ def start_model(
         return settings.remote.start(call)
     started = proc.start([*call.command, "--wait-go", "1"], ready_line=READY_LINE, cwd=call.scratch, env=call.env,
                          timeout_s=settings.timeout_s, memory_limit_bytes=settings.memory_limit_bytes,
-                         cpus=settings.cpus, confine=call.confine, log_limit=call.log_limit)
+                         cpus=settings.cpus, confine=call.confine, log_limit=call.log_limit, **call.keep)
     if isinstance(started, proc.ProcResult):
         return call.finish(started)
     return StartedRun(call, started, settings.timeout_s)
@@ -332,8 +345,14 @@ class _Call:
 
     @property
     def log_limit(self) -> int:
-        """Bytes of each of stdout and stderr to keep (:data:`TIMING_LOG_LIMIT` in timing mode: the stamps)."""
-        return TIMING_LOG_LIMIT if self.iterations else 256 * 1024
+        """Bytes of each of stdout and stderr to keep besides the stamp lines (:data:`LOG_LIMIT`)."""
+        return LOG_LIMIT
+
+    @property
+    def keep(self) -> dict[str, object]:
+        """The options of :func:`kit.host.proc.run` that keep a timing run's stamp lines whole
+        (:data:`TIMING_LOG_LIMIT` bytes of them per stream) while the rest is cut to :attr:`log_limit`."""
+        return {"keep_lines": stamps.PREFIX, "keep_bytes": TIMING_LOG_LIMIT if self.iterations else 0}
 
     @property
     def command(self) -> list[str]:
@@ -410,7 +429,7 @@ class _Call:
         # anyway, for an emulator installed elsewhere
         emulator = [a for a in settings.emulator if a.startswith("/")]
         confine = settings.policy.confine(ro=[runner, model, in_dir, *sandbox.lib_dirs(lib_dir), *emulator],
-                                          rw=[out_dir], step=f"runner {runner}")
+                                          bounded=[out_dir], step=f"runner {runner}")
         if confine.view is not None and settings.remote is None:
             # the sandbox's PID namespace: the runner lists /proc (it cannot tell from bubblewrap's own /proc,
             # whose NSpid line shows one level)
@@ -427,6 +446,7 @@ class _Call:
         if not result.ok:
             # MNN prints its own diagnostics ("Compute Shape Error for y") on stdout, the runner's on stderr
             return RunResult(False, {}, [], [], {}, result.output.strip(), result)
+        _check_caps(self.out_dir)
         dirs = [self.out_dir] if self.n_sets is None else [self.out_dir / str(k) for k in range(self.n_sets)]
         sets = tuple(read_outputs(d, self.out_dir, self.output_names) for d in dirs)
         if self.iterations == 0:
@@ -435,8 +455,7 @@ class _Call:
         t = read_timing(timing_path, self.iterations, self.out_dir)
         checked = read_checked(t.checked, self.out_dir, n_sets=self.n_sets or 1, checked=self.settings.checked,
                                iterations=self.iterations)
-        op_ms, total_ms, op_counts, stamp_error = stamps.samples(lines, t, self.iterations, self.settings.op_types,
-                                                                 result.truncated)
+        op_ms, total_ms, op_counts, stamp_error = stamps.samples(lines, t, self.iterations, self.settings.op_types)
         return RunResult(True, sets[0], op_ms, total_ms, op_counts, "", result, timing_path, sets, t.phase_ms,
                          checked, t.written_ms, stamp_error)
 

@@ -161,6 +161,9 @@ class SandboxSection(Section):
     run_cpu_s: int = Field(default=600, ge=1)
     #: size of a sandboxed command's private /tmp (MiB)
     tmp_mb: int = Field(default=256, ge=1)
+    #: size of a sandboxed runner's output directory (MiB): a tmpfs in the sandbox, copied out after the runner
+    #: exits; a run that fills it is ``runtime_crash``, ``limit``, and nothing of it lands on the host disk
+    out_mb: int = Field(default=1024, ge=1)
 
 
 #: resource names Ray defines itself (never a node label)

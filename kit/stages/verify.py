@@ -130,6 +130,8 @@ _RUNNER_VERDICTS = {
 
 def limit_cause(res: proc.ProcResult) -> str | None:
     """The resource limit that stopped a failed process, in words naming its setting, or None."""
+    if res.full:
+        return "the size limit of its output directory (sandbox.out_mb)"
     if res.signal is not None and res.signal in _LIMIT_SIGNALS:
         return _LIMIT_SIGNALS[res.signal]
     low = res.output.lower()
@@ -145,7 +147,7 @@ def process_failure(res: proc.ProcResult, what: str, kind_on_exit: ErrorKind = E
     tail = res.stderr.strip()[-1500:] or res.stdout.strip()[-1500:]
     if res.timed_out:
         return StageFailure(Status.RUNTIME_TIMEOUT, ErrorKind.TIMEOUT, f"{what} timed out after {res.wall_s:.1f} s")
-    if res.signal is None and res.returncode in _RUNNER_VERDICTS:  # the runner's own checks (kit.mnn.runner)
+    if res.signal is None and res.returncode in _RUNNER_VERDICTS and not res.full:  # the runner's own checks
         status, kind = _RUNNER_VERDICTS[res.returncode]
         return StageFailure(status, kind, f"{what} exit {res.returncode}: {tail}")
     cause = limit_cause(res)

@@ -272,6 +272,7 @@ CASES: tuple[Case, ...] = (
     Case("header_only", Expect(REJECT, "missing_file"), files={"CPUArgMax.hpp": b"#pragma once\n"}, klass="input"),
 )
 
+from cases_harness import HARNESS_CASES  # noqa: E402 - its cases are made of Case and Expect above
 from cases_scores import SCORE_CASES  # noqa: E402  (issue 26: what counts as correct; imports Case from here)
 
-CASES = CASES + SCORE_CASES
+CASES = CASES + SCORE_CASES + HARNESS_CASES

@@ -28,9 +28,9 @@ on 2 cores).  Where the two tools are missing, a preexec_fn sets the same.
 
 from __future__ import annotations
 
-# The modules, lowest first: result, container, reaper and pause import nothing of the kit; sessions imports
-# container; spawn imports sessions, container and reaper;
-# pipes imports sessions and pause; command imports all of them.  What is re-exported here is bound once:
+# The modules, lowest first: result, capture, container, reaper and pause import nothing of the kit; sessions
+# imports container; bounded imports kit.host.fstree and kit.host.sandbox; spec imports capture; spawn imports
+# sessions, container, reaper and bounded; pipes imports sessions, pause and capture; command imports all of them.  What is re-exported here is bound once:
 # to change a constant or a module's state (a test's monkeypatch), set it on the module that defines it
 # (e.g. kit.host.proc.pipes.PIPE_GRACE_S, kit.host.proc.spawn._track_dir), not here.
 from kit.host.proc.command import Waiting, detach, run, start

@@ -47,7 +47,7 @@ def run(
     t0 = time.monotonic()
     spawned = _spawn([os.fspath(a) for a in argv], spec, stdin_bytes is not None)
     proc, timeout_s, grace_s = spawned.proc, spec.timeout_s, spec.grace_s
-    pipes = _Pipes(proc, stdin_bytes)
+    pipes = _Pipes(proc, stdin_bytes, captures=spec.captures())
     stop = _StopWhen(stop_when) if stop_when is not None else None
     try:
         timed_out, paused = _await_pausable(proc.pid, pipes.step, timeout_s, _current_hook(), stop)
@@ -65,7 +65,7 @@ def run(
     finally:
         out, err = pipes.close()
         spawned.release()
-    res = spawned.result(out, err, time.monotonic() - t0, timed_out, paused, spec.log_limit)
+    res = spawned.result(out, err, time.monotonic() - t0, timed_out, paused)
     return replace(res, stopped=True) if stopped else res
 
 
@@ -96,7 +96,7 @@ class Waiting:
     def __init__(self, spawned: Spawned, pipes: _Pipes, spec: RunSpec) -> None:
         self._spawned, self._pipes = spawned, pipes
         self.args, self.proc, self.pid = spawned.args, spawned.proc, spawned.proc.pid
-        self._log_limit, self._grace_s = spec.log_limit, spec.grace_s
+        self._grace_s = spec.grace_s
         self._result: ProcResult | None = None
 
     def go(self, timeout_s: float | None = None) -> ProcResult:
@@ -137,7 +137,7 @@ class Waiting:
         self.proc.wait()
         out, err = self._pipes.close()  # stdin included
         self._spawned.release()
-        self._result = self._spawned.result(out, err, elapsed_s, timed_out, paused_s, self._log_limit)
+        self._result = self._spawned.result(out, err, elapsed_s, timed_out, paused_s)
         return self._result
 
 
@@ -169,7 +169,7 @@ def start(
     t0 = time.monotonic()
     spawned = _spawn([os.fspath(a) for a in argv], spec, True)
     proc, timeout_s, grace_s = spawned.proc, spec.timeout_s, spec.grace_s
-    pipes = _Pipes(proc, None, ready_line.encode())
+    pipes = _Pipes(proc, None, ready_line.encode(), spec.captures())
     waiting = Waiting(spawned, pipes, spec)
 
     def arrived(wait_s: float) -> bool:

@@ -14,6 +14,7 @@ import subprocess
 import time
 
 from kit.host.proc import pause
+from kit.host.proc.capture import Capture
 from kit.host.proc.sessions import kill_pipe_holders, kill_session
 
 #: seconds a command's pipes may stay open after its leader exited; then the kit stops reading them
@@ -30,16 +31,21 @@ class _Pipes:
     ends is killed, and the kit stops reading them (closes its ends): nothing outlives a command's leader
     by more than that, whatever it did with the pipes.
 
-    With ``ready_line``, the first stdout line equal to it is taken out of the output and sets :attr:`seen`."""
+    What is read goes into ``captures`` (stdout's, stderr's: :class:`Capture`, bounded whatever the command
+    prints).  With ``ready_line``, the first stdout line equal to it is taken out of the output and sets
+    :attr:`seen`."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], stdin_bytes: bytes | None, ready_line: bytes | None = None):
+    def __init__(self, proc: subprocess.Popen[bytes], stdin_bytes: bytes | None, ready_line: bytes | None = None,
+                 captures: tuple[Capture, Capture] | None = None):
         self.proc = proc
         self.sel = selectors.DefaultSelector()
-        self.data = {"out": bytearray(), "err": bytearray()}
-        self.want = None if ready_line is None else ready_line + b"\n"
+        self.data = dict(zip(("out", "err"), captures or (Capture(256 * 1024), Capture(256 * 1024))))
+        self.want = None if ready_line is None else b"\n" + ready_line + b"\n"
         self.seen = False
         self.exited_at: float | None = None
-        self._scan = 0  # stdout offset from which to look for the ready line
+        # stdout not yet passed on while the ready line is looked for (a line start before the first byte)
+        self._held = b"\n"
+        self._at_start = True
         self._todo = memoryview(stdin_bytes or b"")
         self.batch_s = 0.0  # see batch()
         self._read_at: float | None = None
@@ -124,12 +130,14 @@ class _Pipes:
                 self.sel.unregister(key.fd)
                 self.proc.poll()
             else:
-                chunk = os.read(key.fd, BATCH_PIPE_BYTES if self.batch_s else 65536)
-                self._read_at = time.monotonic()
-                if chunk:
-                    self.data[key.data] += chunk
-                    if key.data == "out" and self.want is not None and not self.seen:
-                        self._find_ready()
+                size = BATCH_PIPE_BYTES if self.batch_s else 65536
+                chunk = os.read(key.fd, size)
+                # a full read: the pipe was full, its writer blocked (a flood, no stamp stream): read on at once
+                self._read_at = time.monotonic() if len(chunk) < size else None
+                if chunk and key.data == "out" and self.want is not None and not self.seen:
+                    self._find_ready(chunk)
+                elif chunk:
+                    self.data[key.data].feed(chunk)
                 else:
                     self.sel.unregister(key.fd)
         if self.exited_at is None and (self.pidfd is None and self.proc.poll() is not None
@@ -144,17 +152,28 @@ class _Pipes:
             self.give_up()
         return not self._ends()
 
-    def _find_ready(self) -> None:
-        out, want = self.data["out"], self.want
+    def _find_ready(self, chunk: bytes) -> None:
+        """Look for the ready line at a line start in ``chunk`` and the bytes held back before it; pass the
+        output on without it (the rendezvous line is protocol, not output), holding back a tail that could
+        begin it."""
+        want = self.want
         assert want is not None
-        i = out.find(want, self._scan)
-        while i > 0 and out[i - 1] != 0x0A:  # not at a line start: look further
-            i = out.find(want, i + 1)
+        buf = self._held + chunk
+        i = buf.find(want)
         if i >= 0:
-            del out[i : i + len(want)]  # the rendezvous line is protocol, not output
+            self._pass_out(buf[: i + 1])
+            self._pass_out(buf[i + len(want):])
+            self._held = b""
             self.seen = True
         else:
-            self._scan = max(0, len(out) - len(want))
+            self._pass_out(buf[: len(buf) - len(want)])
+            self._held = buf[len(buf) - len(want):]
+
+    def _pass_out(self, data: bytes) -> None:
+        if data and self._at_start:  # the line start assumed before the first byte is no output
+            data, self._at_start = data[1:], False
+        if data:
+            self.data["out"].feed(data)
 
     def drain(self) -> None:
         """Step until the pipes are closed; the leader must be dead or dying (bounded by the grace)."""
@@ -167,8 +186,11 @@ class _Pipes:
         for fd in self._ends():
             self.sel.unregister(fd)
 
-    def close(self) -> tuple[bytes, bytes]:
-        """Close everything (the pipes, the pidfd, the selector); returns (stdout, stderr) as read."""
+    def close(self) -> tuple[Capture, Capture]:
+        """Close everything (the pipes, the pidfd, the selector); returns what was kept of stdout and stderr."""
+        if self._held and not self.seen:
+            self._pass_out(self._held)
+            self._held = b""
         self.give_up()
         for f in (self.proc.stdout, self.proc.stderr):
             if f is not None:
@@ -181,7 +203,7 @@ class _Pipes:
             os.close(self.pidfd)
             self.pidfd = None
         self.sel.close()
-        return bytes(self.data["out"]), bytes(self.data["err"])
+        return self.data["out"], self.data["err"]
 
 
 def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:

@@ -15,6 +15,8 @@ class ProcResult:
     keeping the head and the tail.  ``wall_s`` is wall-clock seconds the command ran, not counting
     ``paused_s``, the seconds it was stopped while a timing phase had the node (see :func:`pausable`).
     ``stopped``: killed because the caller's ``stop_when`` said so (:func:`kit.host.proc.run`), not by the timeout.
+    ``full``: the command's bounded directories (:attr:`kit.host.sandbox.View.bounded`) that it filled up to their
+    bound: their content was dropped, and the command did not succeed.
     """
 
     argv: tuple[str, ...]
@@ -27,10 +29,11 @@ class ProcResult:
     truncated: bool = False
     paused_s: float = 0.0
     stopped: bool = False
+    full: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out and not self.stopped
+        return self.returncode == 0 and not self.timed_out and not self.stopped and not self.full
 
     @property
     def output(self) -> str:
@@ -51,14 +54,3 @@ class FromProcess:
     def signal(self) -> int | None:
         return self.proc.signal
 
-
-def _truncate(data: bytes, limit: int) -> tuple[str, bool]:
-    if len(data) <= limit:
-        return data.decode("utf-8", "replace"), False
-    head = data[: limit // 4]
-    tail = data[-(limit - limit // 4) :]
-    cut = len(data) - len(head) - len(tail)
-    return (
-        head.decode("utf-8", "replace") + f"\n[... {cut} bytes cut ...]\n" + tail.decode("utf-8", "replace"),
-        True,
-    )

@@ -12,12 +12,14 @@ import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kit.host.proc import containermode as container
+from kit.host.proc.bounded import Held
+from kit.host.proc.capture import Capture
 from kit.host.proc.reaper import MARK_VAR
-from kit.host.proc.result import ProcResult, _truncate
+from kit.host.proc.result import ProcResult
 from kit.host.proc.sessions import kill_session
 from kit.host.proc.spec import RunSpec
 from kit.host.sandbox import Limits, PidsGroup, prefix, process_group_for
@@ -146,35 +148,45 @@ def _check_program(program: str, env: Mapping[str, str], cwd: str | os.PathLike[
 class Spawned:
     """A started command: its argv, the Popen, the record of its session under :func:`track_children`'s
     directory (None when not tracking), whether it runs in the sandbox (then exit status 128 + N means killed by
-    signal N) and its pids cgroup (None: none)."""
+    signal N), its pids cgroup (None: none) and its bounded directories (None: none; :mod:`kit.host.proc.bounded`),
+    and once released those that were full (:attr:`ProcResult.full`)."""
 
     args: list[str]
     proc: subprocess.Popen[bytes]
     marker: Path | None
     sandboxed: bool
     group: PidsGroup | None
+    held: Held | None = None
+    full: tuple[str, ...] = ()
 
     def release(self) -> None:
-        """What the ended command held: the container bridge's link, the session record, the pids cgroup."""
+        """What the ended command held: the container bridge's link, the session record, the pids cgroup, its
+        bounded directories (brought back).
+
+        Raises:
+            OSError: a bounded directory could not be brought back (the rest is released)."""
         container.unlink(self.proc.pid)
         if self.marker is not None:
             self.marker.unlink(missing_ok=True)
         if self.group is not None:
             self.group.release()
+        if self.held is not None:
+            held, self.held = self.held, None
+            self.full = held.bring_back()
 
-    def result(self, out: bytes | None, err: bytes | None, elapsed_s: float, timed_out: bool, paused_s: float,
-               log_limit: int) -> ProcResult:
-        """The :class:`ProcResult` of the ended command: its output truncated to ``log_limit`` bytes each,
+    def result(self, out: Capture, err: Capture, elapsed_s: float, timed_out: bool, paused_s: float) -> ProcResult:
+        """The :class:`ProcResult` of the ended command: its output as kept (bounded: :class:`Capture`),
         ``wall_s`` the ``elapsed_s`` less ``paused_s``."""
         rc = self.proc.returncode
         if self.sandboxed and rc is not None and 128 < rc <= 128 + 64:
             # bubblewrap reaps the command and exits with 128 + the signal that killed it, as a shell does
             rc = -(rc - 128)
-        so, t1 = _truncate(out or b"", log_limit)
-        se, t2 = _truncate(err or b"", log_limit)
+        so, t1 = out.text()
+        se, t2 = err.text()
         return ProcResult(argv=tuple(self.args), returncode=rc if rc is not None else -9, stdout=so, stderr=se,
                           wall_s=elapsed_s - paused_s, timed_out=timed_out,
-                          signal=-rc if rc is not None and rc < 0 else None, truncated=t1 or t2, paused_s=paused_s)
+                          signal=-rc if rc is not None and rc < 0 else None, truncated=t1 or t2, paused_s=paused_s,
+                          full=self.full)
 
 
 def _spawn(args: list[str], spec: RunSpec, stdin_pipe: bool) -> Spawned:
@@ -189,9 +201,13 @@ def _spawn(args: list[str], spec: RunSpec, stdin_pipe: bool) -> Spawned:
         # prctl) lives on, orphaned, and the reaper finds it only by this mark when the run ends
         environment[MARK_VAR] = mark
     popen_args: dict = {}
-    limits = confine.limits
-    box = prefix(confine.view, cwd) if confine.view is not None else []
+    limits, view = confine.limits, confine.view
     target = container.current()
+    if view is not None and view.bounded and target is not None:
+        # bounded directories need the sandbox's namespace reachable through /proc: behind a container's bridge
+        # they are plain writable ones (the container's limits hold)
+        view = replace(view, rw=view.rw + view.bounded, bounded=())
+    box = prefix(view, cwd) if view is not None else []
     # in a container its pids cgroup bounds the processes (a cgroup of ours would be a host path)
     group = process_group_for(limits) if target is None else None
     enter = group.enter() if group is not None else []
@@ -228,6 +244,11 @@ def _spawn(args: list[str], spec: RunSpec, stdin_pipe: bool) -> Spawned:
             _check_program(args[0], environment, cwd)
         command = enter + box + args
         popen_args["preexec_fn"] = _preexec
+    held = Held(view) if view is not None and view.bounded else None
+    if held is not None:
+        cut = len(command) - len(args) - 1  # the "--" that ends bubblewrap's options
+        command = command[:cut] + held.args() + command[cut:]
+        popen_args["pass_fds"] = held.pass_fds
     try:
         proc = subprocess.Popen(
             command,
@@ -242,7 +263,16 @@ def _spawn(args: list[str], spec: RunSpec, stdin_pipe: bool) -> Spawned:
     except BaseException:
         if group is not None:
             group.release()
+        if held is not None:
+            held.discard()
         raise
+    if held is not None:
+        try:
+            held.attach(proc)
+        except BaseException:
+            if group is not None:
+                group.release()
+            raise
     if pidfile is not None:
         container.link(proc.pid, pidfile)
     marker = _track_dir / str(proc.pid) if _track_dir is not None else None
@@ -253,4 +283,4 @@ def _spawn(args: list[str], spec: RunSpec, stdin_pipe: bool) -> Spawned:
             # the directory's owner is gone with it (a temporary cache removed while this process lives on): the
             # command still runs and must be waited for, so no record rather than an error
             marker = None
-    return Spawned(args, proc, marker, bool(box), group)
+    return Spawned(args, proc, marker, bool(box), group, held)

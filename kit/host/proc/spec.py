@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from kit.host.proc.capture import Capture
 from kit.host.sandbox import Confinement, Limits
 
 
@@ -19,7 +20,10 @@ class RunSpec:
     seconds, on expiry the process group gets SIGTERM, then SIGKILL after ``grace_s`` seconds; ``log_limit``:
     bytes kept of each of stdout and stderr; ``memory_limit_bytes`` / ``cpu_limit_s``: RLIMIT_AS / RLIMIT_CPU of
     the child (they win over ``confine``'s limits); ``cpus``: the CPU cores the child (and what it starts) may
-    run on, empty: no pinning; ``confine``: further rlimits and a sandbox (:class:`kit.host.sandbox.Confinement`).
+    run on, empty: no pinning; ``confine``: further rlimits and a sandbox (:class:`kit.host.sandbox.Confinement`);
+    ``keep_lines``: every line of stdout or stderr holding this text is kept whole, up to ``keep_bytes`` bytes of
+    such lines per stream, besides the ``log_limit`` bytes of the rest (a timing run's clock stamps,
+    :mod:`kit.mnn.stamps`; empty: none).
     """
 
     cwd: str | os.PathLike[str] | None = None
@@ -31,6 +35,13 @@ class RunSpec:
     cpus: Sequence[int] = ()
     confine: Confinement | None = None
     grace_s: float = 3.0
+    keep_lines: str = ""
+    keep_bytes: int = 0
+
+    def captures(self) -> tuple[Capture, Capture]:
+        """Fresh bounded buffers for a command's stdout and stderr (:class:`kit.host.proc.capture.Capture`)."""
+        marker = self.keep_lines.encode()
+        return Capture(self.log_limit, marker, self.keep_bytes), Capture(self.log_limit, marker, self.keep_bytes)
 
     def confinement(self) -> Confinement:
         """:attr:`confine` with the single limits folded in (they win over its own)."""
