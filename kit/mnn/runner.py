@@ -309,7 +309,7 @@ def start_model(
         return settings.remote.start(call)
     started = proc.start([*call.command, "--wait-go", "1"], ready_line=READY_LINE, cwd=call.scratch, env=call.env,
                          timeout_s=settings.timeout_s, memory_limit_bytes=settings.memory_limit_bytes,
-                         cpus=settings.cpus, confine=call.confine, log_limit=call.log_limit)
+                         cpus=settings.cpus, confine=call.confine, log_limit=call.log_limit, cpu_account=True)
     if isinstance(started, proc.ProcResult):
         return call.finish(started)
     return StartedRun(call, started, settings.timeout_s)

@@ -74,6 +74,9 @@ class ErrorKind(enum.StrEnum):
     # a target op type the native model executes never ran in the candidate's (its converter or geometry routed
     # around its own kernel: the outputs were right, but not its work)
     NOT_EXECUTED = "not_executed"
+    # the candidate's runs used more CPU outside their streamed forwards than native's, or its ops' saving is not
+    # in its forwards: work moved out of the timed intervals (timing_failed, never a speedup: kit.stages.accounting)
+    UNACCOUNTED_WORK = "unaccounted_work"
     # the adb device that times the jobs disappeared, went offline or unauthorized, or stopped answering
     # (timing_failed; a resumed run times the job again: kit.results.rules)
     DEVICE_LOST = "device_lost"

@@ -15,6 +15,9 @@ class ProcResult:
     keeping the head and the tail.  ``wall_s`` is wall-clock seconds the command ran, not counting
     ``paused_s``, the seconds it was stopped while a timing phase had the node (see :func:`pausable`).
     ``stopped``: killed because the caller's ``stop_when`` said so (:func:`kit.host.proc.run`), not by the timeout.
+    ``cpu_s``: with :attr:`RunSpec.cpu_account`, the CPU seconds (user + system) of the command and of every process
+    it started, from the kernel's accounting (``wait4``'s rusage); None without it, or where it cannot be read (a
+    container bridge, a command killed at its timeout).
     """
 
     argv: tuple[str, ...]
@@ -27,6 +30,7 @@ class ProcResult:
     truncated: bool = False
     paused_s: float = 0.0
     stopped: bool = False
+    cpu_s: float | None = None
 
     @property
     def ok(self) -> bool:

@@ -19,7 +19,9 @@ class RunSpec:
     seconds, on expiry the process group gets SIGTERM, then SIGKILL after ``grace_s`` seconds; ``log_limit``:
     bytes kept of each of stdout and stderr; ``memory_limit_bytes`` / ``cpu_limit_s``: RLIMIT_AS / RLIMIT_CPU of
     the child (they win over ``confine``'s limits); ``cpus``: the CPU cores the child (and what it starts) may
-    run on, empty: no pinning; ``confine``: further rlimits and a sandbox (:class:`kit.host.sandbox.Confinement`).
+    run on, empty: no pinning; ``confine``: further rlimits and a sandbox (:class:`kit.host.sandbox.Confinement`);
+    ``cpu_account``: the result's ``cpu_s`` holds the CPU time of the command and everything it started
+    (:mod:`kit.host.proc.subreaper` runs in front of it; not behind a container bridge).
     """
 
     cwd: str | os.PathLike[str] | None = None
@@ -31,6 +33,7 @@ class RunSpec:
     cpus: Sequence[int] = ()
     confine: Confinement | None = None
     grace_s: float = 3.0
+    cpu_account: bool = False
 
     def confinement(self) -> Confinement:
         """:attr:`confine` with the single limits folded in (they win over its own)."""
