@@ -7,6 +7,7 @@ the kit's subprocess runner accounts for the CPU time of a sandboxed command's w
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 from evalcfg import write_config
 
 from kit.host import proc, sandbox, sandbox_check
+from kit.mnn import stamps
 from kit.outline.evaluate import evaluate
 from kit.results.outcomes import StageFailure
 from kit.results.shards import read_records
@@ -56,43 +58,70 @@ def test_without_cpu_account_no_cpu_time_is_claimed():
 
 
 class _Run:
-    """What accounting reads of a runner's result: the proc's CPU seconds, at go, and the streamed times (ms)."""
+    """What accounting reads of a runner's result: the streamed times (ms), the CPU stamps (ns), the kernel's CPU
+    seconds of the run and at go."""
 
-    def __init__(self, op_ms, total_ms, cpu_after_go_ms):
-        self.op_ms, self.total_ms = list(op_ms), list(total_ms)
+    def __init__(self, op_ms, total_ms, cpu_ns, cpu_after_go_ms):
+        self.op_ms, self.total_ms, self.cpu_ns = list(op_ms), list(total_ms), cpu_ns
         self.cpu_go_s = 0.05
         self.proc = type("P", (), {"cpu_s": self.cpu_go_s + cpu_after_go_ms / 1e3})()
 
 
-def _runs(op_ms, fwd_ms, outside_ms, rng, n=10):
-    """n runs of 30 timed forwards (warm-up 10) whose CPU time after go is the forwards plus ``outside_ms`` per
-    forward plus noise."""
+def _runs(op_ms, fwd_ms, between_ms, rng, outside_ms=1.0, n=10):
+    """n runs of 30 timed forwards (warm-up 10): forwards of ``fwd_ms`` whose target ops take ``op_ms`` (5 % noise),
+    ``between_ms`` of CPU between two forwards, ``outside_ms`` per forward outside the stamped span (noisy)."""
     out = []
     for _ in range(n):
         op = op_ms * (1 + 0.05 * rng.standard_normal(30))
         fwd = op + (fwd_ms - op_ms)
-        cpu = fwd.sum() + 10 * np.median(fwd) + 40 * (outside_ms + 0.002 * rng.standard_normal())
-        out.append(_Run(op, fwd, cpu))
+        cpu, t = [], 0.0
+        for f in fwd:
+            cpu.append((int(t * 1e6), int((t + f) * 1e6)))
+            t += f + between_ms * (1 + 0.02 * rng.standard_normal())
+        span_ms = (cpu[-1][1] - cpu[0][0]) / 1e6
+        after_go_ms = span_ms + 10 * float(np.median(fwd)) + 30 * outside_ms * (1 + 0.3 * rng.standard_normal())
+        out.append(_Run(op, fwd, cpu, after_go_ms))
     return out
 
 
 def test_the_rules_on_rounds():
     rng = np.random.default_rng(1)
-    native = _runs(0.09, 0.10, 0.02, rng)
-    # an honest kernel twice as fast: nothing unaccounted beyond native's, the forward shows the saving
-    accounting.check(_runs(0.045, 0.055, 0.02, rng), native, "op", 10, 0.95)
-    # a slower honest kernel (its warm-ups cost more, and they are accounted at the timed forwards' median)
-    accounting.check(_runs(0.2, 0.21, 0.02, rng), native, "op", 10, 0.95)
-    # half the op's work after the forward's end: unaccounted
+    native = _runs(0.09, 0.10, 0.5, rng)
+    # an honest kernel twice as fast: nothing more between or outside its forwards, the forward shows the saving
+    accounting.check(_runs(0.045, 0.055, 0.5, rng), native, "op", 10, 0.95)
+    # a slower honest kernel that leaves the runner more to do between forwards: it claims no saving
+    accounting.check(_runs(0.2, 0.21, 0.6, rng), native, "op", 10, 0.95)
+    # a faster honest kernel that costs the runner a little more between forwards (its caches): less than half
+    # of its saving
+    accounting.check(_runs(0.045, 0.055, 0.51, rng), native, "op", 10, 0.95)
+    # half the op's work after the forward's end stamp: between the forwards
     with pytest.raises(StageFailure) as e:
-        accounting.check(_runs(0.045, 0.055, 0.065, rng), native, "op", 10, 0.95)
-    assert e.value.kind == "unaccounted_work" and "candidate 0.06" in e.value.message and "native 0.02" in e.value.message
+        accounting.check(_runs(0.045, 0.055, 0.545, rng), native, "op", 10, 0.95)
+    assert e.value.kind == "unaccounted_work" and "between its timed forwards" in e.value.message
+    assert re.search(r"candidate 0\.54\d* ms, native 0\.(49|50)\d* ms", e.value.message)
+    # one-time work outside the stamped span (a first call's set-up) is reported, not refused
+    accounting.check(_runs(0.045, 0.055, 0.5, rng, outside_ms=3.0), native, "op", 10, 0.95)
+    # stamps that show more CPU time than the kernel accounted for the run
+    with pytest.raises(StageFailure) as e:
+        accounting.check(_runs(0.045, 0.055, 0.5, rng, outside_ms=-3.0), native, "op", 10, 0.95)
+    assert e.value.kind == "clock_mismatch" and e.value.status == "timing_failed"
     # the op's work ahead of its begin stamp, inside the forward: the forward does not show the op's saving
     with pytest.raises(StageFailure) as e:
-        accounting.check(_runs(0.045, 0.10, 0.02, rng), native, "op", 10, 0.95)
+        accounting.check(_runs(0.045, 0.10, 0.5, rng), native, "op", 10, 0.95)
     assert e.value.kind == "unaccounted_work" and "not in the forward" in e.value.message
-    # no native side (a baseline table), or no CPU figures: nothing to compare with
-    accounting.check(_runs(0.045, 0.10, 0.065, rng), [], "op", 10, 0.95)
+    # no native side (a baseline table): nothing to compare with
+    accounting.check(_runs(0.045, 0.10, 0.545, rng), [], "op", 10, 0.95)
+
+
+def test_the_stamps_carry_the_cpu_time():
+    lines = ["@mkbt F 1 10 100", "@mkbt b 11 ArgMax", "@mkbt e 20", "@mkbt E 1 30 120",
+             "@mkbt F 2 40 200", "@mkbt b 41 ArgMax", "@mkbt e 50", "@mkbt E 2 60 220"]
+    assert stamps.parse(lines, 2).cpu_ns == [(0x100, 0x120), (0x200, 0x220)]
+    assert stamps.parse([ln.rsplit(" ", 1)[0] if ln[6] in "FE" else ln for ln in lines], 2).cpu_ns == []
+    with pytest.raises(stamps.StampError, match="others do not"):
+        stamps.parse(lines[:3] + ["@mkbt E 1 30"] + lines[4:], 2)
+    with pytest.raises(stamps.StampError, match="went back"):
+        stamps.parse(lines[:4] + ["@mkbt F 2 40 110"] + lines[5:], 2)
 
 
 @pytest.fixture(scope="module")
