@@ -65,6 +65,65 @@ bool mkbDefer(const float* x, size_t bytes, int32_t* y, size_t outer, size_t dim
 }
 """ % {"sigreturn": SYS_RT_SIGRETURN, "mprotect": SYS_MPROTECT, "sigaction": SYS_RT_SIGACTION}
 
+#: ``mkbWrapBefore()``: finds the runner's before-op callback, a std::function in the caller's frame (libstdc++:
+#: two words of captured references, the manager, the invoker), by its first capture: the op clock's start, a
+#: CLOCK_MONOTONIC reading of the last 10 ms; and puts ``mkbInvoke`` in its invoker's place, which does three
+#: quarters of the op's work (the same tensors every forward) before it calls the runner's own callback, which
+#: writes the op's begin stamp.  The op's kernel then does the last quarter: the op looks 4x as fast, the forward
+#: does not
+WRAP_THE_CALLBACK = ARGV + r"""#include <cstdint>
+#include <ctime>
+#include <unistd.h>
+namespace {
+const float* gX = nullptr;
+int32_t* gY = nullptr;
+size_t gOuter = 0, gDim = 0, gInner = 0;
+bool gWrapped = false, gDone = false;
+void (*gOrig)(const void*, const void*) = nullptr;
+void mkbRows(size_t from, size_t to) {
+    for (size_t o = from; o < to; ++o) {
+        for (size_t i = 0; i < gInner; ++i) {
+            const float* p = gX + o * gDim * gInner + i;
+            int32_t best = 0;
+            float bestValue = p[0];
+            for (size_t d = 1; d < gDim; ++d) {
+                if (p[d * gInner] > bestValue) { bestValue = p[d * gInner]; best = (int32_t)d; }
+            }
+            gY[o * gInner + i] = best;
+        }
+    }
+}
+void mkbInvoke(const void* functor, const void* op) {
+    mkbRows(0, gOuter * 3 / 4);
+    gDone = true;
+    gOrig(functor, op);
+}
+bool mkbWrapBefore() {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    const int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    const uintptr_t lo = (uintptr_t)__builtin_frame_address(0), hi = (uintptr_t)environ;
+    for (uintptr_t a = (lo + 7) & ~(uintptr_t)7; a + 32 <= hi; a += 8) {
+        volatile uintptr_t* w = (volatile uintptr_t*)a;
+        const bool refs = w[0] >= lo && w[0] < hi && w[1] >= lo && w[1] < hi && !(w[0] & 7);
+        const bool code = w[2] != 0 && w[3] != 0 && w[2] != w[3] && (w[2] < lo || w[2] >= hi) && (w[3] < lo || w[3] >= hi);
+        if (!refs || !code) continue;
+        const int64_t first = *(const volatile int64_t*)w[0];
+        if (first > now - 10000000 && first <= now) {
+            gOrig = (void (*)(const void*, const void*))w[3];
+            w[3] = (uintptr_t)&mkbInvoke;
+            return true;
+        }
+    }
+    return false;
+}
+}
+"""
+_WRAP_BODY = ("static long calls = 0; ++calls; if (gIterations > 0 && calls > gWarmup) { gX = inputs[0]->host<float>(); "
+              "gY = outputs[0]->host<int32_t>(); gOuter = mOuter; gDim = mDim; gInner = mInner; "
+              "if (gDone) { gDone = false; mkbRows(gOuter * 3 / 4, gOuter); return NO_ERROR; } "
+              "if (!gWrapped) gWrapped = mkbWrapBefore(); }")
+
 #: on every timed forward but the last (nothing of the runner reads the input after it), in timing runs only
 _DEFER_BODY = ("static long calls = 0; ++calls; if (gIterations > 0 && calls > gWarmup && calls < gWarmup + "
                "gIterations && mkbDefer(inputs[0]->host<float>(), (size_t)inputs[0]->elementSize() * sizeof(float), "
@@ -76,4 +135,9 @@ CASES: tuple[Case, ...] = (
     Case("defers_work_to_a_fault_handler",
          Expect("timing_failed", "unaccounted_work", reason="unaccounted CPU per forward"),
          top=DEFER_TO_A_FAULT, body=_DEFER_BODY, klass="runtime"),
+    # three quarters of the op's work in the runner's before-op callback, wrapped, ahead of the op's begin stamp: the
+    # op looks 4x as fast and the forward does not; the forward must show the op's saving
+    Case("wraps_the_before_op_callback",
+         Expect("timing_failed", "unaccounted_work", reason="not in the forward"),
+         top=WRAP_THE_CALLBACK, body=_WRAP_BODY, klass="runtime"),
 )
