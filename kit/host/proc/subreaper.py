@@ -28,6 +28,7 @@ def main(argv: list[str]) -> int:
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         sys.stderr.write("mkb subreaper: prctl(PR_SET_CHILD_SUBREAPER) failed\n")
         return 126
+    parent = os.getpid()
     try:
         child = os.fork()
     except OSError as e:
@@ -36,7 +37,7 @@ def main(argv: list[str]) -> int:
     if child == 0:
         try:
             libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)  # SIGKILL when this helper dies, as the kit's own children
-            if os.getppid() == 1:
+            if os.getppid() != parent:  # the helper died before prctl took effect
                 os._exit(137)
             os.execvp(argv[0], argv)
         finally:
@@ -55,5 +56,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    code = main(sys.argv[1:])
     sys.stderr.flush()
-    os._exit(main(sys.argv[1:]))  # no interpreter teardown: the kit's clock runs until this exit
+    os._exit(code)  # no interpreter teardown: the kit's clock runs until this exit

@@ -47,7 +47,6 @@ inline int64_t monotonicNs() {
     return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-// the most characters of an op type a stamp line carries (MNN's longest op type names are about 30)
 // the calling thread's CPU time in nanoseconds, by the system call itself: a forward's stamps carry it (the
 // process's clock lags by up to a scheduler tick; the thread's includes the running slice)
 inline int64_t threadCpuNs() {
@@ -56,6 +55,7 @@ inline int64_t threadCpuNs() {
     return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+// the most characters of an op type a stamp line carries (MNN's longest op type names are about 30)
 constexpr int kTypeChars = 48;
 
 class Stamps {

@@ -143,7 +143,6 @@ int64_t cpuNs() {
     return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-
 // Leave now by exit_group: a return from main (exit()) would run the static destructors and atexit handlers
 // of the candidate's library after the results exist, and one that rewrote timing.json (every time / 5) made
 // a 5.4x speedup of nothing.  stdio is flushed first (exit_group does not).
