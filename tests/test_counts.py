@@ -32,6 +32,8 @@ TABLE: list[tuple[S, K, bool, bool, bool, bool]] = [
     # and the timing_failed of kits before it, which counted as correct, no longer do
     (S.RUNTIME_CRASH, K.CLOCK_MISMATCH, True, False, False, False),
     (S.TIMING_FAILED, K.CLOCK_MISMATCH, True, False, False, False),
+    # work hidden from the clock (kit.stages.accounting): outputs right, never correct, never fast
+    (S.TIMING_FAILED, K.UNACCOUNTED_WORK, True, False, False, False),
     # the candidate's other failures in verification or timing
     (S.RUNTIME_CRASH, K.SIGNAL, True, False, False, False),
     (S.RUNTIME_CRASH, K.EXIT_CODE, True, False, False, False),

@@ -140,9 +140,9 @@ def test_the_runner_result_takes_the_stamps_out_of_stderr_or_of_a_merged_stdout(
     _, got = stamps.take_out(_proc(lines[0] + "\n", "\n".join(lines) + "\n"))
     assert isinstance(got, str) and "on stdout" in got
     t = _timing([4.0], [4.0005])
-    assert stamps.samples(lines, t, 1, ("ArgMax",))[2:] == ({"ArgMax": 1}, "")
+    assert stamps.samples(lines, t, 1, ("ArgMax",))[2:4] == ({"ArgMax": 1}, "")
     # stamp lines beyond the kit's cap: the capture's note line holds the prefix and is malformed
     cut = [*lines, "@mkbt [123 bytes of lines holding this text left out: the kit keeps 16777216]"]
     assert "is malformed" in stamps.samples(cut, t, 1, ("ArgMax",))[3]
-    op_ms, total_ms, _, why = stamps.samples(lines, _timing([1.0], [4.0005]), 1, ("ArgMax",))
+    op_ms, total_ms, _, why, _ = stamps.samples(lines, _timing([1.0], [4.0005]), 1, ("ArgMax",))
     assert "recorded 0.25x of what was streamed" in why and op_ms == [1.0]  # the failed run keeps timing.json's

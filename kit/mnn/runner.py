@@ -23,10 +23,11 @@ and ``checked`` (the 1-based numbers of the timed forwards written out).
 Every time is CLOCK_MONOTONIC read by the system call itself, never through libc, whose clock functions the
 candidate's ``libMNN.so`` could replace for the whole process.  Each reading a sample is made of is also
 *streamed*: in every timed forward the runner writes, by the write system call itself, on stderr, before any
-candidate code runs again, ``@mkbt F <i> <ns>`` (the forward's begin: read, written, then the forward),
+candidate code runs again, ``@mkbt F <i> <ns> <cpu>`` (the forward's begin: read, written, then the forward),
 ``@mkbt b <ns> <Type>`` / ``@mkbt e <ns>`` (every op's begin with its type, and its end, in the before/after-op
 callbacks: the kit selects the ``--op-types`` ops and counts the ops per type from the stream) and
-``@mkbt E <i> <ns>`` (its end); ``<ns>`` integer nanoseconds in hex, ``<i>`` the 1-based timed forward.  The kit
+``@mkbt E <i> <ns> <cpu>`` (its end); ``<ns>`` integer nanoseconds in hex, ``<i>`` the 1-based timed forward,
+``<cpu>`` the main thread's CPU time (CLOCK_THREAD_CPUTIME_ID, hex nanoseconds; :mod:`kit.stages.accounting`).  The kit
 parses the lines out of stderr (:mod:`kit.mnn.stamps`), rebuilds ``total_ms`` and ``op_ms`` from them and refuses a
 ``timing.json`` that disagrees (``RunResult.stamp_error``): the candidate's code runs in the runner's address
 space and could edit its arrays of times, never what is already in the pipe.  A stamp not written whole, or a
@@ -322,7 +323,7 @@ def start_model(
         return settings.remote.start(call)
     started = proc.start([*call.command, "--wait-go", "1"], ready_line=READY_LINE, cwd=call.scratch, env=call.env,
                          timeout_s=settings.timeout_s, memory_limit_bytes=settings.memory_limit_bytes,
-                         cpus=settings.cpus, confine=call.confine, log_limit=call.log_limit, **call.keep)
+                         cpus=settings.cpus, confine=call.confine, log_limit=call.log_limit, cpu_account=True, **call.keep)
     if isinstance(started, proc.ProcResult):
         return call.finish(started)
     return StartedRun(call, started, settings.timeout_s)
@@ -455,7 +456,8 @@ class _Call:
         t = read_timing(timing_path, self.iterations, self.out_dir)
         checked = read_checked(t.checked, self.out_dir, n_sets=self.n_sets or 1, checked=self.settings.checked,
                                iterations=self.iterations)
-        op_ms, total_ms, op_counts, stamp_error = stamps.samples(lines, t, self.iterations, self.settings.op_types)
+        op_ms, total_ms, op_counts, stamp_error, cpu_ns = stamps.samples(lines, t, self.iterations,
+                                                                         self.settings.op_types)
         return RunResult(True, sets[0], op_ms, total_ms, op_counts, "", result, timing_path, sets, t.phase_ms,
-                         checked, t.written_ms, stamp_error)
+                         checked, t.written_ms, stamp_error, cpu_ns=cpu_ns)
 

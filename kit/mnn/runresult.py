@@ -81,6 +81,10 @@ class RunResult(proc.FromProcess):
     ``stamp_error``: in timing mode, why the runner's stamp stream is missing, malformed or disagrees with
     ``timing.json`` (empty: it agrees, and ``op_ms``/``total_ms`` are the stream's); the timing stage makes it
     ``clock_mismatch``.
+    ``cpu_go_s``: in timing mode, the CPU seconds the runner's processes had used when the kit let it go (read by
+    the kit from /proc, :func:`kit.host.proc.session_cpu_s`; None: not read), so that ``proc.cpu_s - cpu_go_s`` is
+    the CPU time of everything after the start-up (:mod:`kit.stages.accounting`); ``cpu_ns``: the runner's CPU
+    main thread's time (ns, CLOCK_THREAD_CPUTIME_ID) at each timed forward's begin and end stamp, from the stream (empty: none).
     """
 
     ok: bool
@@ -96,6 +100,8 @@ class RunResult(proc.FromProcess):
     checked: tuple[CheckedForward, ...] = ()
     written_ms: float | None = None
     stamp_error: str = ""
+    cpu_go_s: float | None = None
+    cpu_ns: list[tuple[int, int]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

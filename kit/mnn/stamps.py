@@ -10,11 +10,12 @@ made by the instruction itself) before any candidate code runs again; once in th
 Lines (``<ns>``: CLOCK_MONOTONIC in integer nanoseconds, lower-case hex; ``<i>``: the 1-based number of the
 timed forward, decimal)::
 
-    @mkbt F <i> <ns>    timed forward i begins (the clock read, the line written, then the forward)
+    @mkbt F <i> <ns> <cpu>  timed forward i begins (the clock read, the line written, then the forward); <cpu>:
+                        the runner's main thread's CPU time (CLOCK_THREAD_CPUTIME_ID), hex nanoseconds
     @mkbt b <ns> <T>    an op of (MNN) op type T begins, in the before-op callback: every op, whatever
                         ``--op-types`` says (the kit selects the timed types itself, below)
     @mkbt e <ns>        that op ends, in the after-op callback
-    @mkbt E <i> <ns>    timed forward i ends
+    @mkbt E <i> <ns> <cpu>  timed forward i ends
 
 Nothing here turns a finding into a record status: :func:`parse` raises :class:`StampError`, and the caller
 (:meth:`kit.mnn.runner._Call.finish`, through :func:`take_out` and :func:`samples`) keeps its message in the :class:`~kit.mnn.runresult.RunResult` for the
@@ -31,15 +32,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from kit.host import proc
 from kit.mnn.runresult import Timing
 
 #: what every stamp line starts with (MNN prints nothing like it)
 PREFIX = "@mkbt"
-_LINE = re.compile(r"@mkbt (?:([FE]) ([1-9][0-9]{0,8}) ([0-9a-f]{1,16})|b ([0-9a-f]{1,16}) ([A-Za-z0-9_]{1,48})|"
-                   r"e ([0-9a-f]{1,16}))")
+_LINE = re.compile(r"@mkbt (?:([FE]) ([1-9][0-9]{0,8}) ([0-9a-f]{1,16})(?: ([0-9a-f]{1,16}))?|"
+                   r"b ([0-9a-f]{1,16}) ([A-Za-z0-9_]{1,48})|e ([0-9a-f]{1,16}))")
 #: allowed difference per time between timing.json (printed, rounded) and the stream, ms: 1 us
 TOLERANCE_MS = 1e-3
 
@@ -51,11 +52,14 @@ class StampError(ValueError):
 @dataclass(frozen=True)
 class Stream:
     """What a timing run's stamps say, per timed forward (in order): ``total_ms`` (end - begin, ms) and
-    ``op_ns`` (op type → the summed end - begin of its ops, integer ns) and ``op_counts`` (op type → ops run)."""
+    ``op_ns`` (op type → the summed end - begin of its ops, integer ns) and ``op_counts`` (op type → ops run);
+    ``cpu_ns``: the runner's main thread's CPU time (ns) at each forward's begin and end stamp (empty where the lines carry
+    none)."""
 
     total_ms: list[float]
     op_ns: list[dict[str, int]]
     op_counts: list[dict[str, int]]
+    cpu_ns: list[tuple[int, int]] = field(default_factory=list)
 
     def op_ms(self, selected: Sequence[str]) -> list[float]:
         """Per forward, the summed time (ms) of its ops of the ``selected`` types (``"*"``: every op)."""
@@ -80,6 +84,7 @@ class _Reader:
         self.forward = 0  # the open forward's number (0: none open)
         self.begin = self.op_begin = self.last = -1
         self.op_type = ""
+        self.cpu: list[int | None] = []  # the CPU field of every forward stamp, in order
 
     def take(self, no: int, kind: str, index: int, ns: int, op_type: str = "") -> None:
         where = f"stamp line {no} ({kind}" + (f" {index}" if kind in "FE" else "") + ")"
@@ -134,9 +139,11 @@ def parse(lines: Sequence[str], iterations: int) -> Stream:
         m = _LINE.fullmatch(line)
         if m is None:
             raise StampError(f"stamp line {no} is malformed: {line[:80]!r} (forged, or cut by another write)")
-        kind = m.group(1) or ("b" if m.group(4) else "e")
-        ns = m.group(3) or m.group(4) or m.group(6)
-        reader.take(no, kind, int(m.group(2) or 0), int(ns, 16), m.group(5) or "")
+        kind = m.group(1) or ("b" if m.group(5) else "e")
+        ns = m.group(3) or m.group(5) or m.group(7)
+        reader.take(no, kind, int(m.group(2) or 0), int(ns, 16), m.group(6) or "")
+        if m.group(1):
+            reader.cpu.append(int(m.group(4), 16) if m.group(4) else None)
     if reader.forward:
         raise StampError(f"forward {reader.forward} began but never ended in the stamp stream")
     if len(reader.total_ms) != iterations:
@@ -148,7 +155,22 @@ def parse(lines: Sequence[str], iterations: int) -> Stream:
                          f"{_named(counts[0])}")
     if counts and not counts[0]:
         raise StampError("the stamp stream holds no op at all per forward (every model runs one)")
-    return Stream(reader.total_ms, reader.op_ns, counts)
+    return Stream(reader.total_ms, reader.op_ns, counts, _cpu_pairs(reader.cpu))
+
+
+def _cpu_pairs(cpu: list[int | None]) -> list[tuple[int, int]]:
+    """The CPU times of the forward stamps as (begin, end) per forward; empty when no line carries one.
+
+    Raises:
+        StampError: some forward stamps carry one and others not, or the CPU time goes back."""
+    if all(c is None for c in cpu):
+        return []
+    if any(c is None for c in cpu):
+        raise StampError("some forward stamps carry the CPU time and others do not")
+    known = [c for c in cpu if c is not None]
+    if any(b < a for a, b in zip(known, known[1:])):
+        raise StampError("the CPU time went back between two forward stamps")
+    return list(zip(known[0::2], known[1::2]))
 
 
 def _named(counts: Mapping[str, int]) -> str:
@@ -190,11 +212,12 @@ def take_out(result: proc.ProcResult) -> tuple[proc.ProcResult, list[str] | str]
     return replace(result, stderr=err, stdout=out), lines
 
 
-def samples(lines: list[str] | str, t: Timing, iterations: int,
-            op_types: Sequence[str]) -> tuple[list[float], list[float], dict[str, int], str]:
-    """``op_ms`` (of the ``op_types`` selected), ``total_ms`` (ms), the op counts per forward (type → ops) and the
-    stamp error of a timing run: the stream's where it is well formed and agrees with ``timing.json`` (``t``),
-    else ``t``'s with the reason.  The kit keeps the stamp lines apart from the rest of the output
+def samples(lines: list[str] | str, t: Timing, iterations: int, op_types: Sequence[str]
+            ) -> tuple[list[float], list[float], dict[str, int], str, list[tuple[int, int]]]:
+    """``op_ms`` (of the ``op_types`` selected), ``total_ms`` (ms), the op counts per forward (type → ops), the
+    stamp error of a timing run and the main thread's CPU time at each forward's begin and end (ns,
+    :attr:`Stream.cpu_ns`): the stream's where it is well formed and agrees with ``timing.json`` (``t``), else
+    ``t``'s with the reason (and no CPU times).  The kit keeps the stamp lines apart from the rest of the output
     (:mod:`kit.host.proc.capture`): a stream cut at its cap ends in a note line holding :data:`PREFIX`, which
     is malformed."""
     try:
@@ -203,5 +226,6 @@ def samples(lines: list[str] | str, t: Timing, iterations: int,
         stream = parse(lines, iterations)
         compare(stream, t.op_ms, t.total_ms, t.op_types, op_types)
     except StampError as e:
-        return t.op_ms, t.total_ms, t.op_types, str(e)
-    return stream.op_ms(op_types), stream.total_ms, dict(stream.op_counts[0]) if stream.op_counts else {}, ""
+        return t.op_ms, t.total_ms, t.op_types, str(e), []
+    counts = dict(stream.op_counts[0]) if stream.op_counts else {}
+    return stream.op_ms(op_types), stream.total_ms, counts, "", stream.cpu_ns

@@ -75,6 +75,9 @@ class ErrorKind(enum.StrEnum):
     # a target op type the native model executes never ran in the candidate's (its converter or geometry routed
     # around its own kernel: the outputs were right, but not its work)
     NOT_EXECUTED = "not_executed"
+    # the candidate's runs used more CPU outside their streamed forwards than native's, or its ops' saving is not
+    # in its forwards: work moved out of the timed intervals (timing_failed, never a speedup: kit.stages.accounting)
+    UNACCOUNTED_WORK = "unaccounted_work"
     # the adb device that times the jobs disappeared, went offline or unauthorized, or stopped answering
     # (timing_failed; a resumed run times the job again: kit.results.rules)
     DEVICE_LOST = "device_lost"
@@ -98,8 +101,9 @@ class ErrorKind(enum.StrEnum):
 #: ``harness_error``).  The timing stage records these as ``runtime_crash`` now; kits before issue 26 recorded them
 #: as ``timing_failed``, and did so before comparing the timed outputs.  A kind of the timing device's or the
 #: machine's own (``device_lost``, ``device_busy``, ``no_baseline``, ``worker_lost``, a native run's failure) is
-#: not one
-CANDIDATE_TIMING_KINDS = frozenset({ErrorKind.CLOCK_MISMATCH})
+#: not one.  ``unaccounted_work``: CPU spent outside the candidate's timed intervals beyond native's
+#: (:mod:`kit.stages.accounting`): its outputs were right, but it hid work from the clock
+CANDIDATE_TIMING_KINDS = frozenset({ErrorKind.CLOCK_MISMATCH, ErrorKind.UNACCOUNTED_WORK})
 
 
 def counts_correct(status: Status, kind: ErrorKind) -> bool:

@@ -48,6 +48,7 @@ from kit.host import machine as hostinfo
 from kit.mnn import runner as mrunner
 from kit.results.outcomes import NativeProfile, StageFailure, TimingOutcome
 from kit.results.records import IMPLAUSIBLE_SPEEDUP, ErrorKind, Flag, Status
+from kit.stages import accounting
 from kit.stages import speedup as sspeedup
 from kit.stages.timedcheck import check_timed_outputs
 from kit.stages.timingrun import go_run, start_run
@@ -171,12 +172,16 @@ def time_candidate(task: Task, candidate: SideModel, native: SideModel | None, o
             other failure of the runs; TIMING_FAILED when a native run fails or the candidate's op time is
             invalid; RUNTIME_CRASH / RUNTIME_TIMEOUT when a candidate's run crashes, exits badly, breaks its
             protocol, is killed at its timeout (:func:`kit.stages.timingrun.check_run`) or its stamp stream or
-            clock cannot be trusted (``clock_mismatch``); HARNESS_ERROR for a clock mismatch of a native run.
+            clock cannot be trusted (``clock_mismatch``); HARNESS_ERROR for a clock mismatch of a native run;
+            TIMING_FAILED (``unaccounted_work``) for work outside the candidate's timed intervals
+            (:func:`kit.stages.accounting.check`).
         AsymmetricTiming: the sides were not invoked alike (a harness fault).
     """
     t0 = time.monotonic()
     rounds = run_rounds(task, candidate, native, opts, setup)
-    return finish(_outcome(task, rounds.candidate, rounds.native, opts), rounds, t0)
+    out = _outcome(task, rounds.candidate, rounds.native, opts)
+    accounting.check(rounds.candidate, rounds.native, out.basis, opts.warmup, opts.confidence)
+    return finish(out, rounds, t0)
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kit.mnn import runner as mrunner
 from kit.results.outcomes import StageFailure
 from kit.results.records import ErrorKind, Status
+from kit.stages import accounting
 from kit.stages.verify import SideModel, process_failure, protocol_failure
 from kit.suite.tasks import Task
 
@@ -83,7 +84,8 @@ def go_run(started: mrunner.StartedRun, iterations: int, what: str, round_: int 
     libraries: the host stalled or the kit is wrong)."""
     try:
         with _protocol(what):
-            res = started.go()
+            cpu_go_s = accounting.cpu_at_go(started)
+            res = replace(started.go(), cpu_go_s=cpu_go_s)
     except StageFailure as exc:
         return Ran(None, exc)
     return Ran(res, run_failure(res, iterations, what, round_))

@@ -49,6 +49,7 @@ from kit.host.proc.sessions import (
     kill_pipe_holders,
     kill_session,
     process_start,
+    session_cpu_s,
     session_members,
     signal_session,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "pausable",
     "process_start",
     "run",
+    "session_cpu_s",
     "session_members",
     "signal_session",
     "start",

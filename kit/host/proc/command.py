@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from kit.host.proc.containermode import current as current_container
 from kit.host.proc.pause import _await_pausable, _current_hook
 from kit.host.proc.pipes import _kill_group, _Pipes
 from kit.host.proc.reaper import MARK_VAR
@@ -66,7 +67,13 @@ def run(
         out, err = pipes.close()
         spawned.release()
     res = spawned.result(out, err, time.monotonic() - t0, timed_out, paused)
-    return replace(res, stopped=True) if stopped else res
+    return replace(res, stopped=res.stopped or stopped, cpu_s=_cpu_s(spec, pipes))
+
+
+def _cpu_s(spec: RunSpec, pipes: _Pipes) -> float | None:
+    """The command's CPU seconds where ``spec`` asked for them and the kernel's accounting holds them: reaped by
+    ``wait4`` (not after a kill), not behind a container bridge (whose own time it would be)."""
+    return pipes.cpu_s if spec.cpu_account and current_container() is None else None
 
 
 class _StopWhen:
@@ -96,7 +103,7 @@ class Waiting:
     def __init__(self, spawned: Spawned, pipes: _Pipes, spec: RunSpec) -> None:
         self._spawned, self._pipes = spawned, pipes
         self.args, self.proc, self.pid = spawned.args, spawned.proc, spawned.proc.pid
-        self._grace_s = spec.grace_s
+        self._grace_s, self._spec = spec.grace_s, spec
         self._result: ProcResult | None = None
 
     def go(self, timeout_s: float | None = None) -> ProcResult:
@@ -137,7 +144,8 @@ class Waiting:
         self.proc.wait()
         out, err = self._pipes.close()  # stdin included
         self._spawned.release()
-        self._result = self._spawned.result(out, err, elapsed_s, timed_out, paused_s)
+        res = self._spawned.result(out, err, elapsed_s, timed_out, paused_s)
+        self._result = replace(res, cpu_s=_cpu_s(self._spec, self._pipes))
         return self._result
 
 

@@ -58,6 +58,7 @@ class _Pipes:
                 self.sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE, "in")
             else:
                 self._close_stdin()
+        self.cpu_s: float | None = None  # see _reap
         self.pidfd: int | None = None
         try:
             self.pidfd = os.pidfd_open(proc.pid)
@@ -128,7 +129,7 @@ class _Pipes:
                     self._close_stdin()
             elif key.data == "exit":
                 self.sel.unregister(key.fd)
-                self.proc.poll()
+                self._reap()
             else:
                 size = BATCH_PIPE_BYTES if self.batch_s else 65536
                 chunk = os.read(key.fd, size)
@@ -140,7 +141,7 @@ class _Pipes:
                     self.data[key.data].feed(chunk)
                 else:
                     self.sel.unregister(key.fd)
-        if self.exited_at is None and (self.pidfd is None and self.proc.poll() is not None
+        if self.exited_at is None and (self.pidfd is None and self._reap() is not None
                                        or self.proc.returncode is not None):
             self.exited_at = time.monotonic()
         if self.exited_at is None:
@@ -151,6 +152,19 @@ class _Pipes:
             kill_pipe_holders(self._ends())
             self.give_up()
         return not self._ends()
+
+    def _reap(self) -> int | None:
+        """``proc.poll()``, reaping by ``wait4`` so that the kernel's accounting of the command is kept:
+        :attr:`cpu_s`, its CPU seconds and those of the descendants it waited for (user + system)."""
+        if self.proc.returncode is None:
+            try:
+                pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere
+                return self.proc.poll()
+            if pid == self.proc.pid:
+                self.proc.returncode = os.waitstatus_to_exitcode(status)
+                self.cpu_s = usage.ru_utime + usage.ru_stime
+        return self.proc.returncode
 
     def _find_ready(self, chunk: bytes) -> None:
         """Look for the ready line at a line start in ``chunk`` and the bytes held back before it; pass the

@@ -17,6 +17,9 @@ class ProcResult:
     ``stopped``: killed because the caller's ``stop_when`` said so (:func:`kit.host.proc.run`), not by the timeout.
     ``full``: the command's bounded directories (:attr:`kit.host.sandbox.View.bounded`) that it filled up to their
     bound: their content was dropped, and the command did not succeed.
+    ``cpu_s``: with :attr:`RunSpec.cpu_account`, the CPU seconds (user + system) of the command and of every process
+    it started, from the kernel's accounting (``wait4``'s rusage); None without it, or where it cannot be read (a
+    container bridge, a command killed at its timeout).
     """
 
     argv: tuple[str, ...]
@@ -30,6 +33,7 @@ class ProcResult:
     paused_s: float = 0.0
     stopped: bool = False
     full: tuple[str, ...] = ()
+    cpu_s: float | None = None
 
     @property
     def ok(self) -> bool:

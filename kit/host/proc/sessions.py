@@ -117,3 +117,24 @@ def kill_pipe_holders(ends: Sequence[int]) -> list[int]:
             except (OSError, StopIteration, ValueError, IndexError):
                 continue
     return killed
+
+
+def session_cpu_s(sid: int) -> float | None:
+    """CPU seconds so far of the live processes of session ``sid``: every thread's time on a CPU
+    (``/proc/<pid>/task/<tid>/schedstat``, nanoseconds) plus what each process's waited-for children used
+    (``/proc/<pid>/stat`` cutime + cstime, clock ticks).  None where that cannot be read (no schedstat: a kernel
+    without CONFIG_SCHED_INFO; a process gone while read)."""
+    total_ns, ticks = 0, 0
+    for pid in session_members(sid):
+        fields = _stat(pid)
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+            for tid in tids:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    total_ns += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        if fields is None:
+            return None
+        ticks += int(fields[13]) + int(fields[14])
+    return total_ns / 1e9 + ticks / os.sysconf("SC_CLK_TCK")

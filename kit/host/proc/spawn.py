@@ -216,6 +216,8 @@ def _spawn(args: list[str], spec: RunSpec, stdin_pipe: bool) -> Spawned:
     # under docker exec, 2 of 6 `sleep 0.3` commands died of SIGKILL, 0 of 3 without it).  The bridge's
     # session link and the container's reaper end what a dead worker leaves instead.
     wrapper = _wrapper(limits, cpus, parent_death=target is None)
+    if spec.cpu_account and target is None:
+        box = [sys.executable, "-I", "-S", str(Path(__file__).with_name("subreaper.py")), *box]
     pidfile = None
     if target is not None:
         # the same command line, run inside the container by the bridge (kit.host.proc.containermode)

@@ -24,6 +24,8 @@ class RunSpec:
     ``keep_lines``: every line of stdout or stderr holding this text is kept whole, up to ``keep_bytes`` bytes of
     such lines per stream, besides the ``log_limit`` bytes of the rest (a timing run's clock stamps,
     :mod:`kit.mnn.stamps`; empty: none).
+    ``cpu_account``: the result's ``cpu_s`` holds the CPU time of the command and everything it started
+    (:mod:`kit.host.proc.subreaper` runs in front of it; not behind a container bridge).
     """
 
     cwd: str | os.PathLike[str] | None = None
@@ -37,6 +39,7 @@ class RunSpec:
     grace_s: float = 3.0
     keep_lines: str = ""
     keep_bytes: int = 0
+    cpu_account: bool = False
 
     def captures(self) -> tuple[Capture, Capture]:
         """Fresh bounded buffers for a command's stdout and stderr (:class:`kit.host.proc.capture.Capture`)."""

@@ -9,8 +9,9 @@
 // kit rebuilds the samples from the stream and refuses a timing.json that disagrees with it.
 //
 // Lines (<ns>: CLOCK_MONOTONIC in integer nanoseconds, lower-case hex; <i>: the timed forward, 1-based):
-//   "@mkbt F <i> <ns>" forward begins, "@mkbt b <ns> <Type>" an op of MNN op type <Type> begins (every op, the
-//   kit selects), "@mkbt e <ns>" it ends, "@mkbt E <i> <ns>" forward ends.
+//   "@mkbt F <i> <ns> <cpu>" forward begins, "@mkbt b <ns> <Type>" an op of MNN op type <Type> begins (every op, the
+//   kit selects), "@mkbt e <ns>" it ends, "@mkbt E <i> <ns> <cpu>" forward ends (<cpu>: the
+//   CPU time of the thread that writes it, the main one: CLOCK_THREAD_CPUTIME_ID, hex nanoseconds).
 // A line is one write(2) of at most 96 bytes: a pipe takes it whole (PIPE_BUF), never interleaved with another
 // writer's.  A write that fails or is short (the candidate closed fd 2, or made it non-blocking and let the pipe
 // fill) ends the runner with kExitStampLost; so does a fd 2 that is no longer the file it was at the start
@@ -46,6 +47,14 @@ inline int64_t monotonicNs() {
     return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+// the calling thread's CPU time in nanoseconds, by the system call itself: a forward's stamps carry it (the
+// process's clock lags by up to a scheduler tick; the thread's includes the running slice)
+inline int64_t threadCpuNs() {
+    struct timespec ts = {0, 0};
+    if (rawSyscall(SYS_clock_gettime, CLOCK_THREAD_CPUTIME_ID, reinterpret_cast<long>(&ts), 0) != 0) return 0;
+    return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
 // the most characters of an op type a stamp line carries (MNN's longest op type names are about 30)
 constexpr int kTypeChars = 48;
 
@@ -75,6 +84,12 @@ public:
         uint64_t v = static_cast<uint64_t>(ns);
         do hex[k++] = "0123456789abcdef"[v & 15]; while ((v >>= 4) != 0);
         while (k > 0) line[n++] = hex[--k];
+        if (forward >= 0) {  // a forward's stamp: the thread's CPU time too (kit/stages/accounting.py)
+            line[n++] = ' ';
+            v = static_cast<uint64_t>(threadCpuNs());
+            do hex[k++] = "0123456789abcdef"[v & 15]; while ((v >>= 4) != 0);
+            while (k > 0) line[n++] = hex[--k];
+        }
         if (type != nullptr) {
             line[n++] = ' ';
             for (int c = 0; type[c] != '\0' && c < kTypeChars; ++c) {

@@ -20,7 +20,8 @@
 // Outputs go to <name>.bin plus manifest.txt (same line format).
 // The stamp stream (the kit's runner: kit/mnn/runner/mkb_stamps.hpp, where the why is): in every timed run, its
 // begin, every op's begin (with its type) and end, and its end are written to stderr as they are read, one write
-// system call each ("@mkbt F <i> <ns>", "@mkbt b <ns> <Type>", "@mkbt e <ns>", "@mkbt E <i> <ns>"; ns: CLOCK_MONOTONIC in hex
+// system call each ("@mkbt F <i> <ns> <cpu>", "@mkbt b <ns> <Type>", "@mkbt e <ns>", "@mkbt E <i> <ns> <cpu>"; cpu: the
+// CPU time of the main thread, which writes them (CLOCK_THREAD_CPUTIME_ID), in hex nanoseconds; ns: CLOCK_MONOTONIC in hex
 // nanoseconds), and stderr must stay the file it was at the start (exit 8 otherwise, or for a short write).
 // --wait-go 1: after loading, print "mkb_runner: ready" on stdout and wait for the line "go" on stdin.
 // Around every run: inputs copied in and outputs filled with 0xFF bytes (NaN) before it; after it every input
@@ -135,6 +136,13 @@ long rawSyscall(long n, long a, long b, long c, long d = 0) {
 #endif
 }
 
+// the calling thread's CPU time in nanoseconds, by the system call itself: a forward's stamps carry it
+int64_t cpuNs() {
+    struct timespec ts = {0, 0};
+    if (rawSyscall(SYS_clock_gettime, CLOCK_THREAD_CPUTIME_ID, reinterpret_cast<long>(&ts), 0) != 0) return 0;
+    return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
 // Leave now by exit_group: a return from main (exit()) would run the static destructors and atexit handlers
 // of the candidate's library after the results exist, and one that rewrote timing.json (every time / 5) made
 // a 5.4x speedup of nothing.  stdio is flushed first (exit_group does not).
@@ -169,7 +177,8 @@ struct Stamps {
     void write(char kind, long forward, int64_t ns, bool checkAfter, const char* type = nullptr) const {
         char line[96];
         const auto hex = static_cast<unsigned long long>(ns);
-        int n = forward >= 0 ? std::snprintf(line, sizeof line, "@mkbt %c %ld %llx\n", kind, forward, hex)
+        int n = forward >= 0 ? std::snprintf(line, sizeof line, "@mkbt %c %ld %llx %llx\n", kind, forward, hex,
+                                             static_cast<unsigned long long>(cpuNs()))
                 : type != nullptr ? std::snprintf(line, sizeof line, "@mkbt %c %llx %.48s\n", kind, hex, type)
                                   : std::snprintf(line, sizeof line, "@mkbt %c %llx\n", kind, hex);
         long wrote;

@@ -1,0 +1,143 @@
+"""Hostile candidates that move their work out of the stamped intervals (issue 26, "a measurement the process
+cannot edit"), for the fixture engine's ArgMax task: caught by :mod:`kit.stages.accounting`, not by the stamp
+stream.  Run by tests/test_accounting.py at the default protocol (10 rounds of 10 + 30 forwards): the rule is a
+statistic over the rounds, which the corpus's short protocol (2 rounds of 1 + 5) cannot carry.
+"""
+
+from __future__ import annotations
+
+from corpus import Case, Expect
+from snippets import ARGV, RAW_SYSCALL
+
+#: x86-64 system call numbers
+SYS_MPROTECT, SYS_RT_SIGACTION, SYS_RT_SIGRETURN = 10, 13, 15
+
+#: ``mkbDefer(x, y, outer, dim, inner)``: argmax of the first quarter of the rows now; the input's whole pages made
+#: unreadable (mprotect PROT_NONE) and a SIGSEGV handler installed (rt_sigaction, with the rt_sigreturn trampoline
+#: the x86-64 kernel wants), every system call spelled as the instruction's bytes: when the runner compares the
+#: input with its copy after the forward's end stamp, the handler makes the pages readable again and computes the
+#: other three quarters.  The outputs are right whenever anyone reads them; most of the work runs after the
+#: forward's clock.
+DEFER_TO_A_FAULT = ARGV + RAW_SYSCALL + r"""#include <cstdint>
+extern "C" void mkbBack();
+__asm__(".text\n.globl mkbBack\n.hidden mkbBack\n.type mkbBack,@function\nmkbBack:\n movq $%(sigreturn)d, %%rax\n .byte 0x0f, 0x05\n");
+namespace {
+struct MkbAct { void (*fn)(int); unsigned long flags; void (*back)(); unsigned long mask; };
+const float* gX = nullptr;
+int32_t* gY = nullptr;
+size_t gOuter = 0, gDim = 0, gInner = 0;
+uintptr_t gLo = 0, gHi = 0;
+volatile int gArmed = 0;
+void mkbRows(size_t from, size_t to) {
+    for (size_t o = from; o < to; ++o) {
+        for (size_t i = 0; i < gInner; ++i) {
+            const float* p = gX + o * gDim * gInner + i;
+            int32_t best = 0;
+            float bestValue = p[0];
+            for (size_t d = 1; d < gDim; ++d) {
+                if (p[d * gInner] > bestValue) { bestValue = p[d * gInner]; best = (int32_t)d; }
+            }
+            gY[o * gInner + i] = best;
+        }
+    }
+}
+void mkbOnFault(int) {
+    if (!gArmed) mkbRaw(231, 139, 0, 0, 0);  // a fault of its own: leave as a crash would
+    mkbRaw(%(mprotect)d, (long)gLo, (long)(gHi - gLo), 3, 0);
+    gArmed = 0;
+    mkbRows(gOuter / 4, gOuter);
+}
+bool mkbDefer(const float* x, size_t bytes, int32_t* y, size_t outer, size_t dim, size_t inner) {
+    static bool installed = false;
+    if (!installed) {
+        MkbAct act = {mkbOnFault, 0x04000000ul, mkbBack, 0};
+        if (mkbRaw(%(sigaction)d, 11, (long)&act, 0, 8) != 0) return false;
+        installed = true;
+    }
+    gX = x; gY = y; gOuter = outer; gDim = dim; gInner = inner;
+    gLo = ((uintptr_t)x + 4095) & ~(uintptr_t)4095;
+    gHi = ((uintptr_t)x + bytes) & ~(uintptr_t)4095;
+    if (gHi <= gLo) return false;
+    mkbRows(0, outer / 4);
+    gArmed = 1;
+    return mkbRaw(%(mprotect)d, (long)gLo, (long)(gHi - gLo), 0, 0) == 0;
+}
+}
+""" % {"sigreturn": SYS_RT_SIGRETURN, "mprotect": SYS_MPROTECT, "sigaction": SYS_RT_SIGACTION}
+
+#: ``mkbWrapBefore()``: finds the runner's before-op callback, a std::function in the caller's frame (libstdc++:
+#: two words of captured references, the manager, the invoker), by its first capture: the op clock's start, a
+#: CLOCK_MONOTONIC reading of the last 10 ms; and puts ``mkbInvoke`` in its invoker's place, which does three
+#: quarters of the op's work (the same tensors every forward) before it calls the runner's own callback, which
+#: writes the op's begin stamp.  The op's kernel then does the last quarter: the op looks 4x as fast, the forward
+#: does not
+WRAP_THE_CALLBACK = ARGV + r"""#include <cstdint>
+#include <ctime>
+#include <unistd.h>
+namespace {
+const float* gX = nullptr;
+int32_t* gY = nullptr;
+size_t gOuter = 0, gDim = 0, gInner = 0;
+bool gWrapped = false, gDone = false;
+void (*gOrig)(const void*, const void*) = nullptr;
+void mkbRows(size_t from, size_t to) {
+    for (size_t o = from; o < to; ++o) {
+        for (size_t i = 0; i < gInner; ++i) {
+            const float* p = gX + o * gDim * gInner + i;
+            int32_t best = 0;
+            float bestValue = p[0];
+            for (size_t d = 1; d < gDim; ++d) {
+                if (p[d * gInner] > bestValue) { bestValue = p[d * gInner]; best = (int32_t)d; }
+            }
+            gY[o * gInner + i] = best;
+        }
+    }
+}
+void mkbInvoke(const void* functor, const void* op) {
+    mkbRows(0, gOuter * 3 / 4);
+    gDone = true;
+    gOrig(functor, op);
+}
+bool mkbWrapBefore() {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    const int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    const uintptr_t lo = (uintptr_t)__builtin_frame_address(0), hi = (uintptr_t)environ;
+    for (uintptr_t a = (lo + 7) & ~(uintptr_t)7; a + 32 <= hi; a += 8) {
+        volatile uintptr_t* w = (volatile uintptr_t*)a;
+        const bool refs = w[0] >= lo && w[0] < hi && w[1] >= lo && w[1] < hi && !(w[0] & 7);
+        const bool code = w[2] != 0 && w[3] != 0 && w[2] != w[3] && (w[2] < lo || w[2] >= hi) && (w[3] < lo || w[3] >= hi);
+        if (!refs || !code) continue;
+        const int64_t first = *(const volatile int64_t*)w[0];
+        if (first > now - 10000000 && first <= now) {
+            gOrig = (void (*)(const void*, const void*))w[3];
+            w[3] = (uintptr_t)&mkbInvoke;
+            return true;
+        }
+    }
+    return false;
+}
+}
+"""
+_WRAP_BODY = ("static long calls = 0; ++calls; if (gIterations > 0 && calls > gWarmup) { gX = inputs[0]->host<float>(); "
+              "gY = outputs[0]->host<int32_t>(); gOuter = mOuter; gDim = mDim; gInner = mInner; "
+              "if (gDone) { gDone = false; mkbRows(gOuter * 3 / 4, gOuter); return NO_ERROR; } "
+              "if (!gWrapped) gWrapped = mkbWrapBefore(); }")
+
+#: on every timed forward but the last (nothing of the runner reads the input after it), in timing runs only
+_DEFER_BODY = ("static long calls = 0; ++calls; if (gIterations > 0 && calls > gWarmup && calls < gWarmup + "
+               "gIterations && mkbDefer(inputs[0]->host<float>(), (size_t)inputs[0]->elementSize() * sizeof(float), "
+               "outputs[0]->host<int32_t>(), mOuter, mDim, mInner)) return NO_ERROR;")
+
+CASES: tuple[Case, ...] = (
+    # three quarters of the work after the forward's end stamp, in a fault handler the runner's own input check
+    # sets off: today `ok` with a fake speedup; the kernel's accounting of the run's CPU time shows the work native does not have
+    Case("defers_work_to_a_fault_handler",
+         Expect("timing_failed", "unaccounted_work", reason="unaccounted CPU per forward"),
+         top=DEFER_TO_A_FAULT, body=_DEFER_BODY, klass="runtime"),
+    # three quarters of the op's work in the runner's before-op callback, wrapped, ahead of the op's begin stamp: the
+    # op looks 4x as fast and the forward does not; the forward must show the op's saving
+    Case("wraps_the_before_op_callback",
+         Expect("timing_failed", "unaccounted_work", reason="not in the forward"),
+         top=WRAP_THE_CALLBACK, body=_WRAP_BODY, klass="runtime"),
+)
