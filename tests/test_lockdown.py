@@ -215,3 +215,35 @@ def test_the_thread_count_leaves_out_exiting_tasks_only(tmp_path):
     _ok(["g++", "-std=c++17", "-O2", "-pthread", f"-I{RUNNER_SOURCE.parent}", "count.cpp", "-o", "count"], tmp_path, 120)
     res = proc.run([tmp_path / "count"], cwd=tmp_path, timeout_s=30)
     assert res.ok and res.stdout.split() == ["1", "0", "0", "1", "1", "2"], res.output
+
+
+#: every number the filter names (mkb_lockdown.hpp's enums), by the name of its __NR_ macro
+_NUMBERS = {"Mmap": "mmap", "Mprotect": "mprotect", "RtSigaction": "rt_sigaction", "Mremap": "mremap",
+            "Close": "close", "Open": "open", "Pipe": "pipe", "Dup": "dup", "Dup2": "dup2", "Socket": "socket",
+            "Socketpair": "socketpair", "Clone": "clone", "Fork": "fork", "Vfork": "vfork", "Execve": "execve",
+            "Kill": "kill", "Fcntl": "fcntl", "Rename": "rename", "Mkdir": "mkdir", "Creat": "creat", "Link": "link",
+            "Symlink": "symlink", "Ptrace": "ptrace", "RtSigqueueinfo": "rt_sigqueueinfo",
+            "Sigaltstack": "sigaltstack", "Mknod": "mknod", "Prctl": "prctl", "Tkill": "tkill", "Tgkill": "tgkill",
+            "Openat": "openat", "Mkdirat": "mkdirat", "Mknodat": "mknodat", "Renameat": "renameat",
+            "Linkat": "linkat", "Symlinkat": "symlinkat", "Unshare": "unshare", "Dup3": "dup3", "Pipe2": "pipe2",
+            "RtTgsigqueueinfo": "rt_tgsigqueueinfo", "Setns": "setns", "ProcessVmReadv": "process_vm_readv",
+            "ProcessVmWritev": "process_vm_writev", "Renameat2": "renameat2", "Seccomp": "seccomp",
+            "Userfaultfd": "userfaultfd", "Execveat": "execveat", "PkeyMprotect": "pkey_mprotect",
+            "PkeyAlloc": "pkey_alloc", "PidfdSendSignal": "pidfd_send_signal", "IoUringSetup": "io_uring_setup",
+            "IoUringEnter": "io_uring_enter", "IoUringRegister": "io_uring_register", "PidfdOpen": "pidfd_open",
+            "Clone3": "clone3", "CloseRange": "close_range", "Openat2": "openat2", "PidfdGetfd": "pidfd_getfd",
+            "ProcessMadvise": "process_madvise"}
+#: calls aarch64 does not have (the header names them for x86-64 only)
+_X86_ONLY = {"Open", "Pipe", "Dup2", "Fork", "Vfork", "Rename", "Mkdir", "Creat", "Link", "Symlink", "Mknod"}
+
+
+@pytest.mark.parametrize("compiler", ["g++", "aarch64-linux-gnu-g++"])
+def test_the_filters_call_numbers_are_the_system_headers(tmp_path, compiler):
+    """The numbers are written per architecture in the header; each must be the one the (cross) compiler's own
+    headers give, where they name the call: a wrong number would leave a call unfiltered."""
+    if not shutil.which(compiler):
+        pytest.skip(f"no {compiler}")
+    checks = [f"#if defined(__NR_{nr}){' && defined(__x86_64__)' if k in _X86_ONLY else ''}\n"
+              f"static_assert(mkb_lockdown::k{k} == __NR_{nr}, \"{nr}\");\n#endif" for k, nr in _NUMBERS.items()]
+    (tmp_path / "numbers.cpp").write_text('#include "mkb_lockdown.hpp"\n' + "\n".join(checks) + "\n")
+    _ok([compiler, "-std=c++17", "-fsyntax-only", f"-I{RUNNER_SOURCE.parent}", "numbers.cpp"], tmp_path, 120)

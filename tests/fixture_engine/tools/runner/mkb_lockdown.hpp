@@ -71,7 +71,7 @@ inline long sys(long n, long a = 0, long b = 0, long c = 0, long d = 0) {
 
 #if defined(__x86_64__)
 constexpr uint32_t kAuditArch = AUDIT_ARCH_X86_64;
-// numbers of arch/x86/entry/syscalls/syscall_64.tbl
+// numbers of arch/x86/entry/syscalls/syscall_64.tbl (tests/test_lockdown.py checks them against the headers)
 enum Nr : long {
     kMmap = 9, kMprotect = 10, kRtSigaction = 13, kMremap = 25, kClose = 3, kOpen = 2, kPipe = 22, kDup = 32,
     kDup2 = 33, kSocket = 41, kSocketpair = 53, kClone = 56, kFork = 57, kVfork = 58, kExecve = 59, kKill = 62,
@@ -84,7 +84,8 @@ enum Nr : long {
 };
 #elif defined(__aarch64__)
 constexpr uint32_t kAuditArch = AUDIT_ARCH_AARCH64;
-// numbers of include/uapi/asm-generic/unistd.h (aarch64 has no open, fork, pipe, dup2, mkdir... of its own)
+// numbers of include/uapi/asm-generic/unistd.h (aarch64 has no open, fork, pipe, dup2, mkdir... of its own;
+// tests/test_lockdown.py checks them against the cross compiler's headers)
 enum Nr : long {
     kMknodat = 33, kMkdirat = 34, kSymlinkat = 36, kLinkat = 37, kRenameat = 38, kDup = 23, kDup3 = 24,
     kFcntl = 25, kOpenat = 56, kClose = 57, kPipe2 = 59, kUnshare = 97, kPtrace = 117, kKill = 129, kTkill = 130,
