@@ -50,7 +50,24 @@ PROBE_TOP = r"""#include <cstdlib>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <cstddef>
 namespace {
+// MKB_PROBE=prefilter: a filter of the candidate's, from a constructor, that fakes the success of every later
+// seccomp call (the runner's own then adds nothing)
+__attribute__((constructor)) void mkbPreFilter() {
+    const char* env = std::getenv("MKB_PROBE");
+    if (env == nullptr || std::strcmp(env, "prefilter") != 0) return;
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_seccomp, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+    struct sock_fprog prog = {4, code};
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+}
 void* mkbHelper(void* arg) { *(volatile int*)arg += 1; return nullptr; }
 void* mkbSpin(void*) { for (;;) pause(); return nullptr; }
 alignas(4096) char gPage[4096];
@@ -163,6 +180,16 @@ def test_each_call_no_kernel_needs_is_refused_and_named(probe, mode):
     assert res.returncode == mrunner.EXIT_FORBIDDEN_CALL, res.output
     assert f"forbidden system call {REFUSED[mode]}" in res.stderr and "seccomp filter" in res.stderr, res.output
     assert not (probe.work / "probe-created.txt").exists()
+
+
+def test_a_filter_that_did_not_take_stops_the_run(probe):
+    """A filter of the candidate's from a static constructor that fakes the success of the runner's seccomp call:
+    the runner sees its filter did not take (Seccomp_filters did not grow) and stops (exit 9).  (Told it runs
+    under an emulator, --extra-threads, it would say so and go on: qemu-user has no seccomp;
+    tests/test_cross_fixture.py runs the sample set there.)"""
+    res = probe.run("prefilter")
+    assert res.returncode == mrunner.EXIT_FORBIDDEN_CALL, res.output
+    assert "cannot install the runner's seccomp filter" in res.stderr and "did not grow" in res.stderr
 
 
 def test_an_allocation_beyond_the_memory_limit_names_the_limit(probe):
