@@ -39,16 +39,23 @@ and reads the inputs, prints ``mkb_runner: ready`` on stdout and waits for the l
 Around every forward the runner fills the previous forward's output memory with 0xFF bytes (NaN; MNN's
 StaticModule reuses it for the next forward), then checks that every input tensor still holds its bytes and
 that the process has no more threads than the engine's own (MNN: the main thread and ``threads - 1`` pool
-workers), and that no process exists besides the runner (its children and their children, whose subreaper it
+workers; a thread already exiting, as a joined one is for a moment after the join, is not counted), and that no process exists besides the runner (its children and their children, whose subreaper it
 is, and, with ``--pid-ns 1``, which the kit passes whenever the runner runs in the sandbox's PID namespace, any
 process but the sandbox's init, whose child the runner must be).  The runner leaves by the
 exit_group system call right after writing its results (and on every
-error), so no destructor or atexit handler of the candidate's library runs after them.  Exit status 0 is
+error), so no destructor or atexit handler of the candidate's library runs after them.  Once its start-up is
+done (model loaded, thread pool made, output directory opened) and before the first forward, the runner installs
+a seccomp filter (``runner/mkb_lockdown.hpp``) that refuses the system calls no kernel needs (signal handlers,
+descriptor moves, processes, files created outside its output directory, memory made unreadable or executable,
+...): a refused call is exit :data:`EXIT_FORBIDDEN_CALL` with one line naming it on stderr (or death by SIGSYS
+when the candidate blocked that signal), and a mapping larger than the address space the memory limit leaves
+is exit :data:`EXIT_MEMORY_LIMIT`; where seccomp is missing (qemu-user) it prints a note and goes on.  Exit status 0 is
 success, 2 a usage error (a kit bug), 3 a load/shape/run error, :data:`EXIT_INPUT_MODIFIED` (4) a forward that
 wrote into an input, :data:`EXIT_THREADS_LEFT` (5) a thread left running after a forward,
 :data:`EXIT_TIMED_OUTPUT_CHANGED` (6) a timed forward that left an output unwritten,
 :data:`EXIT_PROCESS_LEFT` (7) a process besides the runner after a forward, :data:`EXIT_STAMP_LOST` (8) a stamp
-lost or stderr replaced; a crash is a signal.
+lost or stderr replaced, :data:`EXIT_FORBIDDEN_CALL` (9) a system call its filter refuses,
+:data:`EXIT_MEMORY_LIMIT` (10) an allocation beyond the memory limit; a crash is a signal.
 
 Nothing here turns a failure into a record status: results carry ``ok`` and the :class:`~kit.host.proc.ProcResult`;
 exceptions are raised only for faults of the kit itself (:class:`RunnerBuildError`, :class:`RunnerProtocolError`).
@@ -104,6 +111,12 @@ EXIT_PROCESS_LEFT = 7
 #: exit status of the runner when a stamp could not be written whole to stderr, or stderr is no longer the file
 #: it was at the start (the candidate closed it or put a pipe of its own there)
 EXIT_STAMP_LOST = 8
+#: exit status of the runner when candidate code made a system call its seccomp filter refuses (the line on
+#: stderr names the call)
+EXIT_FORBIDDEN_CALL = 9
+#: exit status of the runner when candidate code asked for a mapping larger than the address space its memory
+#: limit (RLIMIT_AS, ``verify.memory_limit_mb``) leaves; the line on stderr names the limit in MiB
+EXIT_MEMORY_LIMIT = 10
 #: bytes of stamp lines kept of a timing run's stderr (kit.host.proc's ``keep_bytes``): a line is ~21 bytes, two per
 #: timed op, so 100 ops x 40 forwards make ~170 KB; lines beyond it are lost, a stamp error (kit.mnn.stamps)
 TIMING_LOG_LIMIT = 16 << 20

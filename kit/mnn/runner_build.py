@@ -9,10 +9,12 @@ from pathlib import Path
 
 from kit.host import proc
 
-#: the runner's C++ source, shipped inside the package (it includes ``mkb_io.hpp``, ``mkb_guard.hpp`` and ``mkb_fresh.hpp`` beside it)
+#: the runner's C++ source, shipped inside the package (it includes the ``mkb_*.hpp`` headers beside it)
 RUNNER_SOURCE = Path(__file__).with_name("runner") / "mkb_runner.cpp"
 #: every file the runner is compiled from
-RUNNER_FILES = (RUNNER_SOURCE, *(RUNNER_SOURCE.with_name(h) for h in ("mkb_io.hpp", "mkb_guard.hpp", "mkb_fresh.hpp", "mkb_stamps.hpp")))
+#: the headers it includes, beside it
+RUNNER_HEADERS = ("mkb_io.hpp", "mkb_guard.hpp", "mkb_fresh.hpp", "mkb_stamps.hpp", "mkb_lockdown.hpp")
+RUNNER_FILES = (RUNNER_SOURCE, *(RUNNER_SOURCE.with_name(h) for h in RUNNER_HEADERS))
 #: flags of the single compiler invocation (besides include/library paths)
 CXX_FLAGS = ("-O2", "-std=c++17", "-pthread")
 

@@ -16,6 +16,7 @@ at once.  :func:`reverify` runs the trials again with other seeds after the timi
 from __future__ import annotations
 
 import hashlib
+import re
 import signal
 import time
 from collections.abc import Mapping
@@ -125,7 +126,20 @@ _RUNNER_VERDICTS = {
     mrunner.EXIT_PROCESS_LEFT: (Status.RUNTIME_CRASH, ErrorKind.PROCESSES_LEFT),
     # a stamp not written whole, or stderr replaced: the candidate closed fd 2 or put a pipe of its own there
     mrunner.EXIT_STAMP_LOST: (Status.RUNTIME_CRASH, ErrorKind.FORBIDDEN),
+    # a system call the runner's seccomp filter refuses (its line on stderr names the call)
+    mrunner.EXIT_FORBIDDEN_CALL: (Status.RUNTIME_CRASH, ErrorKind.FORBIDDEN),
 }
+#: the runner's line for an allocation beyond the memory limit (kit/mnn/runner/mkb_lockdown.hpp)
+_MEMORY_LIMIT_LINE = re.compile(r"memory limit of (\d+) MiB")
+
+
+def _memory_limit_failure(res: proc.ProcResult, what: str, tail: str) -> StageFailure:
+    """Runner exit :data:`kit.mnn.runner.EXIT_MEMORY_LIMIT`: RUNTIME_CRASH, ``limit``, naming
+    ``verify.memory_limit_mb`` and its value (the runner's RLIMIT_AS in MiB, from its line on stderr)."""
+    found = _MEMORY_LIMIT_LINE.search(res.stderr)
+    value = f" = {found.group(1)}" if found else ""
+    return StageFailure(Status.RUNTIME_CRASH, ErrorKind.LIMIT, f"{what} stopped by the memory limit "
+                        f"(verify.memory_limit_mb{value}) (exit {res.returncode}): {tail}")
 
 
 def limit_cause(res: proc.ProcResult) -> str | None:
@@ -142,7 +156,8 @@ def process_failure(res: proc.ProcResult, what: str, kind_on_exit: ErrorKind = E
     """The failure a finished process stands for, or None if it succeeded: a timeout, a verdict of the runner's
     own checks (exit 4: VERIFY_MISMATCH ``input_modified``; exit 5: RUNTIME_CRASH ``threads_left``; exit 6, timing
     runs only: VERIFY_MISMATCH ``timed_output_mismatch``; exit 7: RUNTIME_CRASH ``processes_left``; exit 8: RUNTIME_CRASH
-    ``forbidden``, a stamp lost or stderr replaced), a resource
+    ``forbidden``, a stamp lost or stderr replaced; exit 9 or death by SIGSYS: RUNTIME_CRASH ``forbidden``, a system
+    call the runner's seccomp filter refuses; exit 10: RUNTIME_CRASH ``limit``, the memory limit), a resource
     limit (error kind ``limit``, the message names it), a signal, or an exit status."""
     tail = res.stderr.strip()[-1500:] or res.stdout.strip()[-1500:]
     if res.timed_out:
@@ -150,6 +165,12 @@ def process_failure(res: proc.ProcResult, what: str, kind_on_exit: ErrorKind = E
     if res.signal is None and res.returncode in _RUNNER_VERDICTS and not res.full:  # the runner's own checks
         status, kind = _RUNNER_VERDICTS[res.returncode]
         return StageFailure(status, kind, f"{what} exit {res.returncode}: {tail}")
+    if res.signal is None and res.returncode == mrunner.EXIT_MEMORY_LIMIT:
+        return _memory_limit_failure(res, what, tail)
+    if res.signal == signal.SIGSYS:  # the filter's trap with SIGSYS blocked: the kernel's default action
+        return StageFailure(Status.RUNTIME_CRASH, ErrorKind.FORBIDDEN, f"{what} killed by SIGSYS: a system call "
+                            f"the runner's seccomp filter refuses, with the signal blocked: {tail}",
+                            signal=res.signal)
     cause = limit_cause(res)
     if cause is not None:
         how = f"signal {res.signal}" if res.signal is not None else f"exit {res.returncode}"

@@ -103,6 +103,12 @@ _AROUND = ("static std::vector<int32_t> memo; static bool inner = false; int32_t
 _AROUND_FLOAT = _AROUND.replace("if (!inner)", "const float* x = inputs[0]->host<float>(); "
                                 "size_t nx = (size_t)inputs[0]->elementSize(); if (!inner)")
 _ESC = str(ESCAPE_DIR)
+#: ``mkbPlant(kind)`` called from a constructor of the library in the runner (its command line has --outputs),
+#: before its main (the output folder made first: the runner has not made it yet)
+_PLANT_EARLY = ("namespace {{ __attribute__((constructor)) void mkbPlantEarly(int argc, char** argv, char** env) {{ "
+                "bool runner = false; for (int i = 1; i < argc; ++i) runner = runner || std::string(argv[i]) == "
+                "\"--outputs\"; if (!runner) return; mkbOutArg(argc, argv, env); "
+                "mkbRaw(83, (long)gOutDir, 0755, 0, 0); mkbPlant({kind}); }} }}\n")
 
 
 #: the honest kernel beside the hostile ones: the task's best-of-k score must be its own
@@ -145,17 +151,23 @@ CASES: tuple[Case, ...] = (
          top="#include <unistd.h>\nstatic pid_t (*volatile spawn)() = &::fork;", body="if (inputs.empty()) spawn();",
          klass="symbols"),
     # -- what only the sandbox stops (the static checks pass) ----------------------------------------------------
-    Case("escapes_to_the_host_tmp", Expect("ok"), top="#include <fstream>",
+    # files created outside the runner's output folder: its seccomp filter refuses them (the sandbox's mounts
+    # would hide them too)
+    Case("escapes_to_the_host_tmp", Expect("runtime_crash", "forbidden", reason="forbidden system call openat"),
+         top="#include <fstream>",
          body=f"{{ static const char p[] = {_path_chars(_ESC + '/written')}; std::basic_ofstream<char> o(p); "
               "o << 1; }", leaves=(_ESC + "/written",), klass="sandbox"),
-    Case("plants_a_file_in_the_workspace", Expect("ok"), top="#include <fstream>",
+    Case("plants_a_file_in_the_workspace",
+         Expect("runtime_crash", "forbidden", reason="forbidden system call openat"), top="#include <fstream>",
          body="{ std::basic_ofstream<char> o(__FILE__ \".planted\"); o << 1; }", klass="sandbox"),
     Case("reads_a_host_file_into_its_error", Expect("ok"), top="#include <fstream>\n#include <iostream>",
          body=f"{{ static const char p[] = {_path_chars(_ESC + '/secret.txt')}; std::basic_ifstream<char> i(p); "
               "std::string s; if (std::getline(i, s)) { std::cerr << s; std::abort(); } }", klass="sandbox"),
-    Case("writes_a_huge_file", Expect("runtime_crash", "limit", reason="file-size limit"), top="#include <fstream>",
-         body="{ std::basic_ofstream<char> o(\"big.bin\"); static char b[1 << 20] = {1}; "
-              "for (int k = 0; k < 4096; ++k) o.write(b, sizeof b); o.flush(); }", klass="limits"),
+    # from a static initializer, before the runner's seccomp filter (which refuses a new file in its folder)
+    Case("writes_a_huge_file", Expect("runtime_crash", "limit", reason="file-size limit"),
+         top="#include <fstream>\nnamespace { bool gBig = [] { std::basic_ofstream<char> o(\"big.bin\"); "
+             "static char b[1 << 20] = {1}; for (int k = 0; k < 4096; ++k) o.write(b, sizeof b); o.flush(); "
+             "return true; }(); }", klass="limits"),
     # -- resource limits -------------------------------------------------------------------------------------
     Case("spins_forever", Expect("runtime_timeout", "timeout"), body="for (volatile int k = 0; ; ) { (void)k; }",
          klass="limits"),
@@ -215,11 +227,13 @@ CASES: tuple[Case, ...] = (
     # processes started by system calls the static checks do not see (the instruction's bytes): a child, and a
     # child's child (reparented to the runner, the subreaper); each waits forever.  (A sibling made with
     # clone(CLONE_PARENT) scored ok here: the runner's /proc check did not see it; open, docs/untrusted.md)
-    Case("forks_by_a_hidden_syscall", Expect("runtime_crash", "processes_left", reason="started a process"),
+    # in a forward the runner's seccomp filter refuses them (a process started before it, below, is counted)
+    Case("forks_by_a_hidden_syscall", Expect("runtime_crash", "forbidden", reason="forbidden system call fork"),
          top=RAW_SYSCALL, body=f"static bool once = [] {{ if (mkbRaw({SYS_FORK}, 0, 0, 0, 0) == 0) "
                                f"for (;;) mkbRaw({SYS_PAUSE}, 0, 0, 0, 0); return true; }}(); (void)once;",
          klass="runtime"),
-    Case("forks_twice_by_a_hidden_syscall", Expect("runtime_crash", "processes_left", reason="started a process"),
+    Case("forks_twice_by_a_hidden_syscall",
+         Expect("runtime_crash", "forbidden", reason="forbidden system call fork"),
          top=RAW_SYSCALL,
          body=f"static bool once = [] {{ long pid = mkbRaw({SYS_FORK}, 0, 0, 0, 0); if (pid == 0) {{ "
               f"if (mkbRaw({SYS_FORK}, 0, 0, 0, 0) == 0) for (;;) mkbRaw({SYS_PAUSE}, 0, 0, 0, 0); "
@@ -229,17 +243,18 @@ CASES: tuple[Case, ...] = (
     # the runner's child, so not its to wait for) and a double fork from a static constructor (before the runner
     # becomes subreaper: the grandchild goes to the sandbox's init); the runner lists /proc in the sandbox's PID
     # namespace (--pid-ns 1).  Both scored ok (3.40x, 5.40x) while it looked only at /proc's NSpid line
-    Case("sibling_rewrites_timing", Expect("runtime_crash", "processes_left", reason="started a process"),
+    Case("sibling_rewrites_timing", Expect("runtime_crash", "forbidden", reason="forbidden system call clone"),
          top=SIBLING_REWRITE, body="static bool once = mkbSibling(); (void)once;", klass="runtime"),
     Case("ctor_double_fork_rewrites_timing", Expect("runtime_crash", "processes_left",
                                                     reason="besides the runner"),
          top=CTOR_DOUBLE_FORK, klass="runtime"),
     # files planted where the kit reads the runner's outputs: a link to /dev/zero (the kit followed it and read
     # ~8 GB: MemoryError, a harness_error retried on every resume) and a FIFO (a reader would block for ever)
-    Case("outputs_via_dev_zero", Expect("runtime_crash", "forbidden", reason="a symbolic link"), top=PLANT,
-         body="static bool once = mkbPlant(0); (void)once;", klass="runtime"),
-    Case("outputs_via_a_fifo", Expect("runtime_crash", "forbidden", reason="a FIFO"), top=PLANT,
-         body="static bool once = mkbPlant(1); (void)once;", klass="runtime"),
+    # (planted from a constructor: in a forward the runner's seccomp filter refuses mkdir, symlink and mknod)
+    Case("outputs_via_dev_zero", Expect("runtime_crash", "forbidden", reason="a symbolic link"),
+         top=PLANT + _PLANT_EARLY.format(kind=0), klass="runtime"),
+    Case("outputs_via_a_fifo", Expect("runtime_crash", "forbidden", reason="a FIFO"),
+         top=PLANT + _PLANT_EARLY.format(kind=1), klass="runtime"),
     # the runner's memory edited, no system call (the library runs in the runner's address space): every earlier
     # forward's times x0.25 at the start of each timed forward (it scored ok, 4.33x), and the op clock's start
     # (and the forward's t0) on the stack set to now; the runner streams each clock reading on stderr as it takes
@@ -255,7 +270,7 @@ CASES: tuple[Case, ...] = (
          body="mkbForgeStamps();", klass="runtime"),
     Case("closes_stderr", Expect("runtime_crash", "forbidden"), top=ARGV + RAW_SYSCALL,
          body=f"if (gIterations > 0) mkbRaw({SYS_CLOSE}, 2, 0, 0, 0);", klass="runtime"),
-    Case("hides_stamps_in_a_pipe", Expect("runtime_crash", "forbidden", reason="stamp stream was redirected"),
+    Case("hides_stamps_in_a_pipe", Expect("runtime_crash", "forbidden", reason="forbidden system call pipe"),
          top=ARGV + RAW_SYSCALL, body=f"static int fds[2] = {{-1, -1}}; if (gIterations > 0 && fds[0] < 0 && "
                                       f"mkbRaw({SYS_PIPE}, (long)fds, 0, 0, 0) == 0) mkbRaw({SYS_DUP2}, fds[1], 2, 0, 0);",
          klass="runtime"),
@@ -273,6 +288,7 @@ CASES: tuple[Case, ...] = (
 )
 
 from cases_harness import HARNESS_CASES  # noqa: E402 - its cases are made of Case and Expect above
+from cases_runner import RUNNER_CASES  # noqa: E402  (issue 26: the runner's lockdown)
 from cases_scores import SCORE_CASES  # noqa: E402  (issue 26: what counts as correct; imports Case from here)
 
-CASES = CASES + SCORE_CASES + HARNESS_CASES
+CASES = CASES + SCORE_CASES + HARNESS_CASES + RUNNER_CASES

@@ -6,7 +6,11 @@
 
 #pragma once
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +19,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mkb {
@@ -263,31 +268,71 @@ struct Taken {
     std::vector<char> bytes;
 };
 
-// Write text to path, flushed and closed before it returns (the runner leaves without running destructors).
-// Not fsync'ed: the kit reads the file on this host after the runner's exit, from the page cache; a crash of the
-// host loses the job either way, and an fsync would add disk latency to the gap the kit's clock check allows.
-void writeText(const std::string& path, const std::string& text) {
-    std::ofstream out(path);
-    out << text;
-    out.close();
-    if (!out) fail("cannot write " + path);
+// The output folder, opened once before the runner locks itself down (mkb_lockdown.hpp): every file and folder
+// it makes there afterwards is made through this descriptor (openat, mkdirat), the one way the seccomp filter
+// leaves to create a file.
+struct OutFolder {
+    std::string path;
+    int fd = -1;
+};
+
+inline OutFolder& outFolder() {
+    static OutFolder folder;
+    return folder;
+}
+
+void openOutFolder(const std::string& path) {
+    outFolder().path = path;
+    outFolder().fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (outFolder().fd < 0) fail("cannot open the output folder " + path);
+}
+
+// `path` relative to the output folder's descriptor when it lies below the folder (dirfd and the rest), else
+// AT_FDCWD and the path itself.
+std::pair<int, std::string> underOut(const std::string& path) {
+    const auto& out = outFolder();
+    if (out.fd >= 0 && path.size() > out.path.size() + 1 && path.compare(0, out.path.size(), out.path) == 0 &&
+        path[out.path.size()] == '/') {
+        return {out.fd, path.substr(out.path.size() + 1)};
+    }
+    return {AT_FDCWD, path};
+}
+
+// Write `size` bytes to a new file at path (replaced if it exists), closed before it
+// returns (the runner leaves without running destructors).  Not fsync'ed: the kit reads the file on this host
+// after the runner's exit, from the page cache; a crash of the host loses the job either way, and an fsync would
+// add disk latency to the gap the kit's clock check allows.
+void writeBytes(const std::string& path, const char* data, size_t size) {
+    const auto at = underOut(path);
+    int fd = ::openat(at.first, at.second.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) fail("cannot write " + path);
+    for (size_t done = 0; done < size;) {
+        ssize_t n = ::write(fd, data + done, size - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            ::close(fd);
+            fail("cannot write " + path);
+        }
+        done += static_cast<size_t>(n);
+    }
+    if (::close(fd) != 0) fail("cannot write " + path);
+}
+
+void writeText(const std::string& path, const std::string& text) { writeBytes(path, text.data(), text.size()); }
+
+// Make the folder dir (nothing if it is one already).
+void makeDir(const std::string& dir) {
+    if (dir == outFolder().path) return;  // made (and opened) before the lockdown
+    const auto at = underOut(dir);
+    if (::mkdirat(at.first, at.second.c_str(), 0755) != 0 && !isDir(dir)) fail("cannot create " + dir);
 }
 
 // Write the tensors `taken` named `names` (in that order) and their manifest into dir (created if missing).
-void makeDir(const std::string& dir) {
-    if (::mkdir(dir.c_str(), 0755) != 0 && !isDir(dir)) fail("cannot create " + dir);
-}
-
 void writeTaken(const std::vector<Taken>& taken, const std::vector<std::string>& names, const std::string& dir) {
     makeDir(dir);
     std::string manifest;
     for (size_t i = 0; i < taken.size(); ++i) {
-        const std::string path = dir + "/" + names[i] + ".bin";
-        std::ofstream out(path, std::ios::binary);
-        if (!out) fail("cannot write " + path);
-        out.write(taken[i].bytes.data(), static_cast<std::streamsize>(taken[i].bytes.size()));
-        out.close();  // flushed and closed here: the runner leaves without destructors (mkb_guard.hpp leaveNow)
-        if (!out) fail("cannot write " + path);
+        writeBytes(dir + "/" + names[i] + ".bin", taken[i].bytes.data(), taken[i].bytes.size());
         manifest += taken[i].manifestLine;
     }
     writeText(dir + "/manifest.txt", manifest);

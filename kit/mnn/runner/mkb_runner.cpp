@@ -44,11 +44,14 @@
 // Exit status: 0 success; 2 usage error; 3 load/shape/run/IO error or no "go"; 4 a forward changed an input
 // tensor; 5 more threads than MNN's own after a forward (or before the first); 6 a timed forward left a float32
 // output unwritten (the poison still there); 7 a process besides the runner; 8 a stamp not written whole, or
-// stderr no longer the file it was at the start (mkb_stamps.hpp); the message is on stderr.
+// stderr no longer the file it was at the start (mkb_stamps.hpp); 9 a system call the seccomp filter refuses
+// once start-up is done (mkb_lockdown.hpp: the line on stderr names it); 10 a mapping larger than the memory
+// limit leaves (RLIMIT_AS, named on stderr); the message is on stderr.
 
 #include "mkb_fresh.hpp"
 #include "mkb_guard.hpp"
 #include "mkb_io.hpp"
+#include "mkb_lockdown.hpp"
 #include "mkb_stamps.hpp"
 
 #include <MNN/Interpreter.hpp>
@@ -242,6 +245,10 @@ struct Guard {
     void checkThreads(const std::string& when) const {
         int n = countThreads();
         if (n < 0) fail("cannot read the thread count from /proc/self/status");
+        // more than MNN's own: leave out the tasks already exiting, a joined thread's among them
+        // (mkb_lockdown.hpp); the common case reads one file
+        if (n > allowedThreads) n = mkb_lockdown::liveThreads();
+        if (n < 0) fail("cannot list /proc/self/task to count the threads");
         if (n > allowedThreads) {
             fail(std::to_string(n) + " threads " + when + ", MNN's own account for " +
                      std::to_string(allowedThreads) + ": the candidate left a thread running",
@@ -342,6 +349,21 @@ Model loadModel(const Options& o, const std::vector<TensorSpec>& specs, MNN::Bac
     return m;
 }
 
+// Start-up is done (model loaded, session and thread pool made, output folder open): from here on the seccomp
+// filter refuses the system calls no kernel needs (mkb_lockdown.hpp).  Under an emulator (--extra-threads > 0:
+// qemu-user, which has no seccomp) the runner says so and goes on with its other checks; anywhere else a filter
+// that cannot be installed stops the run (exit 9): a filter of the candidate's, installed before main, could
+// refuse or fake the call.
+void lockDown(const Options& o) {
+    if (const char* why = mkb_lockdown::lockDown(outFolder().fd)) {
+        if (o.extraThreads == 0) {
+            fail(std::string("cannot install the runner's seccomp filter: ") + why, mkb_lockdown::kExitForbiddenCall);
+        }
+        std::fprintf(stderr, "mkb_runner: note: no seccomp filter: %s; the runner's other checks stand\n", why);
+        std::fflush(stderr);
+    }
+}
+
 void waitForGo() {
     std::printf("mkb_runner: ready\n");
     std::fflush(stdout);
@@ -355,6 +377,7 @@ int run(const Options& o) {
     using namespace MNN::Express;
     ::mkdir(o.outDir.c_str(), 0755);  // the kit makes it; a caller that did not gets it here
     const auto sets = readSets(o.inDir, o.outDir);
+    openOutFolder(o.outDir);
     const size_t nSets = sets.size();
     if (o.iterations > 0 && static_cast<size_t>(o.iterations) < nSets) {
         fail("--iterations " + std::to_string(o.iterations) + " is fewer than the " + std::to_string(nSets) +
@@ -400,6 +423,9 @@ int run(const Options& o) {
     becomeSubreaper();  // a process forked twice is reparented to the runner, where wait4 sees it
     guard.processes.init(o.pidNamespace);
     guard.checkProcesses("before the first forward");
+#ifndef MKB_NO_LOCKDOWN  // defined only to measure what the filter costs (docs/untrusted.md)
+    lockDown(o);
+#endif
     if (o.waitGo) waitForGo();
     const double phaseStart = monotonicMs();
 

@@ -33,15 +33,18 @@
 // Exit status: 0 success, 2 bad command line, 3 load or run error or no "go", 4 a run changed an input,
 // 5 a thread left running, 6 a timed run left a float32 output unwritten, 7 a process besides the runner (its
 // children, whose subreaper it is, and with --pid-ns 1 (in the sandbox's PID namespace) any other process and
-// a parent other than the sandbox's init; before the first run, after every run and before the results)
-// (message on stderr).
+// a parent other than the sandbox's init; before the first run, after every run and before the results),
+// 9 a system call the seccomp filter refuses once start-up is done, 10 a mapping larger than the memory limit
+// leaves (mkb_lockdown.hpp; the kit's runner has the same filter) (message on stderr).
 #include <sys/stat.h>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
@@ -53,9 +56,11 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/Net.hpp"
+#include "mkb_lockdown.hpp"
 
 using namespace MNN;
 
@@ -196,6 +201,50 @@ int threadCount() {
         if (key == "Threads:" && (status >> n)) return n;
     }
     return -1;
+}
+
+// The threads that may still run user code: when "Threads:" counts more than `own`, the tasks already exiting
+// (a joined thread's, still listed for a moment after pthread_join returned) are left out (mkb_lockdown.hpp).
+int liveThreadCount(int own) {
+    int n = threadCount();
+    return n > own ? mkb_lockdown::liveThreads() : n;
+}
+
+// The output folder's descriptor (opened before the lockdown) and its path: every file and folder the runner
+// makes afterwards goes through it (openat, mkdirat), the one way the seccomp filter leaves to create a file.
+int gOutFd = -1;
+std::string gOutDir;
+
+// {dirfd, path} of `path`: relative to gOutFd when it lies below the output folder
+std::pair<int, std::string> underOut(const std::string& path) {
+    if (gOutFd >= 0 && path.size() > gOutDir.size() + 1 && path.compare(0, gOutDir.size(), gOutDir) == 0 &&
+        path[gOutDir.size()] == '/') {
+        return {gOutFd, path.substr(gOutDir.size() + 1)};
+    }
+    return {AT_FDCWD, path};
+}
+
+void makeDir(const std::string& dir) {
+    if (dir == gOutDir) return;
+    const auto at = underOut(dir);
+    mkdirat(at.first, at.second.c_str(), 0755);
+}
+
+// write `bytes` to a new file at path (replaced if it exists), closed before it returns
+bool writeFile(const std::string& path, const char* bytes, size_t size) {
+    const auto at = underOut(path);
+    int fd = openat(at.first, at.second.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return false;
+    for (size_t done = 0; done < size;) {
+        ssize_t n = write(fd, bytes + done, size - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            close(fd);
+            return false;
+        }
+        done += static_cast<size_t>(n);
+    }
+    return close(fd) == 0;
 }
 
 bool parseInt(const char* s, int minValue, int* out) {
@@ -440,20 +489,15 @@ Taken take(const Options& o, Net* net) {
 }
 
 bool writeTensors(const std::vector<std::string>& names, const Taken& t, const std::string& dir, std::string* err) {
-    mkdir(dir.c_str(), 0755);
+    makeDir(dir);
     for (size_t i = 0; i < names.size(); ++i) {
         std::string path = dir + "/" + names[i] + ".bin";
-        FILE* f = std::fopen(path.c_str(), "wb");
-        if (f == nullptr || std::fwrite(t.bytes[i].data(), 1, t.bytes[i].size(), f) != t.bytes[i].size() ||
-            std::fclose(f) != 0) {
+        if (!writeFile(path, t.bytes[i].data(), t.bytes[i].size())) {
             *err = "cannot write " + path;
             return false;
         }
     }
-    std::ofstream m(dir + "/manifest.txt");
-    m << t.manifest;
-    m.close();  // flushed and closed now: the runner leaves without destructors
-    if (!m) {
+    if (!writeFile(dir + "/manifest.txt", t.manifest.data(), t.manifest.size())) {
         *err = "cannot write " + dir + "/manifest.txt";
         return false;
     }
@@ -536,6 +580,9 @@ int runMain(int argc, char** argv) {
     }
     if (!net->prepare(o.threads, o.precision, &err)) return fail("cannot prepare model: " + err);
     mkdir(o.outDir.c_str(), 0755);
+    gOutDir = o.outDir;
+    gOutFd = open(o.outDir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (gOutFd < 0) return fail("cannot open the output folder " + o.outDir);
     if (threadCount() < 0) return fail("cannot read the thread count from /proc/self/status");
     const int ownThreads = 1 + o.extraThreads;  // the main thread and the emulator's
     if (threadCount() != ownThreads) return fail("threads running before the first run (the engine has none)", 5);
@@ -545,6 +592,15 @@ int runMain(int argc, char** argv) {
         std::string other = otherProcess(own);
         if (!other.empty()) return fail(other + " exists before the first run, besides the runner", 7);
     }
+    // start-up done: the seccomp filter from here on (mkb_lockdown.hpp); without it, a note under an emulator
+    // (--extra-threads > 0: qemu-user has no seccomp), exit 9 anywhere else (a filter of the candidate's, from a
+    // static constructor, could refuse or fake the call)
+#ifndef MKB_NO_LOCKDOWN  // defined only to measure what the filter costs (docs/untrusted.md)
+    if (const char* why = mkb_lockdown::lockDown(gOutFd)) {
+        if (o.extraThreads == 0) return fail(std::string("cannot install the runner's seccomp filter: ") + why, 9);
+        std::fprintf(stderr, "mkb_runner: note: no seccomp filter: %s; the runner's other checks stand\n", why);
+    }
+#endif
     if (o.waitGo) {  // loaded and prepared: wait for the go of the timing phase
         std::printf("mkb_runner: ready\n");
         std::fflush(stdout);
@@ -596,7 +652,7 @@ int runMain(int argc, char** argv) {
                 return fail("input '" + in.name + "' was modified by run " + std::to_string(runs), 4);
             }
         }
-        int threads = threadCount();
+        int threads = liveThreadCount(ownThreads);
         if (threads != ownThreads) {
             return fail(std::to_string(threads) + " threads after run " + std::to_string(runs) +
                         " (the engine has none but the main one): a thread was left running", 5);
@@ -657,7 +713,7 @@ int runMain(int argc, char** argv) {
     // thread of it exists (counted here), signals are blocked on this thread and runMain's caller leaves by
     // exit_group at once (no destructor or atexit handler).  Left: a process the candidate forked (processes
     // are not counted; the sandbox's PID namespace ends it with the runner, but it may act before).
-    if (threadCount() != ownThreads) return fail("a thread was left running after the timed runs", 5);
+    if (liveThreadCount(ownThreads) != ownThreads) return fail("a thread was left running after the timed runs", 5);
     {
         std::string other = otherProcess(own);
         if (!other.empty()) return fail(other + " exists after the timed runs, besides the runner", 7);
@@ -669,10 +725,10 @@ int runMain(int argc, char** argv) {
     for (size_t k = 0; k < sets.size(); ++k) {
         if (!writeOutputs(o, firstRun[k], sets[k].outDir, &err)) return fail(err);
     }
-    if (!checked.empty()) mkdir((o.outDir + "/checked").c_str(), 0755);
+    if (!checked.empty()) makeDir(o.outDir + "/checked");
     for (size_t j = 0; j < checked.size(); ++j) {
         const std::string dir = o.outDir + "/checked/" + std::to_string(j);
-        mkdir(dir.c_str(), 0755);
+        makeDir(dir);
         Taken in;
         std::vector<std::string> names;
         for (const auto& x : checked[j].first.inputs) {
@@ -701,10 +757,9 @@ int runMain(int argc, char** argv) {
     std::snprintf(phase, sizeof phase, "}, \"phase_ms\": %.6f, \"written_ms\": %.6f, \"checked\": [", phaseMs,
                   nowMs() - phaseStart);
     json += phase + picks + "]}\n";
-    std::ofstream t(o.outDir + "/timing.json");
-    t << json;
-    t.close();
-    if (!t) return fail("cannot write " + o.outDir + "/timing.json");
+    if (!writeFile(o.outDir + "/timing.json", json.data(), json.size())) {
+        return fail("cannot write " + o.outDir + "/timing.json");
+    }
     return 0;
 }
 
