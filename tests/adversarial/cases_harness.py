@@ -4,8 +4,10 @@ printed on stdout or stderr.  Before the fix the first made ``shutil.rmtree`` ra
 died with no record, and every later check on the tree left in scratch), the second was ``ok`` with 3 GB on the
 host disk, the third took the kit's process to 2.3 GB (it kept all a command printed, then copied it).
 
-Each writes once per runner process (verification and timing alike), through system calls spelled as bytes
-(``RAW_SYSCALL``: x86-64 numbers), into the output directory the runner gets as its argv[3].
+The tree and the files are written when the runner loads the candidate's library (a constructor: before the
+runner's seccomp filter, which refuses creating files by path afterwards), through system calls spelled as bytes
+(``RAW_SYSCALL``: x86-64 numbers), into the output directory the runner gets as its argv[3]; the prints once
+per runner process, in its first forward.
 """
 
 from __future__ import annotations
@@ -80,14 +82,22 @@ void mkbPrint(FILE* to, long total) {
 """
 
 _ONCE = "static bool mkbDone = false; if (!mkbDone) {{ mkbDone = true; {} }}"
+#: ``code`` run by a constructor of the candidate's library, when the runner loads it: before the runner's seccomp
+#: filter (kit/mnn/runner/mkb_lockdown.hpp), which refuses creating files by path once its start-up is done, so
+#: these cases reach the kit's own handling of what lands in the output directory
+_AT_LOAD = ("namespace {{ __attribute__((constructor(65535))) void mkbHarnessAct(int argc, char** argv, char** env) "
+            "{{ mkbHarnessOut(argc, argv, env); {} }} }}")
 
 HARNESS_CASES: tuple[Case, ...] = (
     Case("deep_tree_in_outputs", Expect("runtime_crash", "forbidden", reason="levels deep (the kit's cap on depth)"),
-         top=DEEP_TREE, body=_ONCE.format("mkbDeepTree(2000);"), klass="harness"),
+         top=DEEP_TREE + _AT_LOAD.format("mkbDeepTree(2000);"), klass="harness"),
     Case("writes_3gb_through_files", Expect("runtime_crash", "limit", reason="sandbox.out_mb"),
-         top=FILL, body=_ONCE.format("mkbFill(3L << 30, 32L << 20);"), klass="harness"),
-    Case("prints_1gib_on_stdout", Expect("ok"), top=PRINT, body=_ONCE.format("mkbPrint(stdout, 1L << 30);"),
-         klass="harness"),
-    Case("prints_1gib_on_stderr", Expect("ok"), top=PRINT, body=_ONCE.format("mkbPrint(stderr, 1L << 30);"),
-         klass="harness"),
+         top=FILL + _AT_LOAD.format("mkbFill(3L << 30, 32L << 20);"), klass="harness"),
+    # a flood in a warm-up forward leaves the runner slower between its timed forwards (measured: the minimum gap
+    # 0.124 -> 0.162 ms), which the CPU accounting can refuse (timing_failed, unaccounted_work: never correct,
+    # never fast); either way one record with a named cause, and the kit's memory bounded
+    Case("prints_1gib_on_stdout", Expect(("ok", "timing_failed")), top=PRINT,
+         body=_ONCE.format("mkbPrint(stdout, 1L << 30);"), klass="harness"),
+    Case("prints_1gib_on_stderr", Expect(("ok", "timing_failed")), top=PRINT,
+         body=_ONCE.format("mkbPrint(stderr, 1L << 30);"), klass="harness"),
 )
