@@ -66,9 +66,12 @@ def _table(name: str, body: dict[str, Any], header: str) -> list[str]:
 
 def config_toml(data: dict[str, Any]) -> str:
     """TOML text of a config dict (``{section: {key: value}}``, as ``EvalConfig.model_dump(mode="json")``);
-    ``mkb eval --config`` reads it back to the same values (None: the default, which is None)."""
+    ``mkb eval --config`` reads it back to the same values (None: the default, which is None; an optional section
+    that is None, ``[generate]`` or ``[refine]`` not given, is left out)."""
     lines: list[str] = []
     for section, body in data.items():
+        if body is None:
+            continue
         if not isinstance(body, dict):
             raise TypeError(f"config section {section!r} is not a table")
         lines += [*_table(section, body, "[{}]"), ""]
