@@ -22,7 +22,7 @@ TRIM_CMAKE = HERE / "trim.cmake"
 #: the kit's source with the entry points of the front ends it leaves out
 FRONTENDS_ABSENT = HERE / "frontends_absent.cpp"
 #: the optimization level of the converter's targets (after MNN's -O3 on their command lines: the last wins)
-CONVERTER_OPT = "-O1"
+CONVERTER_OPT = "-O0"
 
 #: what the native build's libraries and converter are compiled with, in words (records and provenance)
 LIBRARY_FLAGS = "MNN, MNN_Express: MNN's own (CMAKE_BUILD_TYPE=Release, -O3)"

@@ -9,7 +9,7 @@
 #     MKB_CONVERTER_STUBS (a kit source whose functions fail with a message);
 #   * MNNConverterOpt leaves out the optimizer passes of those front ends (tfextra, caffeextra, tflitextra,
 #     torchextra: each registers itself, and only models of its framework reach it);
-#   * every converter target and the vendored protobuf compile with MKB_CONVERTER_OPT (e.g. -O1) after
+#   * every converter target and the vendored protobuf compile with MKB_CONVERTER_OPT (e.g. -O0) after
 #     MNN's own flags; the libraries the runner loads (MNN, MNN_Express) keep MNN's flags unchanged.
 if(NOT CMAKE_CURRENT_SOURCE_DIR STREQUAL CMAKE_SOURCE_DIR)
   return()
