@@ -24,20 +24,11 @@ TASK = "topk_axis1_smallest"
 SAMPLES = ("compile_error", "correct", "crash", "wrong")
 
 
-def test_a_model_answering_with_the_sample_set_gets_the_sample_statuses(tmp_path, monkeypatch):
-    monkeypatch.setenv("MKB_TEST_KEY", "sk-canary-mnn-generate")
-    asked: list[str] = []
-
-    def respond(prompt: str, n: int):
-        asked.append(prompt)
-        sample = SAMPLES[(n - 1) % len(SAMPLES)]
-        folder = ROOT / "candidates" / "sample" / TASK / sample
-        blocks = [f"```cpp\n// {f.name}\n{f.read_text()}```" for f in sorted(folder.iterdir())]
-        return answer(f"(sample: {sample})\n\n" + "\n\n".join(blocks))
-
-    with StubServer(respond) as server:
-        cfg = tmp_path / "cfg.toml"
-        cfg.write_text(f"""
+def _config(tmp_path: Path, base_url: str, samples: int, extra: str = "") -> Path:
+    """A config of the TopK task on the real tree, serial, a short timing protocol, a scripted model at
+    ``base_url`` giving ``samples`` answers per task; ``extra``: lines appended (after ``[generate]``)."""
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(f"""
 [run]
 dir = "{tmp_path / 'run'}"
 [tasks]
@@ -54,11 +45,26 @@ iterations = 30
 rounds = 3
 [generate]
 model = "scripted"
-base_url = "{server.base_url}"
+base_url = "{base_url}"
 api_key_env = "MKB_TEST_KEY"
-samples = 4
-concurrency = 1
-""")
+samples = {samples}
+""" + extra)
+    return cfg
+
+
+def test_a_model_answering_with_the_sample_set_gets_the_sample_statuses(tmp_path, monkeypatch):
+    monkeypatch.setenv("MKB_TEST_KEY", "sk-canary-mnn-generate")
+    asked: list[str] = []
+
+    def respond(prompt: str, n: int):
+        asked.append(prompt)
+        sample = SAMPLES[(n - 1) % len(SAMPLES)]
+        folder = ROOT / "candidates" / "sample" / TASK / sample
+        blocks = [f"```cpp\n// {f.name}\n{f.read_text()}```" for f in sorted(folder.iterdir())]
+        return answer(f"(sample: {sample})\n\n" + "\n\n".join(blocks))
+
+    with StubServer(respond) as server:
+        cfg = _config(tmp_path, server.base_url, samples=4, extra="concurrency = 1\n")
         assert main(["eval", "--config", str(cfg)]) == 0
     assert len(asked) == 4 and "MNN" in asked[0] and os.environ["MKB_MNN__SOURCE_DIR"]
     answers = {(a := json.loads(x))["sample_id"]: re.search(r"\(sample: (\w+)\)", a["response"]).group(1)
@@ -88,30 +94,7 @@ def test_refine_on_the_real_tree_fixes_a_compile_error_then_a_mismatch(tmp_path,
         return answer(files("compile_error"))
 
     with StubServer(respond) as server:
-        cfg = tmp_path / "cfg.toml"
-        cfg.write_text(f"""
-[run]
-dir = "{tmp_path / 'run'}"
-[tasks]
-dir = "{ROOT / 'tasks'}"
-split = "all"
-ids = ["{TASK}"]
-[dispatch]
-mode = "serial"
-[report]
-enabled = false
-[timing]
-warmup = 5
-iterations = 30
-rounds = 3
-[generate]
-model = "scripted"
-base_url = "{server.base_url}"
-api_key_env = "MKB_TEST_KEY"
-samples = 1
-[refine]
-turns = 3
-""")
+        cfg = _config(tmp_path, server.base_url, samples=1, extra="[refine]\nturns = 3\n")
         assert main(["refine", "--config", str(cfg)]) == 0
         assert len(server.requests) == 3
     got = {r["sample_id"]: r["status"] for r in read_records(tmp_path / "run").iter_rows(named=True)}
