@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kit.generate.client import Answer, Endpoint, RequestFailed, Sampling
+from kit.generate.client import Answer, Endpoint, RequestFailed, Sampling, endpoint_host
 from kit.generate.lines import (
     AnswerLine,
     Appender,
@@ -75,14 +75,13 @@ class _Request:
     prompt_sha256: str
 
 
-def endpoint_of(gen: GenerateSection, need_key: bool = True) -> Endpoint:
-    """The endpoint of ``gen``, its key read from ``gen.api_key_env`` now (``need_key`` False: no key, for
-    describing the endpoint).
+def endpoint_of(gen: GenerateSection) -> Endpoint:
+    """The endpoint of ``gen``, its key read from ``gen.api_key_env`` now.
 
     Raises:
         GenerateError: ``api_key_env`` names a variable that is not set (or empty)."""
     key = ""
-    if gen.api_key_env and need_key:
+    if gen.api_key_env:
         key = os.environ.get(gen.api_key_env, "")
         if not key:
             raise GenerateError(f"generate.api_key_env: the environment variable {gen.api_key_env} is not set (the "
@@ -262,7 +261,7 @@ def generation_facts(cfg: EvalConfig) -> dict[str, object] | None:
     for line in lines:
         reasons[line.generation.finish_reason] = reasons.get(line.generation.finish_reason, 0) + 1
     prompts = sorted({line.generation.prompt_sha256 for line in lines})
-    return {"model": gen.model, "endpoint_host": endpoint_of(gen, need_key=False).host, "method": gen.method_name(),
+    return {"model": gen.model, "endpoint_host": endpoint_host(gen.base_url), "method": gen.method_name(),
             "samples": gen.samples, "temperature": gen.temperature, "top_p": gen.top_p, "max_tokens": gen.max_tokens,
             "seed": gen.seed, "answers": len(lines),
             "prompt_tokens": sum(x.generation.prompt_tokens for x in lines),

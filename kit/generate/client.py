@@ -79,6 +79,11 @@ async def _count_request(_request: Any) -> None:
         counter.n += 1
 
 
+def endpoint_host(base_url: str) -> str:
+    """The host (and port) of ``base_url``, what a line and provenance name: never its path, query or credentials."""
+    return urlsplit(base_url).netloc.rsplit("@", 1)[-1]
+
+
 @dataclass
 class Endpoint:
     """A model at an OpenAI-compatible endpoint.  ``api_key`` is held in memory only (never in a repr, a line
@@ -93,8 +98,8 @@ class Endpoint:
 
     @property
     def host(self) -> str:
-        """The endpoint's host (and port), what a line names: never its path's query or credentials."""
-        return urlsplit(self.base_url).netloc.rsplit("@", 1)[-1]
+        """:func:`endpoint_host` of this endpoint."""
+        return endpoint_host(self.base_url)
 
     def client(self) -> openai.AsyncOpenAI:
         if self._client is None:
