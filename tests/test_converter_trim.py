@@ -22,6 +22,7 @@ ARM = make_target("aarch64", host_arch="x86_64")
 # the target layout of MNN 3.2.2's converter, reduced to one file per library (our own sources)
 _CMAKE = """cmake_minimum_required(VERSION 3.6)
 project(MNN CXX)
+include_directories(include schema/current)
 add_library(MNN SHARED core.cpp)
 add_library(MNNConverterTF OBJECT tf/TfFront.cpp)
 add_library(MNNConverterONNX OBJECT onnx/OnnxFront.cpp)
@@ -41,6 +42,11 @@ _SOURCES = {
                       "int tensorflow2MNNNet(const std::string, const std::string, std::unique_ptr<MNN::NetT>&);\n"
                       "int cli() { std::unique_ptr<MNN::NetT> n; return tensorflow2MNNNet(\"m.pb\", \"MNN\", n); }\n",
     "main.cpp": "int cli(); int main() { return cli() == 1 ? 0 : 3; }\n",
+    # what the trim's precompiled header includes, as one-line headers of our own
+    **{h: "#pragma once\n" for h in ("include/MNN/MNNDefine.h", "schema/current/MNN_generated.h",
+                                     "include/MNN/expr/Expr.hpp", "include/MNN/expr/ExprCreator.hpp",
+                                     "include/MNN/expr/MathOp.hpp", "include/MNN/expr/NeuralNetWorkOp.hpp",
+                                     "tools/converter/source/onnx/onnxOpConverter.hpp")},
 }
 
 
@@ -86,6 +92,17 @@ def test_only_the_converter_gets_the_converter_opt_level(trimmed):
     assert all(opt not in line.split() for line in lines if "core.cpp" in line)  # the timed library: MNN's flags
 
 
+def test_only_the_converter_compiles_with_the_precompiled_header(trimmed):
+    lines = proc.run(["ninja", "-t", "commands", "MNNConvert"], cwd=trimmed, timeout_s=60).stdout.splitlines()
+    compiles = {name: [line for line in lines if " -c " in line and f"/{name}" in line]
+                for name in ("OnnxFront.cpp", "OnnxPass.cpp", "cli.cpp", "core.cpp")}
+    assert all(len(found) == 1 for found in compiles.values()), compiles
+    assert converter.CONVERTER_PCH
+    for name in ("OnnxFront.cpp", "OnnxPass.cpp", "cli.cpp"):
+        assert "cmake_pch.hxx" in compiles[name][0], name
+    assert "cmake_pch" not in compiles["core.cpp"][0]  # the timed library: exactly MNN's own command
+
+
 def test_native_mnn_builds_trim_the_converter_cross_builds_have_none(tmp_path):
     host = mbuild.cmake_command(mbuild.BuildOptions(engine="mnn", cache_dir=tmp_path, target=X86), Path("SRC"))
     cross = mbuild.cmake_command(mbuild.BuildOptions(engine="mnn", cache_dir=tmp_path, target=ARM), Path("SRC"))
@@ -119,3 +136,32 @@ def test_a_sandboxed_build_sees_the_trim(tmp_path):
     assert res.ok, res.output[-3000:]
     res = proc.run(["ninja", "MNNConvert"], cwd=ws.build, timeout_s=300, confine=box)
     assert res.ok, res.output[-3000:]
+
+
+@pytest.mark.skipif(not proc.which("ccache"), reason="needs ccache")
+def test_a_second_workspace_gets_the_precompiled_compiles_from_ccache(tmp_path):
+    """A second workspace's first build takes the converter's objects from ccache, as it takes the libraries'
+    (a compile with a precompiled header is one ccache refuses to cache unless the kit's build environment
+    allows it: then every worker after the first would compile the converter afresh)."""
+    cache = tmp_path / "cache"
+    (cache / "ccache").mkdir(parents=True)
+    for ws in ("w0", "w1"):
+        src, build = tmp_path / ws / "src", tmp_path / ws / "build"
+        _write_project(src)
+        build.mkdir()
+        env = mbuild.build_env(cache, tmp_path / ws)
+        launcher = ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
+        res = proc.run(["cmake", "-G", "Ninja", str(src), *converter.cmake_args(), *launcher], cwd=build, env=env,
+                       timeout_s=120)
+        assert res.ok, res.output[-3000:]
+        if ws == "w1":
+            proc.run(["ccache", "--zero-stats"], env=env, timeout_s=30)
+        res = proc.run(["ninja", "MNNConvert"], cwd=build, env=env, timeout_s=300)
+        assert res.ok, res.output[-3000:]
+    stats = proc.run(["ccache", "--print-stats"], env=env, timeout_s=30).stdout
+    counts = dict(line.split("\t", 1) for line in stats.splitlines() if "\t" in line)
+    hits = int(counts["direct_cache_hit"]) + int(counts["preprocessed_cache_hit"])
+    misses = int(counts["cache_miss"])
+    uncacheable = {k: v for k, v in counts.items() if k.startswith(("could_not_use", "unsupported")) and v != "0"}
+    assert not uncacheable, uncacheable
+    assert misses == 0 and hits >= 4, counts  # the three converter sources with the header, and the library's

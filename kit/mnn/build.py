@@ -107,6 +107,9 @@ def build_env(cache_dir: Path, ws_root: Path) -> dict[str, str]:
         "CCACHE_BASEDIR": str(ws_root),
         "CCACHE_NOHASHDIR": "1",
         "CCACHE_MAXSIZE": "10G",
+        # the converter's precompiled headers (kit.mnn.converter): without these ccache refuses to cache a
+        # compile that uses one, and a second workspace would compile the converter afresh
+        "CCACHE_SLOPPINESS": "pch_defines,time_macros",
     }
     return proc.base_env(extra)
 

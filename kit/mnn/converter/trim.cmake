@@ -10,7 +10,12 @@
 #   * MNNConverterOpt leaves out the optimizer passes of those front ends (tfextra, caffeextra, tflitextra,
 #     torchextra: each registers itself, and only models of its framework reach it);
 #   * every converter target and the vendored protobuf compile with MKB_CONVERTER_OPT (e.g. -O0) after
-#     MNN's own flags; the libraries the runner loads (MNN, MNN_Express) keep MNN's flags unchanged.
+#     MNN's own flags; the libraries the runner loads (MNN, MNN_Express) keep MNN's flags unchanged;
+#   * with MKB_CONVERTER_PCH on, the converter's optimizer passes, ONNX front end and common sources compile
+#     with a precompiled header of what nearly all of them include (the flatbuffers schema MNN_generated.h,
+#     the Express API, the ONNX protobuf classes): parsing those headers is most of each file's compile time
+#     at -O0. Only headers with include guards are in it (TemplateMerge.hpp and OnnxExtraManager.hpp have
+#     none, so a second inclusion would redefine their classes).
 if(NOT CMAKE_CURRENT_SOURCE_DIR STREQUAL CMAKE_SOURCE_DIR)
   return()
 endif()
@@ -29,6 +34,18 @@ function(mkb_trim_converter)
   get_target_property(passes MNNConverterOpt SOURCES)
   list(FILTER passes EXCLUDE REGEX "(^|/)optimizer/(tfextra|caffeextra|tflitextra|torchextra)/")
   set_property(TARGET MNNConverterOpt PROPERTY SOURCES ${passes})
+  if(MKB_CONVERTER_PCH)
+    set(common <algorithm> <map> <memory> <set> <string> <unordered_map> <vector>
+        <MNN/MNNDefine.h> <MNN_generated.h> <MNN/expr/Expr.hpp> <MNN/expr/ExprCreator.hpp>
+        <MNN/expr/MathOp.hpp> <MNN/expr/NeuralNetWorkOp.hpp>)
+    set(onnx "${CMAKE_SOURCE_DIR}/tools/converter/source/onnx/onnxOpConverter.hpp")
+    if(NOT EXISTS "${onnx}")
+      message(FATAL_ERROR "MKB_CONVERTER_PCH: ${onnx} is missing: not the MNN tree the kit's trim was written for")
+    endif()
+    target_precompile_headers(MNNConverterOpt PRIVATE ${common})
+    target_precompile_headers(MNNConvertDeps PRIVATE ${common})
+    target_precompile_headers(MNNConverterONNX PRIVATE ${common} "${onnx}")
+  endif()
   if(MKB_CONVERTER_OPT)
     foreach(t MNNConvert MNNConvertDeps MNNConverterONNX MNNConverterOpt MNNConverterMNN MNNCompress libprotobuf)
       if(TARGET ${t})
