@@ -10,7 +10,8 @@ file (another kernel's ``.cpp``, the kit's cache) and, in the built library, def
 would replace libc's for the whole runner: a patched clock, a patched ``memcpy``) or importing one no kernel
 needs (``fork``, ``socket``, ``dlopen``, ``fopen``, ...).  **Flagging** hits (kept in the record's ``flags`` and listed in
 the report; the job goes on) are legitimate sometimes: starting threads outside MNN's thread pool, calling MNN's
-own compute routines that the native kernel of the task calls (the candidate may be scored for MNN's work).
+own compute routines that the native kernel of the task calls (the candidate may be scored for MNN's work),
+handing the op to another op's kernel (:mod:`kit.stages.delegation`).
 
 Source checks run on the candidate's files as written (comments and string literals included: a rule hit in
 a comment is still a hit, the reason says where).  Symbol checks compare the dynamic symbols of the
@@ -32,6 +33,7 @@ from elftools.elf.sections import SymbolTableSection
 
 from kit.results.outcomes import StageFailure
 from kit.results.records import ErrorKind, Flag, Status
+from kit.stages.delegation import delegation_flags
 
 #: flag codes
 THREADS = "threads"
@@ -112,6 +114,7 @@ def check_sources(files: Mapping[str, str], originals: Mapping[str, str] | None 
                 raise StageFailure(Status.REJECTED_INPUT, ErrorKind.FORBIDDEN, where)
             flags.append(Flag(code=rule.code, reason=where))
     flags += _native_routines(files, originals or {})
+    flags += delegation_flags(files, originals or {})
     return flags
 
 
