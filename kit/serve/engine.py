@@ -82,8 +82,9 @@ class Engine:
         except BaseException:
             self.close()
             raise
-        for lane in list(self._lanes.values()):
-            lane.start_session(self._workers[0] if self._workers else None)
+        for lane in list(self._lanes.values()):  # an engine without workers runs nothing: no session noted
+            if self._workers:
+                lane.start_session(self._workers[0])
         for i, worker in enumerate(self._workers):
             t = threading.Thread(target=self._work, args=(worker,), name=f"mkb-serve-{i}", daemon=True)
             t.start()

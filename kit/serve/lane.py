@@ -113,7 +113,7 @@ class Lane:
             f.flush()
             os.fsync(f.fileno())
 
-    def start_session(self, worker: Worker | None) -> None:
+    def start_session(self, worker: Worker) -> None:
         """Note this session in ``provenance.json`` (once; ``worker``: the first build worker, whose native build
         the facts name) and the config's task selection."""
         with self._lock:

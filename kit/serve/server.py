@@ -55,6 +55,9 @@ class Service:
     engine: Engine
     server: uvicorn.Server
     sock: socket.socket
+    #: seconds the engine waits for a running check once the server has stopped (None: until it ends); a
+    #: check cut short is in its lane's journal and runs again at the next start
+    close_wait_s: float | None = 1.0
 
     @property
     def url(self) -> str:
@@ -65,7 +68,7 @@ class Service:
         try:
             self.server.run(sockets=[self.sock])
         finally:
-            self.engine.close(wait_s=1.0)
+            self.engine.close(wait_s=self.close_wait_s)
             self.sock.close()
 
     def stop(self) -> None:
