@@ -10,6 +10,10 @@ test stops it and starts the service again over the same run directory.
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -24,7 +28,7 @@ from kit.cli import main
 from kit.results.shards import scan
 from kit.serve.app import body_limit
 from kit.serve.lane import JOURNAL_FILE
-from kit.serve.server import Service, service
+from kit.serve.server import TOKEN_ENV, Service, service
 from kit.settings.config import load_config
 from kit.suite.prompts import headers_for
 from kit.suite.tasks import load_suite
@@ -285,3 +289,61 @@ def test_a_restart_keeps_finished_verdicts_and_runs_the_accepted_ones(batch, ser
     assert stats["done"] == 1  # only the accepted check ran
     counts = Counter(scan(cfg.run.dir, dedupe=False).collect()["job_id"].to_list())
     assert counts[done["id"]] == 1 and max(counts.values()) == 1
+
+
+class Process:
+    """``mkb serve`` in a process of its own (port 0), its stderr read by a thread."""
+
+    def __init__(self, config: Path, token: str | None) -> None:
+        env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV} | ({TOKEN_ENV: token} if token else {})
+        self.proc = subprocess.Popen([sys.executable, "-m", "kit.cli", "serve", "--config", str(config), "--port", "0"],
+                                     stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
+        self.lines: list[str] = []
+        threading.Thread(target=lambda: self.lines.extend(iter(self.proc.stderr.readline, "")), daemon=True).start()
+        self.url = self._line(r"mkb serve: (http://\S+)")
+
+    def _line(self, pattern: str, limit_s: float = 120.0) -> str:
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            for line in list(self.lines):
+                if m := re.search(pattern, line):
+                    return m.group(1)
+            time.sleep(0.05)
+        raise AssertionError(f"no line like {pattern!r} from mkb serve: {''.join(self.lines)[-2000:]}")
+
+    def client(self, token: str) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"},
+                            timeout=httpx.Timeout(330.0))
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait(30)
+
+
+def test_a_killed_service_restarted_finishes_what_it_accepted_once(config, served):
+    """``mkb serve`` prints a generated token once; SIGKILLed while checks wait, it is started again: the verdict
+    finished before the kill is kept (not run again), the accepted checks finish, no record is written twice."""
+    served.stop()
+    cfg = load_config(config)
+    base = files_of(SAMPLES / "fx_exp" / "correct")
+    variants = [{n: t + f"\n// kill {i}\n" if n.endswith(".cpp") else t for n, t in base.items()} for i in range(3)]
+    first = Process(config, token=None)
+    try:
+        token = first._line(r"token .*: (\S+)$")
+        assert "\n".join(first.lines).count(token) == 1
+        with first.client(token) as c:
+            ids = [c.post("/v1/checks", json={"task_id": "fx_exp", "files": f}).json()["id"] for f in variants]
+            assert c.get(f"/v1/checks/{ids[0]}", params={"wait": 300}).json()["state"] == "done"
+    finally:
+        first.kill()
+    second = Process(config, token=TOKEN)
+    try:
+        with second.client(TOKEN) as c:
+            views = [c.get(f"/v1/checks/{i}", params={"wait": 300}).json() for i in ids]
+            stats = c.get("/v1/stats").json()
+    finally:
+        second.kill()
+    assert [v["status"] for v in views] == ["ok"] * 3
+    assert stats["done"] <= 2  # the first verdict was kept, not run again
+    counts = Counter(scan(cfg.run.dir, dedupe=False).collect()["job_id"].to_list())
+    assert all(counts[i] == 1 for i in ids) and max(counts.values()) == 1
