@@ -4,7 +4,8 @@ one record per accepted check in the run directory (which ``mkb report`` reads),
 accepted ones again.
 
 One service (one worker, one native build of the engine) is shared by the module's tests, in file order; the last
-test stops it and starts the service again over the same run directory.
+two stop it and start the service again over the same run directory (in this process, then as ``mkb serve``
+processes, one of them killed).
 """
 
 from __future__ import annotations
@@ -23,53 +24,25 @@ from pathlib import Path
 import httpx
 import pytest
 from conftest_fixture import FIXTURE_ROOT, copy_fixture_engine
+from serving import TOKEN, Running, files_of
 
 from kit.cli import main
 from kit.results.shards import scan
 from kit.serve.app import body_limit
 from kit.serve.lane import JOURNAL_FILE
-from kit.serve.server import TOKEN_ENV, Service, service
+from kit.serve.server import TOKEN_ENV, service
 from kit.settings.config import load_config
 from kit.suite.prompts import headers_for
 from kit.suite.tasks import load_suite
 
 pytestmark = pytest.mark.slow
 
-TOKEN = "test-token-of-the-serve-tests"
 STATUS_OF = {"correct": "ok", "compile_error": "compile_error", "wrong_result": "verify_mismatch",
              "crash": "runtime_crash"}
 SAMPLES = FIXTURE_ROOT / "candidates" / "sample"
 #: a hostile candidate of the adversarial corpus and the status its check gives (tests/test_anticheat_fixture.py)
 HOSTILE = (FIXTURE_ROOT / "candidates" / "hostile" / "fx_exp" / "writes_input", "verify_mismatch")
 MAX_FILE_BYTES = 16 * 1024
-
-
-def files_of(folder: Path) -> dict[str, str]:
-    return {p.name: p.read_text() for p in sorted(folder.iterdir())}
-
-
-class Running:
-    """A :class:`kit.serve.server.Service` served by a thread of this process until :meth:`stop`."""
-
-    def __init__(self, svc: Service) -> None:
-        self.svc = svc
-        svc.close_wait_s = None  # a stop waits for the running check: the next service gets the same workspace
-        self.thread = threading.Thread(target=svc.run, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not svc.server.started and self.thread.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert svc.server.started, "the service did not start"
-
-    def client(self, token: str | None = TOKEN) -> httpx.Client:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(base_url=self.svc.url, headers=headers, timeout=httpx.Timeout(330.0))
-
-    def stop(self) -> None:
-        if self.thread.is_alive():
-            self.svc.stop()
-            self.thread.join(300)
-        assert not self.thread.is_alive()
 
 
 @pytest.fixture(scope="module")
