@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 
 from kit.serve import routes
 from kit.serve.engine import Engine
+from kit.serve.episodes import Episodes
 
 #: paths any client may ask without the token
 OPEN_PATHS = frozenset({"/v1/health"})
@@ -76,6 +77,7 @@ def create_app(engine: Engine, token: str, max_body_bytes: int) -> FastAPI:
     app = FastAPI(title="mkb serve", summary="Verdicts on MNN kernel candidates for agents and trainers",
                   docs_url=None, redoc_url=None, openapi_url="/v1/openapi.json")
     app.state.engine = engine
+    app.state.episodes = Episodes()
     app.include_router(routes.router)
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_middleware(Guard, token=token, max_body_bytes=max_body_bytes)

@@ -22,7 +22,7 @@ from kit.serve.verdict import finished
 
 if TYPE_CHECKING:
     from kit.job.worker import Worker
-    from kit.serve.lane import Lane
+    from kit.serve.lane import Entry, Lane
 
 #: Retry-After (seconds) of a full queue before any check has finished
 DEFAULT_RETRY_S = 10
@@ -53,6 +53,8 @@ class Check:
     sha256: str
     lane: Lane
     job: Job | None = None
+    #: its journal line while it has to run (None: restored finished, or refused before any build)
+    entry: Entry | None = None
     state: str = "queued"
     accepted_s: float = field(default_factory=time.monotonic)
     started_s: float | None = None
@@ -158,6 +160,11 @@ class Registry:
                 now = time.monotonic()
                 self._times.append((now, now - check.accepted_s, now - (check.started_s or check.accepted_s)))
         check.done.set()
+
+    def pending(self, lane: Lane) -> list[Check]:
+        """The checks of ``lane`` queued or running."""
+        with self.cond:
+            return [c for c in self.checks.values() if c.lane is lane and c.state != "done"]
 
     def position(self, check: Check) -> int | None:
         """Checks before ``check`` in the queue (None when it is not queued)."""

@@ -38,6 +38,8 @@ log = logging.getLogger("kit")
 
 #: the shard (worker name) of the records of candidates refused before any build
 REFUSED_SHARD = "serve"
+#: finished checks of a lane between two rewrites of its journal
+COMPACT_EVERY = 64
 
 
 class UnknownTask(Exception):
@@ -129,7 +131,8 @@ class Engine:
                             e.task_id)
                 continue
             job = self._job(self.tasks[e.task_id], lane, e.method, e.sample_id, e.files, e.response)
-            self.registry.add(Check(job.job_id, e.task_id, e.method, e.sample_id, job.candidate_sha256, lane, job))
+            self.registry.add(Check(job.job_id, e.task_id, e.method, e.sample_id, job.candidate_sha256, lane, job,
+                                    entry=e))
         if records or unfinished:
             log.info("%s: %d finished check(s) kept, %d accepted one(s) queued again", lane.run_dir, len(records),
                      len(unfinished))
@@ -164,7 +167,8 @@ class Engine:
                 reg.finish(check, rec)
                 return check.view()
             reg.room()
-            lane.accept(Entry(job.job_id, task.id, req.method, sample_id, req.files, req.response))
+            check.entry = Entry(job.job_id, task.id, req.method, sample_id, req.files, req.response)
+            lane.accept(check.entry)
             reg.add(check)
             return check.view(reg.position(check))
 
@@ -201,8 +205,17 @@ class Engine:
                 rec = self._run(check.job, place)
                 lane.write(place.name, rec)
                 self.registry.finish(check, rec)
+                self._compact(lane)
         finally:
             worker.release()
+
+    def _compact(self, lane: Lane) -> None:
+        """Every :data:`COMPACT_EVERY` finished checks of ``lane``, rewrite its journal with the checks still to
+        run (no check is accepted meanwhile), so that it stays small."""
+        with self.registry.cond:
+            lane.finished_since_compact += 1
+            if lane.finished_since_compact >= COMPACT_EVERY:
+                lane.compact([c.entry for c in self.registry.pending(lane) if c.entry is not None])
 
     def _run(self, job: Job, place: Worker) -> Record:
         """``job_fn(job, place)``; a fault of the kit outside the pipeline's own mapping is a harness error."""

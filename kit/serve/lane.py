@@ -88,6 +88,8 @@ class Lane:
         self._sink = RecordSink(self.run_dir)
         self._notes = prov.SessionLog(self.run_dir)
         self._journal = self.run_dir / JOURNAL_FILE
+        #: checks finished since the journal was last rewritten (:meth:`compact`)
+        self.finished_since_compact = 0
 
     def records(self) -> dict[str, Record]:
         """The records already in the run directory (deduplicated as scoring does), by job id."""
@@ -101,10 +103,20 @@ class Lane:
         for e in read_journal(self._journal):
             if e.id not in recorded:
                 pending.setdefault(e.id, e)
-        tmp = self._journal.with_name(JOURNAL_FILE + ".tmp")
-        tmp.write_text("".join(e.line() for e in pending.values()), encoding="utf-8", errors="surrogateescape")
-        os.replace(tmp, self._journal)
+        self.compact(list(pending.values()))
         return list(pending.values())
+
+    def compact(self, pending: list[Entry]) -> None:
+        """Rewrite the journal to hold only ``pending`` (the checks accepted and not finished; the caller keeps
+        new ones from being accepted meanwhile), atomically."""
+        with self._lock:
+            tmp = self._journal.with_name(JOURNAL_FILE + ".tmp")
+            with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as f:
+                f.write("".join(e.line() for e in pending))
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self._journal)
+            self.finished_since_compact = 0
 
     def accept(self, entry: Entry) -> None:
         """Append ``entry`` to the journal and fsync it (before the check is acknowledged)."""

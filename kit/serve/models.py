@@ -30,6 +30,16 @@ class CheckOptions(Strict):
     timing: bool = True
 
 
+def method_name(v: str) -> str:
+    """``v`` if it may name a method (letters, digits, ``_.+-``; not ``native``, the kit's own kernels).
+
+    Raises:
+        ValueError: it may not."""
+    if not NAME_RE.match(v) or v == NATIVE_METHOD:
+        raise ValueError(f"letters, digits and _.+- only, and not {NATIVE_METHOD!r} (the kit's own kernels)")
+    return v
+
+
 class CheckRequest(Strict):
     """``POST /v1/checks``: one candidate for one task, as ``files`` (basename → UTF-8 text; the names the
     task allows) or as ``response`` (a raw model answer, code blocks whose first line names the file), not both.
@@ -47,9 +57,7 @@ class CheckRequest(Strict):
     @field_validator("method")
     @classmethod
     def _method(cls, v: str) -> str:
-        if not NAME_RE.match(v) or v == NATIVE_METHOD:
-            raise ValueError(f"letters, digits and _.+- only, and not {NATIVE_METHOD!r} (the kit's own kernels)")
-        return v
+        return method_name(v)
 
     @field_validator("sample_id")
     @classmethod
@@ -60,6 +68,33 @@ class CheckRequest(Strict):
 
     @model_validator(mode="after")
     def _one_input(self) -> CheckRequest:
+        if (self.files is None) == (self.response is None):
+            raise ValueError("give exactly one of files or response")
+        return self
+
+
+class EpisodeRequest(Strict):
+    """``POST /v1/episodes``: an episode of steps for one task, each step a check of ``method`` with
+    ``options``."""
+
+    task_id: str = Field(min_length=1, max_length=200)
+    method: str = Field(default="episode", min_length=1, max_length=100)
+    options: CheckOptions = CheckOptions()
+
+    @field_validator("method")
+    @classmethod
+    def _method(cls, v: str) -> str:
+        return method_name(v)
+
+
+class StepRequest(Strict):
+    """``POST /v1/episodes/{id}/steps``: the step's candidate, as ``files`` or ``response`` (not both)."""
+
+    files: dict[str, str] | None = None
+    response: str | None = None
+
+    @model_validator(mode="after")
+    def _one_input(self) -> StepRequest:
         if (self.files is None) == (self.response is None):
             raise ValueError("give exactly one of files or response")
         return self
@@ -86,6 +121,18 @@ class CheckView(Strict):
     status: str = ""
     reward: float | None = None
     verdict: dict[str, Any] | None = None
+
+
+class EpisodeView(Strict):
+    """An episode: its task, method, whether its steps are timed, its steps' check ids in order, and its best
+    step so far (highest reward; null before a step has one)."""
+
+    id: str
+    task_id: str
+    method: str
+    timing: bool
+    steps: list[str]
+    best: CheckView | None = None
 
 
 class TensorView(Strict):
