@@ -22,7 +22,7 @@ from kit.serve.verdict import finished
 
 if TYPE_CHECKING:
     from kit.job.worker import Worker
-    from kit.serve.lane import Entry, Lane
+    from kit.serve.lane import JournalEntry, Lane
 
 #: Retry-After (seconds) of a full queue before any check has finished
 DEFAULT_RETRY_S = 10
@@ -54,7 +54,7 @@ class Check:
     lane: Lane
     job: Job | None = None
     #: its journal line while it has to run (None: restored finished, or refused before any build)
-    entry: Entry | None = None
+    entry: JournalEntry | None = None
     state: str = "queued"
     accepted_s: float = field(default_factory=time.monotonic)
     started_s: float | None = None

@@ -29,9 +29,9 @@ from kit.job.worker import Worker, setup_worker
 from kit.mnn.source import ensure_pristine
 from kit.results.records import Record, Status
 from kit.serve.checks import Check, Registry
-from kit.serve.lane import Entry, Lane, no_timing_config
+from kit.serve.lane import JournalEntry, Lane, no_timing_config
 from kit.serve.models import CheckRequest, CheckView, Stats
-from kit.settings.config import EvalConfig
+from kit.settings.config import ConfigError, EvalConfig
 from kit.suite.tasks import Task, load_suite
 
 log = logging.getLogger("kit")
@@ -49,11 +49,19 @@ class UnknownTask(Exception):
 class Engine:
     """Checks in, verdicts out (module docstring).  ``workers``: worker threads, each with a build worker of its own
     (the first free workspace); ``queue_limit``: checks that may wait; ``setup`` and ``job_fn``: as
-    :class:`kit.run.serial_executor.SerialExecutor`'s.  :meth:`open` before use, :meth:`close` after."""
+    :class:`kit.run.serial_executor.SerialExecutor`'s.  :meth:`open` before use, :meth:`close` after.
+
+    Raises:
+        kit.settings.config.ConfigError: several workers where a worker's container or adb device is the
+            process's (``container.mode = "docker"``, ``[device]``)."""
 
     def __init__(self, cfg: EvalConfig, workers: int = 1, queue_limit: int = 64,
                  setup: Callable[[EvalConfig], Worker] = setup_worker,
                  job_fn: Callable[[Job, Worker], Record] = run_job) -> None:
+        if workers > 1 and (cfg.container.mode != "host" or cfg.device.kind == "adb"):
+            # the container a worker's commands run in, and an adb device, are this process's, not a thread's
+            raise ConfigError("--workers: one worker per service with container.mode = \"docker\" or an adb "
+                              "[device]; start a service per worker instead")
         self.cfg = cfg
         self.tasks: dict[str, Task] = {t.id: t for t in load_suite(cfg.tasks.dir, cfg.tasks.split,
                                                                      cfg.tasks.ids or None)}
@@ -167,7 +175,7 @@ class Engine:
                 reg.finish(check, rec)
                 return check.view()
             reg.room()
-            check.entry = Entry(job.job_id, task.id, req.method, sample_id, req.files, req.response)
+            check.entry = JournalEntry(job.job_id, task.id, req.method, sample_id, req.files, req.response)
             lane.accept(check.entry)
             reg.add(check)
             return check.view(reg.position(check))

@@ -42,7 +42,7 @@ def no_timing_config(cfg: EvalConfig) -> EvalConfig:
 
 
 @dataclass(frozen=True)
-class Entry:
+class JournalEntry:
     """A journal line: an accepted check that has to run (``id``: its job id), as it was asked for."""
 
     id: str
@@ -56,7 +56,7 @@ class Entry:
         return json.dumps(self.__dict__, separators=(",", ":")) + "\n"
 
 
-def read_journal(path: Path) -> list[Entry]:
+def read_journal(path: Path) -> list[JournalEntry]:
     """The entries of the journal at ``path`` (none when it does not exist); a line cut short by a kill (the
     last one) is skipped: its check was never acknowledged."""
     if not path.is_file():
@@ -64,7 +64,7 @@ def read_journal(path: Path) -> list[Entry]:
     out = []
     for line in path.read_text(encoding="utf-8", errors="surrogateescape").splitlines():
         try:
-            out.append(Entry(**json.loads(line)))
+            out.append(JournalEntry(**json.loads(line)))
         except (ValueError, TypeError):
             continue
     return out
@@ -96,17 +96,17 @@ class Lane:
         frame = read_records(self.run_dir)
         return {row["job_id"]: Record.model_validate(row) for row in frame.iter_rows(named=True)}
 
-    def unfinished(self, recorded: set[str]) -> list[Entry]:
+    def unfinished(self, recorded: set[str]) -> list[JournalEntry]:
         """The journal's checks whose id is not in ``recorded`` (each once); the journal is rewritten to hold
         only them."""
-        pending: dict[str, Entry] = {}
+        pending: dict[str, JournalEntry] = {}
         for e in read_journal(self._journal):
             if e.id not in recorded:
                 pending.setdefault(e.id, e)
         self.compact(list(pending.values()))
         return list(pending.values())
 
-    def compact(self, pending: list[Entry]) -> None:
+    def compact(self, pending: list[JournalEntry]) -> None:
         """Rewrite the journal to hold only ``pending`` (the checks accepted and not finished; the caller keeps
         new ones from being accepted meanwhile), atomically."""
         with self._lock:
@@ -118,7 +118,7 @@ class Lane:
             os.replace(tmp, self._journal)
             self.finished_since_compact = 0
 
-    def accept(self, entry: Entry) -> None:
+    def accept(self, entry: JournalEntry) -> None:
         """Append ``entry`` to the journal and fsync it (before the check is acknowledged)."""
         with self._lock, open(self._journal, "a", encoding="utf-8", errors="surrogateescape") as f:
             f.write(entry.line())
