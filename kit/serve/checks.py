@@ -90,8 +90,9 @@ class Registry:
         self._by_candidate: dict[tuple[str, str, str], str] = {}
         self._samples: dict[tuple[str, str, str, str], str] = {}
         self._queue: deque[Check] = deque()
-        self._times: deque[tuple[float, float, float]] = deque(maxlen=KEEP_TIMES)
+        self._times: deque[tuple[float, float, float | None]] = deque(maxlen=KEEP_TIMES)
         self.cache_hits = 0
+        self.done = 0
         self.running = 0
         self.closing = False
 
@@ -149,16 +150,17 @@ class Registry:
             self.running += 1
             return check
 
-    def finish(self, check: Check, rec: Record, counted: bool = True) -> None:
-        """Mark ``check`` done with ``rec`` (``counted``: its times go into the statistics)."""
+    def finish(self, check: Check, rec: Record) -> None:
+        """Mark ``check`` done with ``rec``; its times go into the statistics."""
         result = finished(rec)
         with self.cond:
             if check.state == "running":
                 self.running -= 1
             check.record, check.result, check.state, check.place = rec, result, "done", None
-            if counted:
-                now = time.monotonic()
-                self._times.append((now, now - check.accepted_s, now - (check.started_s or check.accepted_s)))
+            self.done += 1
+            now = time.monotonic()
+            run_s = None if check.started_s is None else now - check.started_s  # None: never ran (refused)
+            self._times.append((now, now - check.accepted_s, run_s))
         check.done.set()
 
     def pending(self, lane: Lane) -> list[Check]:
@@ -179,7 +181,7 @@ class Registry:
 
     def _retry_after_s(self) -> int:
         """Seconds until a worker is likely to take a queued check: the median run time of the checks so far."""
-        runs = [run_s for _, _, run_s in self._times]
+        runs = [run_s for _, _, run_s in self._times if run_s is not None]
         return max(1, math.ceil(float(np.median(runs)))) if runs else DEFAULT_RETRY_S
 
     def stats(self, workers: int) -> Stats:
@@ -190,5 +192,5 @@ class Registry:
             recent = sum(1 for end, _, _ in self._times if now - end <= 60.0)
             p50, p95 = (np.percentile(to_verdict, [50, 95]).tolist() if to_verdict else (None, None))
             return Stats(queue_depth=len(self._queue), queue_limit=self.limit, running=self.running,
-                         workers=workers, done=len(self._times), cache_hits=self.cache_hits,
+                         workers=workers, done=self.done, cache_hits=self.cache_hits,
                          verdicts_per_min=float(recent), time_to_verdict_p50_s=p50, time_to_verdict_p95_s=p95)
