@@ -198,6 +198,6 @@ class Stats(Strict):
 
 
 class ErrorBody(Strict):
-    """The body of a 401, 404, 409, 411, 413 or 429: what was refused and why."""
+    """The body of a 401, 404, 409, 411, 413, 429 or 503: what was refused and why."""
 
     detail: str

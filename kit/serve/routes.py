@@ -26,6 +26,7 @@ from kit.serve.models import (
     TaskSummary,
 )
 from kit.serve.tasks import detail, summary
+from kit.settings.config import ConfigError
 
 #: the longest ``?wait=`` (seconds) a GET of a check may block
 MAX_WAIT_S = 600.0
@@ -33,7 +34,7 @@ MAX_WAIT_S = 600.0
 POLL_S = 0.05
 
 router = APIRouter(prefix="/v1")
-_ERRORS = {code: {"model": ErrorBody} for code in (401, 404, 409, 411, 413, 429)}
+_ERRORS = {code: {"model": ErrorBody} for code in (401, 404, 409, 411, 413, 429, 503)}
 
 
 def _engine(request: Request) -> Engine:
@@ -69,6 +70,8 @@ def _submit(engine: Engine, req: CheckRequest) -> CheckView:
         raise HTTPException(409, str(exc)) from None
     except QueueFull as exc:
         raise HTTPException(429, str(exc), headers={"Retry-After": str(exc.retry_after_s)}) from None
+    except ConfigError as exc:  # the correctness-only run directory cannot be opened (another config's, in use)
+        raise HTTPException(503, f"the service cannot take this check: {exc}") from None
 
 
 async def _awaited(engine: Engine, check_id: str, wait_s: float) -> CheckView:
