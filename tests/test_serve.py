@@ -1,5 +1,5 @@
 """``mkb serve`` over real HTTP on loopback (httpx), on the fixture engine: concurrent clients and their verdicts,
-one record per accepted check in the run directory (which ``mkb report`` reads), the cache, every refusal (401,
+one record per accepted check in the run directory (which ``mkb report`` and ``mkb bundle`` read), the cache, every refusal (401,
 404, 409, 411, 413, 422, 429), a hostile candidate, and a restart that keeps finished verdicts and runs the
 accepted ones again.
 
@@ -148,6 +148,9 @@ def test_every_accepted_check_has_exactly_one_record(batch, served, tmp_path):
     assert main(["report", str(run_dir), "--out", str(tmp_path / "report")]) == 0
     summary = json.loads((tmp_path / "report" / "report.json").read_text())["summary"]
     assert "sample" in {row["method"] for row in summary}
+    # and mkb bundle: the received candidates are a source of the run (serve-candidates/sample.jsonl)
+    assert main(["bundle", str(run_dir), "--out", str(tmp_path / "served.tar.gz")]) == 0
+    assert main(["validate", str(tmp_path / "served.tar.gz")]) == 0
 
 
 def test_an_identical_submission_is_answered_from_the_cache(batch, served):

@@ -167,16 +167,16 @@ class Engine:
             hit = reg.known(lane.digest, task.id, job.candidate_sha256, req.method, sample_id)
             if hit is not None:
                 return hit.view(reg.position(hit), cached=True)
-            check = Check(job.job_id, task.id, req.method, sample_id, job.candidate_sha256, lane, job)
+            entry = JournalEntry(job.job_id, task.id, req.method, sample_id, req.files, req.response)
+            check = Check(job.job_id, task.id, req.method, sample_id, job.candidate_sha256, lane, job, entry)
             if job.files is None:  # refused before any build: recorded now
                 rec = rejected_record(job)
-                lane.write(REFUSED_SHARD, rec)
+                lane.write(REFUSED_SHARD, rec, entry)
                 reg.add(check, queued=False)
                 reg.finish(check, rec)
                 return check.view()
             reg.room()
-            check.entry = JournalEntry(job.job_id, task.id, req.method, sample_id, req.files, req.response)
-            lane.accept(check.entry)
+            lane.accept(entry)
             reg.add(check)
             return check.view(reg.position(check))
 
@@ -211,7 +211,8 @@ class Engine:
                 check.place = place
                 assert check.job is not None
                 rec = self._run(check.job, place)
-                lane.write(place.name, rec)
+                assert check.entry is not None
+                lane.write(place.name, rec, check.entry)
                 self.registry.finish(check, rec)
                 self._compact(lane)
         finally:

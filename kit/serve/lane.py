@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from kit.job.worker import Worker
 
 JOURNAL_FILE = "serve-journal.jsonl"
+#: the candidates of the recorded checks, one JSONL candidate source per method (``<method>.jsonl``)
+SOURCES_DIR = "serve-candidates"
 #: the suffix of the run directory of correctness-only checks
 NO_TIMING_SUFFIX = "-no-timing"
 
@@ -55,16 +57,25 @@ class JournalEntry:
     def line(self) -> str:
         return json.dumps(self.__dict__, separators=(",", ":")) + "\n"
 
+    def source_line(self) -> str:
+        """The check's candidate as a line of a JSONL candidate source (:mod:`kit.candidates.sources`)."""
+        given = {"files": self.files} if self.files is not None else {"response": self.response}
+        return json.dumps({"task_id": self.task_id, "sample_id": self.sample_id} | given) + "\n"
 
-def read_journal(path: Path) -> list[JournalEntry]:
+
+def read_journal(path: Path, method: str | None = None) -> list[JournalEntry]:
     """The entries of the journal at ``path`` (none when it does not exist); a line cut short by a kill (the
-    last one) is skipped: its check was never acknowledged."""
+    last one) is skipped: its check was never acknowledged.  ``method``: read a source of received candidates
+    (lines without ``id`` nor ``method``) as entries of that method."""
     if not path.is_file():
         return []
     out = []
     for line in path.read_text(encoding="utf-8", errors="surrogateescape").splitlines():
         try:
-            out.append(JournalEntry(**json.loads(line)))
+            fields = json.loads(line)
+            if method is not None:
+                fields = {"id": "", "method": method, "files": None, "response": None} | fields
+            out.append(JournalEntry(**fields))
         except (ValueError, TypeError):
             continue
     return out
@@ -90,6 +101,7 @@ class Lane:
         self._journal = self.run_dir / JOURNAL_FILE
         #: checks finished since the journal was last rewritten (:meth:`compact`)
         self.finished_since_compact = 0
+        self._kept = self._kept_samples()
 
     def records(self) -> dict[str, Record]:
         """The records already in the run directory (deduplicated as scoring does), by job id."""
@@ -127,15 +139,41 @@ class Lane:
 
     def start_session(self, worker: Worker) -> None:
         """Note this session in ``provenance.json`` (once; ``worker``: the first build worker, whose native build
-        the facts name) and the config's task selection."""
+        the facts name), the config's task selection, and the sources of the candidates received so far.  The
+        session's config has no candidate source of its own: the service evaluates only what it receives."""
+        sessions_cfg = self.cfg.model_copy(update={"candidates": self.cfg.candidates.model_copy(update={"sources": []})})
         with self._lock:
-            self._notes.start(prov.collect(self.cfg, worker))
+            self._notes.start(prov.collect(sessions_cfg, worker))
             prov.note_selection(self.run_dir, self.cfg)
+            for path in sorted((self.run_dir / SOURCES_DIR).glob("*.jsonl")):
+                prov.note_source(self.run_dir, path.stem, path)
 
-    def write(self, worker: str, rec: Record) -> None:
-        """Write ``rec`` to the shard of ``worker`` (one file per record: a kill never loses a written one)."""
+    def write(self, worker: str, rec: Record, entry: JournalEntry) -> None:
+        """Write ``rec`` to the shard of ``worker`` (one file per record: a kill never loses a written one), then
+        its candidate (``entry``) to its method's source, once per sample: a bundle of the run carries it."""
         with self._lock:
             self._sink.append(worker, rec)
+            key = (entry.method, entry.task_id, entry.sample_id)
+            if key in self._kept:
+                return
+            path = self.run_dir / SOURCES_DIR / f"{entry.method}.jsonl"
+            path.parent.mkdir(exist_ok=True)
+            new = not path.exists()
+            with open(path, "a", encoding="utf-8", errors="surrogateescape") as f:
+                f.write(entry.source_line())
+                f.flush()
+                os.fsync(f.fileno())
+            self._kept.add(key)
+            if new and self._notes.started:
+                prov.note_source(self.run_dir, entry.method, path)
+
+    def _kept_samples(self) -> set[tuple[str, str, str]]:
+        """(method, task id, sample id) of every candidate in the run directory's sources of received ones."""
+        out = set()
+        for path in (self.run_dir / SOURCES_DIR).glob("*.jsonl"):
+            for e in read_journal(path, path.stem):
+                out.add((path.stem, e.task_id, e.sample_id))
+        return out
 
     def close(self) -> None:
         """Flush the shards and let go of the run directory's lock."""

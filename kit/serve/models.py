@@ -6,12 +6,15 @@ Nothing here names a path on the server: a candidate travels as its files' text 
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from kit.candidates import NAME_RE, NATIVE_METHOD, SAMPLE_ID_RE
+from kit.candidates import NATIVE_METHOD, SAMPLE_ID_RE
 
+#: a method name, as a candidate source's in a config (:class:`kit.settings.sections.CandidateSource`)
+METHOD_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 #: the states of a check: waiting for a worker, in a worker (``stage`` says where), finished (a verdict)
 State = Literal["queued", "running", "done"]
 
@@ -31,12 +34,13 @@ class CheckOptions(Strict):
 
 
 def method_name(v: str) -> str:
-    """``v`` if it may name a method (letters, digits, ``_.+-``; not ``native``, the kit's own kernels).
+    """``v`` if it may name a method (as a configured source's: letters, digits, ``_.-``; not ``native``, the
+    kit's own kernels).
 
     Raises:
         ValueError: it may not."""
-    if not NAME_RE.match(v) or v == NATIVE_METHOD:
-        raise ValueError(f"letters, digits and _.+- only, and not {NATIVE_METHOD!r} (the kit's own kernels)")
+    if not METHOD_RE.match(v) or v == NATIVE_METHOD:
+        raise ValueError(f"letters, digits and _.- only, and not {NATIVE_METHOD!r} (the kit's own kernels)")
     return v
 
 
