@@ -4,6 +4,7 @@
     mkb generate --config cfg.toml                              a model's answers ([generate]) as a JSONL source
     mkb refine --config cfg.toml                                answer, evaluate, feedback, answer again ([refine])
     mkb check --task ID --files A.hpp A.cpp | --response R.md   one candidate, JSON verdict on stdout
+    mkb serve --config cfg.toml [--host H] [--port P]           verdicts over HTTP for agents and trainers
     mkb calibrate --config cfg.toml                             the native method on a split (A/A noise floor)
     mkb tasks list|generate|audit                               the task suite
     mkb tasks import SRC... --out DIR [--official]              problem files / ONNX models -> task folders
@@ -92,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the task suite the runs were scored on (default: the first run's tasks.dir from its "
                         "provenance.json when that folder exists, else ./tasks)")
     _add_bundle(sub)
+    from kit.serve.cli import add_parser as add_serve
+
+    add_serve(sub)
     from kit.baselines.cli import add_parser as add_baselines
 
     add_baselines(sub)
@@ -147,7 +151,8 @@ def _add_import(tsub) -> None:  # noqa: ANN001 - argparse's private subparsers t
 def main(argv: Sequence[str] | None = None) -> int:
     ap = build_parser()
     args, rest = ap.parse_known_args(argv)
-    takes_overrides = args.cmd in ("eval", "generate", "refine", "check", "calibrate", "prompts", "reproduce")
+    takes_overrides = args.cmd in ("eval", "generate", "refine", "check", "calibrate", "prompts", "reproduce",
+                                   "serve")
     if rest and not takes_overrides:
         ap.error(f"unrecognized arguments: {' '.join(rest)}")
     _log_records_when_no_progress_bar()
@@ -221,6 +226,10 @@ def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
             verdict = check(cfg, args.task, files=args.files, response=args.response)
             print(json.dumps(verdict, indent=2))
             return 0 if verdict["status"] == "ok" else 1
+        if args.cmd == "serve":
+            from kit.serve.cli import run as serve
+
+            return serve(args, _config(args, rest))
         if args.cmd == "calibrate":
             cfg = _config(args, rest)
             from kit.outline.calibrate import calibrate

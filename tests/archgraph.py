@@ -44,6 +44,7 @@ LAYERS: list[tuple[str, str]] = [
     ("report", "the HTML report"),
     ("outline", "the outline of a run (mkb eval, mkb check) and the A/A calibration"),
     ("bundle", "bundles: pack, validate, reproduce, compare"),
+    ("serve", "mkb serve: verdicts over HTTP for agents and trainers (checks, queue, cache, journal, reward, tasks)"),
     ("bench", "benchmarks of the kit itself"),
     ("cli", "mkb, the command line"),
 ]

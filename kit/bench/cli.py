@@ -46,7 +46,14 @@ def main(argv: list[str] | None = None) -> int:
                     "samples on real MNN, every fixture task)")
     ap.add_argument("--client-cost", action="store_true", help="run the generation client's overhead benchmark "
                     "instead: requests/s through the kit's layer vs raw openai calls, loopback server")
+    ap.add_argument("--serve", action="store_true", help="run the service benchmark instead: verdicts per hour "
+                    "through mkb serve vs mkb eval on the same candidates, one worker; POST-to-verdict p50/p95 "
+                    "(--tasks, --rounds default 2, --repeats)")
     args = ap.parse_args(argv)
+    if args.serve:
+        from kit.bench.servecost import serve_cost  # FastAPI and uvicorn: the serve extra
+
+        return serve_cost(args.tasks.split(",") if args.tasks else None, args.rounds or 2, args.repeats)
     if args.client_cost:
         return client_cost(rounds=args.rounds or 3)
     if args.cold_cache:

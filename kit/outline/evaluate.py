@@ -175,8 +175,14 @@ def check(cfg: EvalConfig, task_id: str, files: list[Path] | None = None, respon
             rec = run_job(job, worker)
         finally:
             worker.release()
+    return verdict(rec)
+
+
+def verdict(rec: Record) -> dict[str, Any]:
+    """The verdict ``mkb check`` prints (and ``mkb serve`` returns) for ``rec``: the record as JSON types, its
+    raw timing samples replaced by their counts (``native_samples``, ``candidate_samples``; the record in a run
+    keeps them all)."""
     out = rec.model_dump(mode="json")
-    # raw samples are long: the verdict keeps their count (the record in a run keeps them all)
     out["native_samples"] = len(out.pop("native_samples_ms"))
     out["candidate_samples"] = len(out.pop("candidate_samples_ms"))
     out.pop("native_samples_round")

@@ -179,6 +179,23 @@ def note_selection(run_dir: Path, cfg: EvalConfig) -> None:
     _write(run_dir, prov)
 
 
+def note_source(run_dir: Path, method: str, path: Path) -> None:
+    """Add the candidate source ``method`` (a JSONL file at ``path``) to the config ``run_dir/provenance.json``
+    keeps, when it has no source of that method yet: the candidates ``mkb serve`` received, which a bundle
+    carries as it does a configured source.  Nothing to do without the file.
+
+    Raises:
+        ProvenanceError: the file is damaged."""
+    prov = load(run_dir)
+    if prov is None or prov.config is None:
+        return
+    sources = prov.config.setdefault("candidates", {}).setdefault("sources", [])
+    if any(s.get("method") == method for s in sources):
+        return
+    sources.append({"method": method, "path": str(Path(path).resolve())})
+    _write(run_dir, prov)
+
+
 def task_selections(prov: Provenance | None) -> list[TaskSelection] | None:
     """:meth:`Provenance.selections` of :func:`load`'s result (None for no file)."""
     return prov.selections() if prov is not None else None
