@@ -96,15 +96,21 @@ def served(config):
 
 
 @pytest.fixture(scope="module")
-def batch(served):
-    """16 concurrent clients, each submitting one candidate of the sample set and asking for its verdict
-    (blocking), and a 17th with a hostile candidate: {(task, sample): (POST status, final check view)}."""
-    jobs = [(d.parent.name, d.name, files_of(d)) for d in sorted(SAMPLES.glob("*/*"))]
-    jobs.append(("fx_exp", "hostile", files_of(HOSTILE[0])))
+def submitted(served):
+    """32 concurrent clients: 16 each submitting one candidate of the sample set and asking for its verdict
+    (blocking), a 17th with a hostile candidate, and 15 that send the first 15 sample candidates again under
+    another method while the first are queued or running: ({(task, sample): (POST status, final check view)}
+    of the 17, the same of the 15 echoes)."""
+    jobs = [(d.parent.name, d.name, files_of(d), "sample") for d in sorted(SAMPLES.glob("*/*"))]
+    jobs.append(("fx_exp", "hostile", files_of(HOSTILE[0]), "sample"))
+    echoes = [(t, s, f, "echo") for t, s, f, _ in jobs[:15]]
 
-    def one(task: str, sample: str, files: dict[str, str]) -> tuple[int, dict]:
+    def one(task: str, sample: str, files: dict[str, str], method: str) -> tuple[int, dict]:
+        body = {"task_id": task, "files": files, "method": method}
+        if method == "sample":
+            body["sample_id"] = sample
         with served.client() as c:
-            r = c.post("/v1/checks", json={"task_id": task, "files": files, "method": "sample", "sample_id": sample})
+            r = c.post("/v1/checks", json=body)
             if r.status_code != 202:
                 return r.status_code, r.json()
             for _ in range(5):
@@ -113,9 +119,27 @@ def batch(served):
                     break
             return 202, view
 
-    with ThreadPoolExecutor(len(jobs)) as pool:
-        out = dict(zip([(t, s) for t, s, _ in jobs], pool.map(lambda j: one(*j), jobs)))
-    return out
+    every = jobs + echoes
+    assert len(every) == 32
+    with ThreadPoolExecutor(len(every)) as pool:
+        views = list(pool.map(lambda j: one(*j), every))
+    keys = [(t, s) for t, s, _, _ in every]
+    return dict(zip(keys[:len(jobs)], views[:len(jobs)])), dict(zip(keys[len(jobs):], views[len(jobs):]))
+
+
+@pytest.fixture(scope="module")
+def batch(submitted):
+    return submitted[0]
+
+
+def test_a_candidate_sent_again_while_it_runs_gets_the_same_check(submitted):
+    batch, echoes = submitted
+    assert len(echoes) == 15
+    for key, (code, view) in echoes.items():
+        assert code == 202, (key, view)
+        first = batch[key][1]
+        assert view["id"] == first["id"] and view["status"] == first["status"], (key, view, first)
+        assert view["verdict"] == first["verdict"] and view["reward"] == first["reward"]
 
 
 def test_concurrent_clients_get_the_statuses_of_mkb_eval(batch):
