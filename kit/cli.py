@@ -91,6 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks-dir", type=Path, default=None,
                    help="the task suite the runs were scored on (default: the first run's tasks.dir from its "
                         "provenance.json when that folder exists, else ./tasks)")
+    p.add_argument("--score-native-incorrect", action="store_true",
+                   help="score fast_p also on tasks the audit marked native_incorrect (report.score_native_incorrect)")
     _add_bundle(sub)
     from kit.baselines.cli import add_parser as add_baselines
 
@@ -255,7 +257,11 @@ def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
             from kit.suite.tasks import load_suite
 
             out = args.out or (args.run_dirs[0] / "report")
-            paths = build_report(list(args.run_dirs), out, load_suite(_report_tasks_dir(args)))
+            from kit.suite.nativemarks import read_marks
+
+            tasks_dir = _report_tasks_dir(args)
+            paths = build_report(list(args.run_dirs), out, load_suite(tasks_dir), native_incorrect=read_marks(tasks_dir),
+                                 score_native_incorrect=args.score_native_incorrect)
             print(f"report: {paths.html}\nmarkdown: {paths.markdown}\njson: {paths.json}\ncsv: {paths.csv}")
             return 0
     except _user_errors() as exc:

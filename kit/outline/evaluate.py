@@ -35,6 +35,7 @@ from kit.run.rundir import prepare as prepare_run_dir
 from kit.run.rundir import release as release_run_dir
 from kit.score.headline import headline
 from kit.settings.config import ConfigError, EvalConfig
+from kit.suite.nativemarks import read_marks
 from kit.suite.tasks import Task, TaskError, check_selected, load_suite
 
 log = logging.getLogger("kit")
@@ -140,7 +141,9 @@ def print_summary(frame: pl.DataFrame, tasks: list[Task], cfg: EvalConfig) -> No
         merged = merge(cfg.run.dir)
         # the whole suite: the report takes the run's own task selection from provenance.json (every
         # session's, as `mkb report` does), not only this session's
-        paths = build_report([cfg.run.dir], cfg.run.dir / "report", load_suite(cfg.tasks.dir, "all"))
+        paths = build_report([cfg.run.dir], cfg.run.dir / "report", load_suite(cfg.tasks.dir, "all"),
+                             native_incorrect=read_marks(cfg.tasks.dir),
+                             score_native_incorrect=cfg.report.score_native_incorrect)
         print(f"results: {merged}\nreport: {paths.html}")
 
 

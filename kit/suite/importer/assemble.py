@@ -36,6 +36,7 @@ from kit.suite.tasks import (
     load_task,
     sha256_file,
 )
+from kit.suite.edges import declare
 from kit.suite.tomlw import dumps_mapping
 
 _DT = {np.dtype(np.float32): "float32", np.dtype(np.int32): "int32", np.dtype(np.int64): "int64",
@@ -236,7 +237,8 @@ def build_task(src: Source, opts: Options, stage: Path, split: str = "train") ->
         desc = f"{red.target_op} imported from {src.name}" + (f" ({src.upstream})" if src.upstream else "") + "."
         task = Task(id=tid, category=category, op_type=red.target_op, opset=OPSET, mechanism="composite", split=split,
                     description=desc, mnn_op_types=["*"], tolerance={"atol": opts.atol, "rtol": opts.rtol},
-                    inputs=specs, outputs=outputs, mnn={"new_files": ["provisional"]}, source=source)
+                    inputs=specs, outputs=outputs, mnn={"new_files": ["provisional"]}, source=source,
+                    edges=declare(red.target_op, specs))
         folder = stage / category / tid
         py = model_py if model_py is not None else onnx_model_py(task)
         task = _write(folder, task, model, py)
