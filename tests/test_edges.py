@@ -71,7 +71,7 @@ def test_an_edge_set_on_a_missing_or_wrong_input_is_refused(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_kernel_taking_the_last_maximum_fails_the_ties_set_only(tmp_path, fixture_engine_pristine,
+def test_a_kernel_taking_the_last_maximum_fails_the_ties_set_only(tmp_path, fixture_engine_pristine, fixture_shared_cache,
                                                                    fixture_tasks_dir, fixture_candidates_dir):
     from kit.outline.evaluate import evaluate
     from kit.results.shards import scan
@@ -83,7 +83,7 @@ def test_a_kernel_taking_the_last_maximum_fails_the_ties_set_only(tmp_path, fixt
     cfg = load_config(write_config(
         tmp_path / "cfg.toml", run_dir=tmp_path / "run", tasks_dir=fixture_tasks_dir, ids=["fx_argmax"],
         method="edges", candidates=tmp_path / "candidates",
-        mnn={"engine": "fixture", "source_dir": fixture_engine_pristine, "cache_dir": tmp_path / "cache"},
+        mnn={"engine": "fixture", "source_dir": fixture_engine_pristine, "cache_dir": fixture_shared_cache},
         build={"jobs": 2}, verify={"trials": 2, "extra_threads": []}, timing={"enabled": False}))
     assert evaluate(cfg) == 0
     got = {r["sample_id"]: r for r in scan(cfg.run.dir).collect().iter_rows(named=True)}

@@ -19,6 +19,7 @@ import onnx
 import onnx.version_converter
 from onnx import numpy_helper
 
+from kit.suite.edges import declare
 from kit.suite.importer import mapping
 from kit.suite.importer import specs as inp
 from kit.suite.importer.onnxsrc import onnx_model_py, sample_feeds
@@ -36,7 +37,6 @@ from kit.suite.tasks import (
     load_task,
     sha256_file,
 )
-from kit.suite.edges import declare
 from kit.suite.tomlw import dumps_mapping
 
 _DT = {np.dtype(np.float32): "float32", np.dtype(np.int32): "int32", np.dtype(np.int64): "int64",
