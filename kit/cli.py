@@ -140,6 +140,8 @@ def _add_import(tsub) -> None:  # noqa: ANN001 - argparse's private subparsers t
                         "--official 1024: the paper's shapes are kept)")
     q.add_argument("--memory-limit-gib", type=float, default=8.0, help="address-space limit of each export (GiB)")
     q.add_argument("--widen-inputs", action="store_true", help="make float input ranges symmetric around zero")
+    q.add_argument("--tolerance", type=float, default=None,
+                   help="atol = rtol of every imported task (default 1e-2, the paper's pipelines' tolerance)")
     q.add_argument("--id-prefix", default=None, help="prefix of every task id (--official: 'paper_')")
     q.add_argument("--mnn-dir", type=Path, default=None, help="MNN tree: converter files of ops the suite lacks")
     q.add_argument("--converter", type=Path, default=None, help="MNNConvert (3.2.2) for the native observation "
