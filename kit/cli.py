@@ -263,11 +263,12 @@ def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
             from kit.suite.tasks import load_suite
 
             out = args.out or (args.run_dirs[0] / "report")
+            from kit.score.metrics import NativeRule
             from kit.suite.nativemarks import read_marks
 
             tasks_dir = _report_tasks_dir(args)
-            paths = build_report(list(args.run_dirs), out, load_suite(tasks_dir), native_incorrect=read_marks(tasks_dir),
-                                 score_native_incorrect=args.score_native_incorrect)
+            paths = build_report(list(args.run_dirs), out, load_suite(tasks_dir),
+                                 native=NativeRule(read_marks(tasks_dir), args.score_native_incorrect))
             print(f"report: {paths.html}\nmarkdown: {paths.markdown}\njson: {paths.json}\ncsv: {paths.csv}")
             return 0
     except _user_errors() as exc:

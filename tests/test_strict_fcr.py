@@ -43,7 +43,8 @@ def frame() -> pl.DataFrame:
 
 
 def test_strict_fcr_counts_only_samples_that_pass_every_held_edge_set():
-    row = metrics.summary(frame(), TASKS, ps=(1.0,), native_incorrect={"t4"}).row(0, named=True)
+    tasks = metrics.with_native_rule(TASKS, metrics.NativeRule({"t4": "wrong"}))
+    row = metrics.summary(frame(), tasks, ps=(1.0,)).row(0, named=True)
     assert (row["n_correct"], row["n_correct_strict"]) == (5, 4)
     assert row["fcr"] == pytest.approx(5 / 5) and row["fcr_strict"] == pytest.approx(4 / 5)
     # fast_1.0: t1 (1.6), t2 (3.0), t3 (1.1); t4 excluded (native incorrect); t5 0.8
@@ -61,12 +62,14 @@ def test_the_failed_edge_class_is_named_per_task():
 
 
 def test_native_incorrect_tasks_are_scored_when_configured():
-    excluded = metrics.summary(frame(), TASKS, ps=(1.5,), native_incorrect={"t4"}).row(0, named=True)
-    scored = metrics.summary(frame(), TASKS, ps=(1.5,), native_incorrect={"t4"},
-                             score_native_incorrect=True).row(0, named=True)
+    def rule(scored: bool):
+        return metrics.with_native_rule(TASKS, metrics.NativeRule({"t4": "wrong"}, scored=scored))
+
+    excluded = metrics.summary(frame(), rule(False), ps=(1.5,)).row(0, named=True)
+    scored = metrics.summary(frame(), rule(True), ps=(1.5,)).row(0, named=True)
     assert excluded["fast_1.5"] == pytest.approx(2 / 5) and scored["fast_1.5"] == pytest.approx(3 / 5)
     assert excluded["geomean_speedup"] < scored["geomean_speedup"]
-    assert scored["native_incorrect_tasks"] == ["t4"]  # listed either way
+    assert excluded["native_incorrect_tasks"] == ["t4"] and scored["native_incorrect_tasks"] == []
 
 
 def test_the_report_lists_native_incorrect_tasks_and_failed_edge_sets(tmp_path):
@@ -79,7 +82,7 @@ def test_the_report_lists_native_incorrect_tasks_and_failed_edge_sets(tmp_path):
         for r in recs:
             w.append(Record(**{k: v for k, v in r.items() if v is not None}))
     paths = build_report([run], tmp_path / "rep", TASKS, n_boot=10,
-                         native_incorrect={"t4": "y: 12 of 64 differ (max abs 1.2)"})
+                         native=metrics.NativeRule({"t4": "y: 12 of 64 differ (max abs 1.2)"}))
     md = paths.markdown.read_text()
     assert "## Tasks whose native MNN is incorrect" in md and "12 of 64 differ" in md
     assert "never for fast_p" in md

@@ -34,6 +34,7 @@ from kit.run.plan import Executed, RunStats, pending, plan_jobs
 from kit.run.rundir import prepare as prepare_run_dir
 from kit.run.rundir import release as release_run_dir
 from kit.score.headline import headline
+from kit.score.metrics import NativeRule
 from kit.settings.config import ConfigError, EvalConfig
 from kit.suite.nativemarks import read_marks
 from kit.suite.tasks import Task, TaskError, check_selected, load_suite
@@ -142,8 +143,7 @@ def print_summary(frame: pl.DataFrame, tasks: list[Task], cfg: EvalConfig) -> No
         # the whole suite: the report takes the run's own task selection from provenance.json (every
         # session's, as `mkb report` does), not only this session's
         paths = build_report([cfg.run.dir], cfg.run.dir / "report", load_suite(cfg.tasks.dir, "all"),
-                             native_incorrect=read_marks(cfg.tasks.dir),
-                             score_native_incorrect=cfg.report.score_native_incorrect)
+                             native=NativeRule(read_marks(cfg.tasks.dir), cfg.report.score_native_incorrect))
         print(f"results: {merged}\nreport: {paths.html}")
 
 

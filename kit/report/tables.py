@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -282,10 +281,9 @@ class Scores:
 
 
 def score_runs(runs: list[Run], ps: tuple[float, ...], n_boot: int, seed: int,
-               native_incorrect: Iterable[str] = (), score_native_incorrect: bool = False) -> Scores:
-    """Metrics of ``runs`` at the fast_p thresholds ``ps``, each run over its own denominator;
-    ``native_incorrect``: the tasks the audit marked (not scored for fast_p unless ``score_native_incorrect``,
-    :func:`kit.score.metrics.summary`).
+               native: metrics.NativeRule | None = None) -> Scores:
+    """Metrics of ``runs`` at the fast_p thresholds ``ps``, each run over its own denominator; ``native``: the
+    tasks the audit marked native_incorrect (:func:`kit.score.metrics.summary`).
 
     Raises:
         kit.score.metrics.MetricsError: records unusable for metrics.
@@ -300,15 +298,12 @@ def score_runs(runs: list[Run], ps: tuple[float, ...], n_boot: int, seed: int,
     summ_parts, cat_parts, pt_parts = [], [], []
     for r in runs:
         noise = (r.calibration or {}).get("noise") or None
+        tasks = metrics.with_native_rule(r.tasks, native)
         for parts, extra in ((summ_parts, ()), (cat_parts, ("category",))):
             by = ("run", "method", "system", *split_key, *extra)
             boot = metrics.Bootstrap(n_boot, seed)
-            parts.append(metrics.summary(r.records, r.tasks, ps=ps, by=by, boot=boot, noise=noise,
-                                         native_incorrect=native_incorrect,
-                                         score_native_incorrect=score_native_incorrect))
-        pt_parts.append(metrics.per_task(r.records, r.tasks, keys=("run", "method", "system"), noise=noise,
-                                         native_incorrect=native_incorrect,
-                                         score_native_incorrect=score_native_incorrect))
+            parts.append(metrics.summary(r.records, tasks, ps=ps, by=by, boot=boot, noise=noise))
+        pt_parts.append(metrics.per_task(r.records, tasks, keys=("run", "method", "system"), noise=noise))
     return Scores(
         summary=pl.concat(summ_parts, how="vertical").sort(["run", "method", *split_key]),
         by_cat=pl.concat(cat_parts, how="vertical").sort(["run", "method", *split_key, "category"]),

@@ -32,9 +32,9 @@ Definitions (MobileKernelBench §5.1, KernelBench), all per *system* (a method, 
   speedups.  A task without edge sets has strict = plain.  ``failed_edges`` names, per task, the edge sets its
   correct samples failed.
 - **Native-incorrect rule**: a task whose pinned native build disagrees with ONNX Runtime (the audit's mark,
-  :mod:`kit.suite.nativemarks`) counts for CSR and FCR but, unless ``score_native_incorrect``, never in a
-  fast_p numerator nor the geometric mean (its speedup is over a native that does not compute the op); listed
-  in ``native_incorrect_tasks``.
+  :mod:`kit.suite.nativemarks`; the task table's ``native_incorrect`` column, :func:`with_native_rule`) counts
+  for CSR and FCR but, unless ``report.score_native_incorrect``, never in a fast_p numerator nor the geometric
+  mean (its speedup is over a native that does not compute the op); listed in ``native_incorrect_tasks``.
 - Rates are fractions in [0, 1]; ``<metric>_ci_low`` / ``_ci_high`` are percentile bootstrap 95 % CIs
   from resampling the tasks of the group with replacement (seeded, ``n_boot`` resamples).
 """
@@ -42,8 +42,8 @@ Definitions (MobileKernelBench §5.1, KernelBench), all per *system* (a method, 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
@@ -51,6 +51,7 @@ import polars as pl
 from kit.results import rules as scoring
 from kit.results.records import COMPILED, CORRECT, ErrorKind, Status
 from kit.results.rules import pass_at_k  # noqa: F401 - re-exported: kit.score.metrics.pass_at_k is the public name
+from kit.score.groupstats import Bootstrap, bootstrap, group_pass_at_k, with_pass_at_k
 
 DEFAULT_PS: tuple[float, ...] = (0.0, 0.5, 1.0, 1.5, 2.0)
 DEFAULT_KS: tuple[int, ...] = (1,)
@@ -64,6 +65,25 @@ REQUIRED_TASK_COLUMNS: tuple[str, ...] = ("task_id", "category", "split")
 _COMPILED = [s.value for s in COMPILED]
 _CORRECT = [s.value for s in CORRECT]
 _STATUSES = [s.value for s in Status]
+
+
+@dataclass(frozen=True)
+class NativeRule:
+    """The native-incorrect rule (module docstring): ``marks``, task id → the pinned native build's mismatch with
+    ONNX Runtime (:func:`kit.suite.nativemarks.read_marks`), and whether those tasks' speedups are ``scored``
+    anyway (``report.score_native_incorrect``)."""
+
+    marks: Mapping[str, str] = field(default_factory=dict)
+    scored: bool = False
+
+
+def with_native_rule(tasks: pl.DataFrame | Iterable, rule: NativeRule | None) -> pl.DataFrame:
+    """The task table of ``tasks`` with the Boolean column ``native_incorrect`` of ``rule`` (module docstring): true
+    for the marked tasks unless ``rule.scored``; ``tasks`` as a table unchanged when ``rule`` is None."""
+    table = as_task_table(tasks)
+    if rule is None:
+        return table
+    return table.with_columns(native_incorrect=pl.col("task_id").is_in(sorted(rule.marks)) & (not rule.scored))
 
 
 class MetricsError(Exception):
@@ -124,8 +144,6 @@ def per_task(
     tasks: pl.DataFrame | Iterable,
     keys: Sequence[str] = ("method",),
     noise: dict[str, float] | None = None,
-    native_incorrect: Iterable[str] = (),
-    score_native_incorrect: bool = False,
 ) -> pl.DataFrame:
     """Best-of-k outcome of every (system, task): one row per combination of ``keys`` values × every task.
 
@@ -133,11 +151,10 @@ def per_task(
         records: one row per job (:data:`kit.results.shards.SHARD_SCHEMA` columns; at least
             :data:`REQUIRED_RECORD_COLUMNS`; :data:`kit.results.rules.OPTIONAL_COLUMNS` read as null if absent).
         tasks: ``task_id``, ``category``, ``split`` (String), one row per task: the denominator; or a
-            list of :class:`kit.suite.tasks.Task`.
+            list of :class:`kit.suite.tasks.Task`.  An optional Boolean ``native_incorrect`` marks the tasks of
+            the native-incorrect rule (:func:`with_native_rule`).
         keys: record columns that identify a system; every system of ``records`` gets rows.
         noise: task id → ``noise_log`` (A/A 95 % half-width, log scale, >= 0); absent or None: no figure.
-        native_incorrect: task ids the pinned native build computes wrongly (the audit's marks).
-        score_native_incorrect: score their speedups anyway (else they never count for fast_p, module docstring).
 
     Returns:
         ``keys``, ``task_id``, ``category``, ``split``, ``n_samples``, ``n_correct``, ``n_harness_errors``
@@ -158,6 +175,8 @@ def per_task(
     tasks = as_task_table(tasks)
     keys = list(keys)
     _check(records, tasks, keys)
+    marked = tasks.filter(pl.col("native_incorrect").fill_null(False))["task_id"].to_list() \
+        if "native_incorrect" in tasks.columns else []
     tasks = tasks.select(REQUIRED_TASK_COLUMNS)
     systems = records.select(keys).unique()  # before the task filter: a system never vanishes
     records = records.filter(pl.col("task_id").is_in(tasks["task_id"].implode()))
@@ -185,9 +204,9 @@ def per_task(
         pl.col("compiled", "correct", "correct_strict", *unscored).fill_null(False),
         pl.col("failed_edges").fill_null(pl.lit([], dtype=pl.List(pl.String))),
         no_native=pl.col("task_id").is_in(no_native),
-        native_incorrect=pl.col("task_id").is_in(sorted(native_incorrect)),
+        native_incorrect=pl.col("task_id").is_in(marked),
     )
-    out = out.with_columns(fast_excluded=pl.col("no_native") | (pl.col("native_incorrect") & (not score_native_incorrect)))
+    out = out.with_columns(fast_excluded=pl.col("no_native") | pl.col("native_incorrect"))
     # why a correct task has no speedup: kept only where no other sample of the task gave a scorable one
     out = out.with_columns(pl.col(c) & pl.col("speedup").is_null() for c in unscored).with_columns(
         harness_only=(pl.col("n_samples") > 0) & (pl.col("n_harness_errors") == pl.col("n_samples"))
@@ -209,26 +228,6 @@ def _noise_frame(noise: dict[str, float] | None) -> pl.DataFrame:
             raise MetricsError(f"noise: task {t!r} has noise_log {v!r}; expected a finite number >= 0")
     return pl.DataFrame({"task_id": list(rows), "noise_log": [float(v) for v in rows.values()]},
                         schema={"task_id": pl.String, "noise_log": pl.Float64})
-
-
-@dataclass(frozen=True)
-class Bootstrap:
-    """The bootstrap of a group's CIs: ``n`` resamples of its tasks with replacement, seeded with ``seed``."""
-
-    n: int = 1000
-    seed: int = 0
-
-
-def _bootstrap(ind: np.ndarray, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile 95 % CI of the column means of ``ind`` (tasks × metrics) over task resamples."""
-    n = ind.shape[0]
-    if n == 0:
-        nan = np.full(ind.shape[1], np.nan)
-        return nan, nan
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_boot, n))
-    means = ind[idx].mean(axis=1)  # n_boot × metrics
-    return np.percentile(means, 2.5, axis=0), np.percentile(means, 97.5, axis=0)
 
 
 #: count columns of a :func:`summary` row (u32), in output order
@@ -279,24 +278,6 @@ def _with_rate_indicators(pt: pl.DataFrame, ps: Sequence[float]) -> tuple[pl.Dat
                            **fast_exprs), rate_cols
 
 
-def _with_pass_at_k(pt: pl.DataFrame, ks: Sequence[int]) -> pl.DataFrame:
-    """``pt`` with a per-task f64 column ``pass@<k>`` for every k of ``ks``.
-
-    :func:`kit.results.rules.task_pass_at_k` of the task's ``n_samples`` and ``n_correct``: missing samples count
-    as failed ones (module docstring).
-    """
-    for k in ks:
-        pt = pt.with_columns(
-            pl.struct("n_samples", "n_correct")
-            .map_elements(
-                lambda s, k=k: scoring.task_pass_at_k(s["n_samples"], s["n_correct"], k),
-                return_dtype=pl.Float64,
-            )
-            .alias(f"pass@{k}")
-        )
-    return pt
-
-
 def _group_counts(g: pl.DataFrame) -> dict[str, int]:
     """The :data:`_COUNT_COLUMNS` of one group of per-task rows.
 
@@ -324,11 +305,11 @@ def _group_rates(g: pl.DataFrame, rate_cols: Sequence[str], n_boot: int, seed: i
     """``<rate>``, ``<rate>_ci_low``, ``<rate>_ci_high`` for every rate of ``rate_cols`` in one group.
 
     A rate is the mean of its per-task indicator over the group's tasks (fraction in [0, 1]); the CI is
-    :func:`_bootstrap` over task resamples (module docstring).
+    :func:`kit.score.groupstats.bootstrap` over task resamples (module docstring).
     """
     out: dict[str, float | None] = {}
     ind = g.select(rate_cols).cast(pl.Float64).to_numpy()
-    lo, hi = _bootstrap(ind, n_boot, seed)
+    lo, hi = bootstrap(ind, n_boot, seed)
     for j, c in enumerate(rate_cols):
         out[c] = float(ind[:, j].mean()) if g.height else None
         out[f"{c}_ci_low"] = float(lo[j])
@@ -343,17 +324,6 @@ def _group_geomean(g: pl.DataFrame) -> float | None:
     return float(np.exp(np.log(sp).mean())) if sp.size else None
 
 
-def _group_pass_at_k(g: pl.DataFrame, ks: Sequence[int]) -> dict[str, float | int | None]:
-    """``pass@<k>`` (mean of the per-task estimates over every task of the group, null for no task) and
-    ``pass@<k>_tasks`` (the tasks with at least k samples, where the estimate needs no padding) of one group,
-    for every k of ``ks`` (module docstring)."""
-    out: dict[str, float | int | None] = {}
-    for k in ks:
-        out[f"pass@{k}"] = float(g[f"pass@{k}"].mean()) if g.height else None
-        out[f"pass@{k}_tasks"] = int((g["n_samples"] >= k).sum())
-    return out
-
-
 def _group_row(by: Sequence[str], group_key: tuple, g: pl.DataFrame, rate_cols: Sequence[str],
                ks: Sequence[int], boot: Bootstrap) -> dict:
     """One :func:`summary` row (a dict) for the group ``group_key`` of ``by`` with per-task rows ``g``.
@@ -365,7 +335,7 @@ def _group_row(by: Sequence[str], group_key: tuple, g: pl.DataFrame, rate_cols: 
     row.update(_group_counts(g))
     row.update(_group_rates(g, rate_cols, boot.n, boot.seed))
     row["geomean_speedup"] = _group_geomean(g)
-    row.update(_group_pass_at_k(g, ks))
+    row.update(group_pass_at_k(g, ks))
     for col, flag in TASK_LIST_COLUMNS.items():
         row[col] = sorted(g.filter(pl.col(flag))["task_id"].to_list())
     return row
@@ -405,8 +375,6 @@ def summary(
     ks: Sequence[int] = DEFAULT_KS,
     boot: Bootstrap | None = None,
     noise: dict[str, float] | None = None,
-    native_incorrect: Iterable[str] = (),
-    score_native_incorrect: bool = False,
 ) -> pl.DataFrame:
     """Metrics per group (see the module docstring for the definitions).
 
@@ -420,7 +388,6 @@ def summary(
         boot: the bootstrap of the CIs (:class:`Bootstrap`: resamples and seed; None: its defaults).
         noise: task id → ``noise_log`` for ``fast_sig_<p>`` (as for :func:`per_task`); None: no noise data,
             ``fast_sig_<p>`` is the CI rule alone.
-        native_incorrect, score_native_incorrect: as for :func:`per_task`.
 
     Returns:
         One row per group, sorted by ``by``: ``by`` columns; ``n_tasks``, ``n_missing`` (tasks without
@@ -436,9 +403,9 @@ def summary(
     keys = [c for c in by if c not in TASK_COLUMNS]
     if not keys:
         raise MetricsError(f"by={by}: add a record column that identifies a system, e.g. 'method'")
-    pt = per_task(records, tasks, keys, noise, native_incorrect, score_native_incorrect)
+    pt = per_task(records, tasks, keys, noise)
     pt, rate_cols = _with_rate_indicators(pt, ps)
-    pt = _with_pass_at_k(pt, ks)
+    pt = with_pass_at_k(pt, ks)
     rows = [
         _group_row(by, group_key, g, rate_cols, ks, boot or Bootstrap())
         for group_key, g in pt.group_by(by, maintain_order=False)
