@@ -77,6 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--ids", nargs="*", default=None)
     q.add_argument("--no-native", action="store_true", help="skip the native MNN (PyPI wheel) check")
     q.add_argument("--no-torch", action="store_true", help="skip the PyTorch fidelity check")
+    q.add_argument("--config", type=Path, default=None,
+                   help="an eval config: also run every task on its pinned tree's native build and mark the tasks "
+                        "native gets wrong native_incorrect in the manifest")
+    q.add_argument("--no-pinned", action="store_true", help="skip the pinned tree's native check (with --config)")
 
     _add_import(tsub)
     p = sub.add_parser("prompts", help="write the initial prompt of every task (JSONL + one file per task)")
@@ -92,6 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks-dir", type=Path, default=None,
                    help="the task suite the runs were scored on (default: the first run's tasks.dir from its "
                         "provenance.json when that folder exists, else ./tasks)")
+    p.add_argument("--score-native-incorrect", action="store_true",
+                   help="score fast_p also on tasks the audit marked native_incorrect (report.score_native_incorrect)")
     _add_bundle(sub)
     from kit.serve.cli import add_parser as add_serve
 
@@ -138,6 +144,8 @@ def _add_import(tsub) -> None:  # noqa: ANN001 - argparse's private subparsers t
                         "--official 1024: the paper's shapes are kept)")
     q.add_argument("--memory-limit-gib", type=float, default=8.0, help="address-space limit of each export (GiB)")
     q.add_argument("--widen-inputs", action="store_true", help="make float input ranges symmetric around zero")
+    q.add_argument("--tolerance", type=float, default=None,
+                   help="atol = rtol of every imported task (default 1e-2, the paper's pipelines' tolerance)")
     q.add_argument("--id-prefix", default=None, help="prefix of every task id (--official: 'paper_')")
     q.add_argument("--mnn-dir", type=Path, default=None, help="MNN tree: converter files of ops the suite lacks")
     q.add_argument("--converter", type=Path, default=None, help="MNNConvert (3.2.2) for the native observation "
@@ -264,7 +272,12 @@ def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
             from kit.suite.tasks import load_suite
 
             out = args.out or (args.run_dirs[0] / "report")
-            paths = build_report(list(args.run_dirs), out, load_suite(_report_tasks_dir(args)))
+            from kit.score.metrics import NativeRule
+            from kit.suite.nativemarks import read_marks
+
+            tasks_dir = _report_tasks_dir(args)
+            paths = build_report(list(args.run_dirs), out, load_suite(tasks_dir),
+                                 native=NativeRule(read_marks(tasks_dir), args.score_native_incorrect))
             print(f"report: {paths.html}\nmarkdown: {paths.markdown}\njson: {paths.json}\ncsv: {paths.csv}")
             return 0
     except _user_errors() as exc:
@@ -362,8 +375,71 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     return errors
 
 
-def _tasks(args: argparse.Namespace) -> int:
+def _audit_table(df) -> None:  # noqa: ANN001 - a polars DataFrame
+    from rich.console import Console
+    from rich.table import Table
+
+    cols = ("task_id", "passed", "ort_ms", "torch_ok", "mutants_ok", "native_ok", "native_max_abs_err",
+            "pinned_ok", "pinned_max_abs_err", "atol", "pinned_err_over_atol", "pinned_edges_failed", "problems")
+    table = Table(title=f"audit of {df.height} tasks")
+    for col in cols:
+        table.add_column(col)
+    for r in df.iter_rows(named=True):
+        table.add_row(*("" if r.get(c) is None else (f"{r[c]:.3g}" if isinstance(r[c], float) else str(r[c]))
+                        for c in cols))
+    Console(width=240).print(table)
+
+
+def _tasks_audit(args: argparse.Namespace) -> int:
+    """``mkb tasks audit``: the audit (:mod:`kit.suite.audit`), with ``--config`` also on the pinned tree's native
+    build (:mod:`kit.outline.taskaudit`), whose failures are marked ``native_incorrect`` in the manifest."""
     import polars as pl
+    from rich.progress import Progress
+
+    from kit.outline.taskaudit import audit_with_pinned, mark
+    from kit.suite.audit import failed, write_calibration
+    from kit.suite.importer.weak import is_imported, mark_weak, split_failures
+
+    cfg = None
+    if args.config is not None and not args.no_pinned:
+        from kit.settings.config import load_config
+
+        cfg = load_config(args.config)
+    with Progress(transient=True) as prog:
+        bar = prog.add_task("audit", total=None)
+
+        def tick(task_id: str, done: int, total: int) -> None:
+            prog.update(bar, completed=done, total=total, description=f"audit {task_id}")
+
+        df = audit_with_pinned(args.dir, cfg, args.ids or None, wheel=not args.no_native,
+                               torch_check=not args.no_torch, progress=tick)
+    if not args.ids:
+        write_calibration(df, args.dir)
+    _audit_table(df)
+    natives = df.filter(pl.col("native_ok").not_()).height
+    print(f"native MNN (PyPI wheel) fails {natives} task(s): recorded facts, not audit failures")
+    if cfg is not None:
+        n = mark(args.dir, df, cfg.mnn.version)
+        wrong = df.filter(pl.col("native_incorrect").fill_null(False))["task_id"].to_list()
+        print(f"pinned native MNN {cfg.mnn.version} disagrees with ONNX Runtime on {len(wrong)} task(s)"
+              + (": " + ", ".join(wrong) if wrong else "") + f"; marked native_incorrect in the manifest: {n}")
+    bad = failed(df)
+    if is_imported(args.dir):  # an imported suite: weak tasks are marked in its manifest, not failures
+        bad, weak = split_failures(bad)
+        n_weak = mark_weak(args.dir, df)
+        print(f"weak (a zero/constant/identity kernel passes; marked in manifest.json): {n_weak} task(s)"
+              + (": " + ", ".join(t for t, _ in weak) if weak else ""))
+    if bad:
+        for tid, problems in bad:
+            print(f"FAIL {tid}: {problems}", file=sys.stderr)
+        print(f"audit: {len(bad)} task(s) fail a check", file=sys.stderr)
+        return 1
+    print(f"audit: all {df.height} tasks pass every check except the recorded native-MNN facts"
+          + (" and the marked weak tasks" if is_imported(args.dir) else ""))
+    return 0
+
+
+def _tasks(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
@@ -390,44 +466,7 @@ def _tasks(args: argparse.Namespace) -> int:
         Console(width=220).print(table)
         return 0
     if args.tasks_cmd == "audit":
-        from rich.progress import Progress
-
-        from kit.suite.audit import audit, failed, write_calibration
-
-        with Progress(transient=True) as prog:
-            bar = prog.add_task("audit", total=None)
-
-            def tick(task_id: str, done: int, total: int) -> None:
-                prog.update(bar, completed=done, total=total, description=f"audit {task_id}")
-
-            df = audit(args.dir, ids=args.ids or None, native=not args.no_native, torch_check=not args.no_torch,
-                       progress=tick)
-        path = write_calibration(df, args.dir) if not args.ids else None
-        table = Table(title=f"audit of {df.height} tasks" + (f" (calibration: {path})" if path else ""))
-        cols = ("task_id", "passed", "ort_ms", "torch_ok", "mutants_ok", "native_ok", "native_max_abs_err", "problems")
-        for col in cols:
-            table.add_column(col)
-        for r in df.iter_rows(named=True):
-            table.add_row(*("" if r[c] is None else (f"{r[c]:.3g}" if isinstance(r[c], float) else str(r[c])) for c in cols))
-        Console(width=220).print(table)
-        natives = df.filter(pl.col("native_ok").not_()).height if "native_ok" in df.columns else 0
-        print(f"native MNN (PyPI wheel) fails {natives} task(s): recorded facts, not audit failures")
-        bad = failed(df)
-        from kit.suite.importer.weak import is_imported, mark_weak, split_failures
-
-        if is_imported(args.dir):  # an imported suite: weak tasks are marked in its manifest, not failures
-            bad, weak = split_failures(bad)
-            n_weak = mark_weak(args.dir, df)
-            print(f"weak (a zero/constant/identity kernel passes; marked in manifest.json): {n_weak} task(s)"
-                  + (": " + ", ".join(t for t, _ in weak) if weak else ""))
-        if bad:
-            for tid, problems in bad:
-                print(f"FAIL {tid}: {problems}", file=sys.stderr)
-            print(f"audit: {len(bad)} task(s) fail a check", file=sys.stderr)
-            return 1
-        print(f"audit: all {df.height} tasks pass every check except the recorded native-MNN facts"
-              + (" and the marked weak tasks" if is_imported(args.dir) else ""))
-        return 0
+        return _tasks_audit(args)
     raise AssertionError(args.tasks_cmd)
 
 

@@ -15,6 +15,7 @@ from conftest_fixture import (  # noqa: E402,F401
     fixture_candidates_dir,
     fixture_engine,
     fixture_engine_pristine,
+    fixture_shared_cache,
     fixture_tasks_dir,
 )
 from raycluster import cluster  # noqa: E402,F401

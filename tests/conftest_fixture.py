@@ -88,6 +88,13 @@ def fixture_candidates_dir() -> Path:
     return FIXTURE_ROOT / "candidates"
 
 
+@pytest.fixture(scope="session")
+def fixture_shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One ``mnn.cache_dir`` per session for tests that only need the native build of
+    :func:`fixture_engine_pristine` (built once there, for all of them)."""
+    return tmp_path_factory.mktemp("fixture_cache")
+
+
 def wait_for_state(pid: int, state: str = "S", limit_s: float = 10.0) -> str:
     """Poll /proc/<pid>/stat until the process is in ``state`` (e.g. "S": blocked, as a runner waiting at its
     rendezvous) or ``limit_s`` seconds have passed; returns the last state seen ("-" once it is gone)."""

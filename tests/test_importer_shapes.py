@@ -12,6 +12,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from kit.suite.importer import Options, find_sources, import_sources
+from kit.suite.importer.assemble import PAPER_TOLERANCE
 from kit.suite.importer.onnxsrc import sample_feeds
 from kit.suite.importer.shapeinputs import fix_shape_inputs
 from kit.suite.tasks import load_task
@@ -64,6 +65,10 @@ def test_k_as_input_topk_and_an_opset_16_grid_sample_import_and_pass_the_audit(t
     topk = load_task(next(out.rglob("topk_k_input")))
     assert [i.name for i in topk.inputs] == ["x"] and topk.outputs[0].shape[0] == 4
     assert any("fixed to" in e for e in topk.source.input_evidence)
+    # declared as the built-in suite's are, and at the paper's pipelines' tolerance with its reason
+    assert [(e.name, e.inputs) for e in topk.edges] == [("ties", ["x"])]
+    assert (topk.tolerance.atol, topk.tolerance.rtol) == (PAPER_TOLERANCE, PAPER_TOLERANCE) == (1e-2, 1e-2)
+    assert "--testdir" in topk.tolerance.reason
     grid = onnx.load(str(next(out.rglob("grid_sample16")) / "model.onnx"))
     assert [a.s for a in grid.graph.node[0].attribute if a.name == "mode"] == [b"linear"]
     from kit.suite.audit import audit, failed
@@ -85,6 +90,7 @@ def test_widened_gather_elements_indices_cover_the_negative_half(tmp_path):
     task = load_task(next(out.rglob("gather_elements_neg")))
     idx = next(i for i in task.inputs if i.name == "idx")
     assert (idx.low, idx.high) == (-6, 5) and task.source.inputs_widened
+    assert task.edges == []  # the distribution covers the negative indices already: no edge set for them
     from kit.suite.audit import audit, failed
 
     assert failed(audit(out, native=False)) == []  # ORT and the reference take negative indices alike

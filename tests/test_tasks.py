@@ -153,9 +153,11 @@ def test_list_tasks_rows():
 @pytest.mark.slow
 def test_generate_is_deterministic(tmp_path):
     suite.generate(tmp_path)
+    from kit.suite.nativemarks import without_marks
+
     ours = read_manifest(tmp_path)
     theirs = read_manifest(TASKS)
-    assert ours == theirs
+    assert ours == without_marks(theirs)  # the audit's marks are its own, not generation's
     assert (tmp_path / "README.md").read_text() == (TASKS / "README.md").read_text()
 
 

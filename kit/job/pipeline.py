@@ -41,7 +41,7 @@ from kit.job.timing_worker import TimingWorker
 from kit.job.worker import Worker
 from kit.mnn.native import workspace_lib_dir
 from kit.results.outcomes import Outcome, StageFailure, TimingOutcome, VerifyOutcome, Where
-from kit.results.records import ErrorKind, Record, Status
+from kit.results.records import EdgeSet, ErrorKind, Record, Status
 from kit.stages import build as sbuild
 from kit.stages import screen
 from kit.stages import timing as stiming
@@ -195,10 +195,22 @@ def _build_verify(job: Job, worker: Worker, scratch: Path, out: Outcome) -> sver
             side = worker.candidate_side(task, runner_out)
             with _held(worker.gate, exclusive=False):
                 model, verified = sverify.convert_and_verify(task, side, worker.native.runner, scratch, opts.verify)
-            out.add(verified)
+                out.add(verified)  # kept when an edge set's runner fails the job
+                out.add(replace(verified, edge_sets=_edge_sets(worker, task, sverify.SideModel(model, side), scratch)))
         return sverify.SideModel(model, side)
     finally:
         worker.stage = ""
+
+
+def _edge_sets(worker: Worker, task: Task, candidate: sverify.SideModel, scratch: Path) -> tuple[EdgeSet, ...]:
+    """The task's edge sets run on ``candidate`` (:func:`kit.stages.verify.run_edges`), each with native MNN's
+    verdict on it beside (:meth:`kit.stages.native.NativeModels.edge_verdicts`; None where native has none)."""
+    if not task.edges:
+        return ()
+    runner = worker.native.runner
+    sets = sverify.run_edges(task, candidate.model, candidate.side, runner, scratch / "edges", worker.settings.verify)
+    native = worker.native_models.edge_verdicts(task, runner, scratch / "edges-native")
+    return tuple(e.model_copy(update={"native_ok": native.get(e.name)}) for e in sets)
 
 
 def _native_for(worker: Worker, task: Task) -> Path | None:

@@ -34,7 +34,9 @@ from kit.run.plan import Executed, RunStats, pending, plan_jobs
 from kit.run.rundir import prepare as prepare_run_dir
 from kit.run.rundir import release as release_run_dir
 from kit.score.headline import headline
+from kit.score.metrics import NativeRule
 from kit.settings.config import ConfigError, EvalConfig
+from kit.suite.nativemarks import read_marks
 from kit.suite.tasks import Task, TaskError, check_selected, load_suite
 
 log = logging.getLogger("kit")
@@ -140,7 +142,8 @@ def print_summary(frame: pl.DataFrame, tasks: list[Task], cfg: EvalConfig) -> No
         merged = merge(cfg.run.dir)
         # the whole suite: the report takes the run's own task selection from provenance.json (every
         # session's, as `mkb report` does), not only this session's
-        paths = build_report([cfg.run.dir], cfg.run.dir / "report", load_suite(cfg.tasks.dir, "all"))
+        paths = build_report([cfg.run.dir], cfg.run.dir / "report", load_suite(cfg.tasks.dir, "all"),
+                             native=NativeRule(read_marks(cfg.tasks.dir), cfg.report.score_native_incorrect))
         print(f"results: {merged}\nreport: {paths.html}")
 
 

@@ -41,8 +41,10 @@ from kit.report.tables import (
     INSIDE_NOISE_MARK,
     Scores,
     category_table,
+    edge_failures_table,
     headline_table,
     kind_table,
+    native_incorrect_table,
     no_native_table,
     provenance_table,
     score_runs,
@@ -134,6 +136,7 @@ def build_report(
     ps: tuple[float, ...] = HEADLINE_PS,
     n_boot: int = 1000,
     seed: int = 0,
+    native: metrics.NativeRule | None = None,
 ) -> ReportPaths:
     """Write the report of ``run_dirs`` into ``out_dir`` (see the module docstring); return the paths.
 
@@ -143,6 +146,8 @@ def build_report(
         tasks: the task table (``task_id``, ``category``, ``split``) or a list of :class:`kit.suite.tasks.Task`.
         ps: fast_p thresholds of the headline table (the funnel and category plots add 0.5, 1.0, 1.5).
         n_boot, seed: bootstrap of the CIs (:func:`kit.score.metrics.summary`).
+        native: the tasks the audit marked native_incorrect, with native's mismatch (:class:`kit.score.metrics.
+            NativeRule`): listed in the report, not scored for fast_p unless ``native.scored``.
 
     Raises:
         ReportError: no run directories, a run without records, records of no task in ``tasks``, or a
@@ -156,11 +161,14 @@ def build_report(
     runs = read_runs(run_dirs, metrics.as_task_table(tasks))
     _check_writable(out_dir)  # after the inputs are known good: a refused report leaves no folder behind
 
-    scores = score_runs(runs, tuple(sorted(set(ps) | {0.5, 1.0, 1.5})), n_boot, seed)
+    native = native or metrics.NativeRule()
+    scores = score_runs(runs, tuple(sorted(set(ps) | {0.5, 1.0, 1.5})), n_boot, seed, native)
     turns = turn_table(runs)
     plots_png = _plots(scores) | ({"turns": plot_turns(turns)} if turns.height else {})
     plot_paths = _write_plots(out_dir, plots_png)
     sections = _sections(runs, scores, ps, plots_png)
+    at = next(i for i, (title, _, _) in enumerate(sections) if title == "Tasks without a native baseline")
+    sections[at:at] = _trust_sections(plots_png, scores, native)
     if turns.height:  # after the headline: how the scores grow with the turns of mkb refine
         sections.insert(1, _Sections(plots_png).one("By refinement turn", turns, plot="turns", note=TURNS_NOTE))
     generated = datetime.now(UTC).isoformat(timespec="seconds")
@@ -277,6 +285,21 @@ def _sections(
     add("Baseline tables", baselines_table(runs), note=baselines_note(runs))
     add("Native times drifting from the baseline table", drift_table(runs))
     add("Provenance", provenance_table(runs))
+    return sections.items
+
+
+def _trust_sections(plots_png: dict[str, bytes], scores: Scores,
+                    native: metrics.NativeRule) -> list[tuple[str, str, str]]:
+    """The sections on what the scores can trust: the tasks whose pinned native build is incorrect, and the edge
+    sets each task's correct samples failed (strict FCR)."""
+    sections = _Sections(plots_png)
+    rule = ("scored for fast_p anyway (report.score_native_incorrect = true)" if native.scored else
+            "counted for CSR and FCR, never for fast_p or the geomean (report.score_native_incorrect = false)")
+    sections.add("Tasks whose native MNN is incorrect", native_incorrect_table(dict(native.marks)),
+                 note=f"The pinned native build disagrees with ONNX Runtime on these tasks (mkb tasks audit): {rule}.")
+    sections.add("Edge sets failed", edge_failures_table(scores.relabel(scores.per_task)),
+                 note="Edge input sets (kit.suite.edges) a task's correct samples failed while native MNN passed "
+                 "them: FCR counts such a sample, strict FCR does not.")
     return sections.items
 
 

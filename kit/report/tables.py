@@ -105,15 +105,19 @@ def headline_table(summary: pl.DataFrame, ps: tuple[float, ...]) -> pl.DataFrame
         for name, col in (
             ("CSR %", "csr"),
             ("FCR %", "fcr"),
+            ("FCR strict %", "fcr_strict"),
             *((f"{metrics.fast_col(p)} %", metrics.fast_col(p)) for p in ps),
+            *((f"{metrics.fast_strict_col(p)} %", metrics.fast_strict_col(p)) for p in ps if p == 1.0),
         ):
-            row[name] = _fmt_rate(r[col], r[f"{col}_ci_low"], r[f"{col}_ci_high"])
+            if col in r:  # a summary of an older kit has no strict columns
+                row[name] = _fmt_rate(r[col], r[f"{col}_ci_low"], r[f"{col}_ci_high"])
         g = r["geomean_speedup"]
         sig = metrics.fast_sig_col(1.0)
         if sig in r:
             row["fast_sig_1.0 %"] = _fmt_rate(r[sig], r[f"{sig}_ci_low"], r[f"{sig}_ci_high"])
         row["geomean speedup"] = "n/a" if g is None else f"{g:.3f}"
         row["no native"] = str(r["n_no_native"])
+        row["native incorrect"] = str(r.get("n_native_incorrect", 0))
         row["emulated"] = str(r["n_emulated"])
         row["untimeable"] = str(r["n_untimeable"])
         row["implausible"] = str(r["n_implausible"])
@@ -170,6 +174,21 @@ def task_list_table(summary: pl.DataFrame, column: str, header: str) -> pl.DataF
 def no_native_table(summary: pl.DataFrame) -> pl.DataFrame:
     """``system`` and its ``no_native_tasks`` (comma-separated), for the systems that have any."""
     return task_list_table(summary, "no_native_tasks", "tasks without native baseline")
+
+
+def native_incorrect_table(marks: dict[str, str]) -> pl.DataFrame:
+    """The tasks the audit marked ``native_incorrect`` (:mod:`kit.suite.nativemarks`): ``task_id`` and the
+    native build's ``mismatch`` with ONNX Runtime, sorted."""
+    return pl.DataFrame({"task_id": sorted(marks), "mismatch": [marks[t] for t in sorted(marks)]},
+                        schema={"task_id": pl.String, "mismatch": pl.String})
+
+
+def edge_failures_table(per_task: pl.DataFrame) -> pl.DataFrame:
+    """Per system and task, the edge sets its correct samples failed (``failed_edges`` of
+    :func:`kit.score.metrics.per_task`; only the tasks with any), and whether a sample is strictly correct."""
+    pt = per_task.filter(pl.col("failed_edges").list.len() > 0)
+    return pt.select("system", "task_id", failed_edges=pl.col("failed_edges").list.join(", "),
+                     strict=pl.col("correct_strict")).sort("system", "task_id")
 
 
 def untimeable_table(summary: pl.DataFrame, runs: list[Run]) -> pl.DataFrame:
@@ -261,8 +280,10 @@ class Scores:
         return df
 
 
-def score_runs(runs: list[Run], ps: tuple[float, ...], n_boot: int, seed: int) -> Scores:
-    """Metrics of ``runs`` at the fast_p thresholds ``ps``, each run over its own denominator.
+def score_runs(runs: list[Run], ps: tuple[float, ...], n_boot: int, seed: int,
+               native: metrics.NativeRule | None = None) -> Scores:
+    """Metrics of ``runs`` at the fast_p thresholds ``ps``, each run over its own denominator; ``native``: the
+    tasks the audit marked native_incorrect (:func:`kit.score.metrics.summary`).
 
     Raises:
         kit.score.metrics.MetricsError: records unusable for metrics.
@@ -277,11 +298,12 @@ def score_runs(runs: list[Run], ps: tuple[float, ...], n_boot: int, seed: int) -
     summ_parts, cat_parts, pt_parts = [], [], []
     for r in runs:
         noise = (r.calibration or {}).get("noise") or None
+        tasks = metrics.with_native_rule(r.tasks, native)
         for parts, extra in ((summ_parts, ()), (cat_parts, ("category",))):
             by = ("run", "method", "system", *split_key, *extra)
             boot = metrics.Bootstrap(n_boot, seed)
-            parts.append(metrics.summary(r.records, r.tasks, ps=ps, by=by, boot=boot, noise=noise))
-        pt_parts.append(metrics.per_task(r.records, r.tasks, keys=("run", "method", "system"), noise=noise))
+            parts.append(metrics.summary(r.records, tasks, ps=ps, by=by, boot=boot, noise=noise))
+        pt_parts.append(metrics.per_task(r.records, tasks, keys=("run", "method", "system"), noise=noise))
     return Scores(
         summary=pl.concat(summ_parts, how="vertical").sort(["run", "method", *split_key]),
         by_cat=pl.concat(cat_parts, how="vertical").sort(["run", "method", *split_key, "category"]),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kit.results.records import DeviceState, Diagnostic, ErrorKind, Flag, Status, Trial
+from kit.results.records import DeviceState, Diagnostic, EdgeSet, ErrorKind, Flag, Status, Trial
 
 
 @dataclass(frozen=True)
@@ -34,9 +34,10 @@ class BuildOutcome:
 class VerifyOutcome:
     """The seeded verification trials, in order (all passed unless the stage failed); ``convert_s``: seconds
     of the candidate's converter, ``verify_s``: seconds of the trials (without the seconds they were paused for
-    another worker's timing phase)."""
+    another worker's timing phase); ``edge_sets``: the task's edge input sets, run after the trials passed."""
 
     trials: tuple[Trial, ...] = ()
+    edge_sets: tuple[EdgeSet, ...] = ()
     convert_s: float | None = None
     verify_s: float | None = None
 

@@ -14,8 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 #: 2: stage times, timing rounds and conditions, invocation digests, flags, trial threads; 3: the target
 #: (``target_arch``, ``build_mode``, ``timing_device``); 4: ``image_id`` (the container image commands ran in);
 #: 5: the timing device's state (``device``); 6: where the native time comes from (``native_timing``,
-#: ``baseline_key``); 7: ``build_flags`` (the timed libraries' and the converter's compile flags)
-SCHEMA_VERSION = 7
+#: ``baseline_key``); 7: ``build_flags`` (the timed libraries' and the converter's compile flags); 8: ``edge_sets``
+#: (the task's edge input sets, :mod:`kit.suite.edges`)
+SCHEMA_VERSION = 8
 
 
 class Status(enum.StrEnum):
@@ -136,6 +137,25 @@ class Trial(BaseModel):
     threads: int | None = None
 
 
+class EdgeSet(BaseModel):
+    """One edge input set of the task (:mod:`kit.suite.edges`) run by verification: ``name`` (``ties``,
+    ``negative_indices``, ``special_values``, ``large_magnitude``), whether the candidate's outputs matched ONNX
+    Runtime (``ok``; ``reason`` when not), and whether native MNN's did (``native_ok``; None: not run).  A set
+    native fails is recorded, never held against the candidate (:func:`edges_pass`)."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    ok: bool
+    native_ok: bool | None = None
+    reason: str = ""
+
+
+def edges_pass(edge_sets: list[EdgeSet] | tuple[EdgeSet, ...]) -> bool:
+    """Whether a candidate passed every edge set that native MNN does not fail (strict correctness; a record
+    without edge sets passes)."""
+    return all(e.ok or e.native_ok is False for e in edge_sets)
+
+
 class Flag(BaseModel):
     """Something a reviewer should look at in a record, with why (``code``, e.g. ``implausible_speedup``)."""
 
@@ -226,6 +246,8 @@ class Record(BaseModel):
     verify_s: float | None = None
     timing_s: float | None = None
     trials: list[Trial] = Field(default_factory=list)
+    #: the task's edge input sets, run after the trials (empty: the task declares none, or verification failed)
+    edge_sets: list[EdgeSet] = Field(default_factory=list)
     max_abs_err: float | None = None
     max_rel_err: float | None = None
 
@@ -302,7 +324,7 @@ class Record(BaseModel):
 #: here; ``tests/test_records_map.py`` checks that every outcome field is mapped or named unrecorded.
 STAGE_FIELDS: dict[str, dict[str, str]] = {
     "build": {"build_s": "build_s", "diagnostics": "diagnostics", "build_log_tail": "log_tail"},
-    "verify": {"trials": "trials", "max_abs_err": "max_abs_err", "max_rel_err": "max_rel_err",
+    "verify": {"trials": "trials", "edge_sets": "edge_sets", "max_abs_err": "max_abs_err", "max_rel_err": "max_rel_err",
                "convert_s": "convert_s", "verify_s": "verify_s"},
     "timing": {
         "candidate_ms": "candidate_ms", "native_ms": "native_ms", "speedup": "speedup",

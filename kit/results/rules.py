@@ -19,6 +19,8 @@
 - **Noise band** (:func:`inside_noise`, :func:`beyond_noise`): ``noise_log`` of a task is the half-width of its
   A/A 95 % interval on log scale, ln(ci_high / ci_low) / 2 (``calibration.json``); a speedup s is inside the
   band when |ln s| <= noise_log, and beyond it for a threshold p when s > p · exp(noise_log).
+- **Strict** (:func:`edges_pass`): a correct record is strictly correct when it also passed every edge input set
+  of its task (``edge_sets``, :mod:`kit.suite.edges`) that native MNN passes.
 - **pass@k** (:func:`pass_at_k`, :func:`task_pass_at_k`): the unbiased estimator of Chen et al. (2021); a task
   with n < k samples is scored as if its k - n missing samples had failed.
 
@@ -41,6 +43,8 @@ RETRIED_TIMING_KINDS: frozenset[ErrorKind] = frozenset({ErrorKind.DEVICE_LOST, E
 OPTIONAL_COLUMNS: dict[str, pl.DataType] = {
     "timing_untimeable": pl.Boolean(),
     "flags": pl.List(pl.Struct({"code": pl.String, "reason": pl.String})),
+    "edge_sets": pl.List(pl.Struct({"name": pl.String, "ok": pl.Boolean, "native_ok": pl.Boolean,
+                                    "reason": pl.String})),
 }
 
 _RETRIED = [s.value for s in RETRIED]
@@ -92,6 +96,26 @@ def is_correct() -> pl.Expr:
     :data:`kit.results.records.CORRECT` and its error kind none of
     :data:`kit.results.records.CANDIDATE_TIMING_KINDS` (:func:`kit.results.records.counts_correct`)."""
     return pl.col("status").is_in(_CORRECT) & ~pl.col("error_kind").is_in(_CANDIDATE_KINDS).fill_null(False)
+
+
+def _held_failures() -> pl.Expr:
+    """Per record, the list of the edge sets (names) the candidate failed and native MNN did not (a set native
+    fails is not held against the candidate; null ``native_ok``: native's verdict unknown, held)."""
+    e = pl.element().struct
+    held = ~e.field("ok") & e.field("native_ok").fill_null(True)
+    return pl.col("edge_sets").list.eval(pl.when(held).then(e.field("name"))).list.drop_nulls()
+
+
+def failed_edges() -> pl.Expr:
+    """List[str]: the edge sets a record failed that count against it (:func:`edges_pass`); empty for a record
+    without edge sets (older records: null reads as none)."""
+    return _held_failures().fill_null(pl.lit([], dtype=pl.List(pl.String)))
+
+
+def edges_pass() -> pl.Expr:
+    """Bool: the record passed every edge set native MNN passes (:func:`kit.results.records.edges_pass`): strict
+    correctness is :func:`is_correct` and this."""
+    return failed_edges().list.len() == 0
 
 
 def scorable_speedup(no_native: list[str]) -> pl.Expr:

@@ -27,6 +27,14 @@ Definitions (MobileKernelBench §5.1, KernelBench), all per *system* (a method, 
   ``pass@<k>`` = mean over **every** task of 1 - C(n-c, k) / C(n, k) (Chen et al. 2021), n samples of which
   c correct; a task's missing samples count as failed samples, so a task with n < k samples scores 1 if any
   sample is correct else 0, and a task without records 0 (:func:`kit.results.rules.task_pass_at_k`).
+- **Strict**: ``fcr_strict`` = tasks with a sample that is correct and passed every edge input set native MNN
+  passes (:func:`kit.results.rules.edges_pass`) / tasks; ``fast_strict_<p>`` as ``fast_<p>`` over those samples'
+  speedups.  A task without edge sets has strict = plain.  ``failed_edges`` names, per task, the edge sets its
+  correct samples failed.
+- **Native-incorrect rule**: a task whose pinned native build disagrees with ONNX Runtime (the audit's mark,
+  :mod:`kit.suite.nativemarks`; the task table's ``native_incorrect`` column, :func:`with_native_rule`) counts
+  for CSR and FCR but, unless ``report.score_native_incorrect``, never in a fast_p numerator nor the geometric
+  mean (its speedup is over a native that does not compute the op); listed in ``native_incorrect_tasks``.
 - Rates are fractions in [0, 1]; ``<metric>_ci_low`` / ``_ci_high`` are percentile bootstrap 95 % CIs
   from resampling the tasks of the group with replacement (seeded, ``n_boot`` resamples).
 """
@@ -34,8 +42,8 @@ Definitions (MobileKernelBench §5.1, KernelBench), all per *system* (a method, 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
@@ -43,6 +51,7 @@ import polars as pl
 from kit.results import rules as scoring
 from kit.results.records import COMPILED, CORRECT, ErrorKind, Status
 from kit.results.rules import pass_at_k  # noqa: F401 - re-exported: kit.score.metrics.pass_at_k is the public name
+from kit.score.groupstats import Bootstrap, bootstrap, group_pass_at_k, with_pass_at_k
 
 DEFAULT_PS: tuple[float, ...] = (0.0, 0.5, 1.0, 1.5, 2.0)
 DEFAULT_KS: tuple[int, ...] = (1,)
@@ -58,6 +67,25 @@ _CORRECT = [s.value for s in CORRECT]
 _STATUSES = [s.value for s in Status]
 
 
+@dataclass(frozen=True)
+class NativeRule:
+    """The native-incorrect rule (module docstring): ``marks``, task id → the pinned native build's mismatch with
+    ONNX Runtime (:func:`kit.suite.nativemarks.read_marks`), and whether those tasks' speedups are ``scored``
+    anyway (``report.score_native_incorrect``)."""
+
+    marks: Mapping[str, str] = field(default_factory=dict)
+    scored: bool = False
+
+
+def with_native_rule(tasks: pl.DataFrame | Iterable, rule: NativeRule | None) -> pl.DataFrame:
+    """The task table of ``tasks`` with the Boolean column ``native_incorrect`` of ``rule`` (module docstring): true
+    for the marked tasks unless ``rule.scored``; ``tasks`` as a table unchanged when ``rule`` is None."""
+    table = as_task_table(tasks)
+    if rule is None:
+        return table
+    return table.with_columns(native_incorrect=pl.col("task_id").is_in(sorted(rule.marks)) & (not rule.scored))
+
+
 class MetricsError(Exception):
     """Records or the task table are unusable (missing column, duplicate, unknown status); names it."""
 
@@ -65,6 +93,11 @@ class MetricsError(Exception):
 def fast_col(p: float) -> str:
     """Column name of fast_p: ``fast_0``, ``fast_0.5``, ``fast_1.0``, ..."""
     return "fast_0" if p == 0 else f"fast_{float(p)}"
+
+
+def fast_strict_col(p: float) -> str:
+    """Column name of the strict fast_p: ``fast_strict_0``, ``fast_strict_1.0``, ..."""
+    return "fast_strict_0" if p == 0 else f"fast_strict_{float(p)}"
 
 
 def fast_sig_col(p: float) -> str:
@@ -118,7 +151,8 @@ def per_task(
         records: one row per job (:data:`kit.results.shards.SHARD_SCHEMA` columns; at least
             :data:`REQUIRED_RECORD_COLUMNS`; :data:`kit.results.rules.OPTIONAL_COLUMNS` read as null if absent).
         tasks: ``task_id``, ``category``, ``split`` (String), one row per task: the denominator; or a
-            list of :class:`kit.suite.tasks.Task`.
+            list of :class:`kit.suite.tasks.Task`.  An optional Boolean ``native_incorrect`` marks the tasks of
+            the native-incorrect rule (:func:`with_native_rule`).
         keys: record columns that identify a system; every system of ``records`` gets rows.
         noise: task id → ``noise_log`` (A/A 95 % half-width, log scale, >= 0); absent or None: no figure.
 
@@ -128,7 +162,10 @@ def per_task(
         errors), ``emulated``, ``untimeable``, ``implausible`` (bool: a correct sample was timed under
         emulation / untimeable / flagged implausible, and the task has no scorable speedup), ``speedup`` and
         ``speedup_ci_low`` (f64 best scorable values, null if none), ``noise_log`` (f64, null without a
-        figure) and ``inside_noise`` (bool, |ln speedup| <= noise_log; null without speedup or figure).
+        figure) and ``inside_noise`` (bool, |ln speedup| <= noise_log; null without speedup or figure);
+        ``correct_strict`` (bool), ``speedup_strict`` (f64: over strictly correct samples), ``failed_edges``
+        (list[str]: edge sets correct samples failed), ``native_incorrect`` and ``fast_excluded`` (bool: no fast_p,
+        the no-native rule or the native-incorrect rule).
 
     Raises:
         MetricsError: a missing column, a duplicate task or sample, an unknown status, a bad noise figure.
@@ -138,6 +175,8 @@ def per_task(
     tasks = as_task_table(tasks)
     keys = list(keys)
     _check(records, tasks, keys)
+    marked = tasks.filter(pl.col("native_incorrect").fill_null(False))["task_id"].to_list() \
+        if "native_incorrect" in tasks.columns else []
     tasks = tasks.select(REQUIRED_TASK_COLUMNS)
     systems = records.select(keys).unique()  # before the task filter: a system never vanishes
     records = records.filter(pl.col("task_id").is_in(tasks["task_id"].implode()))
@@ -155,13 +194,19 @@ def per_task(
         implausible=(is_correct & scoring.is_implausible()).any(),
         speedup=pl.col("speedup").filter(scorable).max(),
         speedup_ci_low=pl.col("speedup_ci_low").filter(scorable & pl.col("speedup_ci_low").is_finite()).max(),
+        correct_strict=(is_correct & scoring.edges_pass()).any(),
+        speedup_strict=pl.col("speedup").filter(scorable & scoring.edges_pass()).max(),
+        failed_edges=scoring.failed_edges().filter(is_correct).list.explode(keep_nulls=False, empty_as_null=False).unique().sort(),
     )
     unscored = ("emulated", "untimeable", "implausible")
     out = systems.join(tasks, how="cross").join(agg, on=[*keys, "task_id"], how="left").with_columns(
         pl.col("n_samples", "n_correct", "n_harness_errors").fill_null(0).cast(pl.UInt32),
-        pl.col("compiled", "correct", *unscored).fill_null(False),
+        pl.col("compiled", "correct", "correct_strict", *unscored).fill_null(False),
+        pl.col("failed_edges").fill_null(pl.lit([], dtype=pl.List(pl.String))),
         no_native=pl.col("task_id").is_in(no_native),
+        native_incorrect=pl.col("task_id").is_in(marked),
     )
+    out = out.with_columns(fast_excluded=pl.col("no_native") | pl.col("native_incorrect"))
     # why a correct task has no speedup: kept only where no other sample of the task gave a scorable one
     out = out.with_columns(pl.col(c) & pl.col("speedup").is_null() for c in unscored).with_columns(
         harness_only=(pl.col("n_samples") > 0) & (pl.col("n_harness_errors") == pl.col("n_samples"))
@@ -185,36 +230,17 @@ def _noise_frame(noise: dict[str, float] | None) -> pl.DataFrame:
                         schema={"task_id": pl.String, "noise_log": pl.Float64})
 
 
-@dataclass(frozen=True)
-class Bootstrap:
-    """The bootstrap of a group's CIs: ``n`` resamples of its tasks with replacement, seeded with ``seed``."""
-
-    n: int = 1000
-    seed: int = 0
-
-
-def _bootstrap(ind: np.ndarray, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile 95 % CI of the column means of ``ind`` (tasks × metrics) over task resamples."""
-    n = ind.shape[0]
-    if n == 0:
-        nan = np.full(ind.shape[1], np.nan)
-        return nan, nan
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_boot, n))
-    means = ind[idx].mean(axis=1)  # n_boot × metrics
-    return np.percentile(means, 2.5, axis=0), np.percentile(means, 97.5, axis=0)
-
-
 #: count columns of a :func:`summary` row (u32), in output order
 _COUNT_COLUMNS: tuple[str, ...] = (
-    "n_tasks", "n_missing", "n_compiled", "n_correct", "n_with_speedup", "n_no_native", "n_emulated",
-    "n_untimeable", "n_implausible", "n_harness_errors",
+    "n_tasks", "n_missing", "n_compiled", "n_correct", "n_correct_strict", "n_with_speedup", "n_no_native",
+    "n_native_incorrect", "n_emulated", "n_untimeable", "n_implausible", "n_harness_errors",
 )
 #: list[str] columns of a :func:`summary` row: the group's tasks of each kind, sorted
 TASK_LIST_COLUMNS: dict[str, str] = {
     "no_native_tasks": "no_native",
     "harness_error_tasks": "harness_only",
     "untimeable_tasks": "untimeable",
+    "native_incorrect_tasks": "native_incorrect",
 }
 
 
@@ -224,44 +250,32 @@ def _fast_indicators(ps: Sequence[float]) -> dict[str, pl.Expr]:
     Rule (module docstring, MobileKernelBench §5.1): a correct task counts for ``fast_<p>`` if its best
     scorable speedup is > p and for ``fast_sig_<p>`` if its best ``speedup_ci_low`` is > p and its speedup is
     beyond its noise band (:func:`kit.results.rules.beyond_noise`); a no-native task never counts; a null speedup
-    does not count (``fill_null(False)``).
+    does not count (``fill_null(False)``); ``fast_strict_<p>``: a strictly correct task whose best strictly
+    correct sample's speedup is > p.  A task of ``fast_excluded`` (no native, or native incorrect) never counts.
     """
-    counted = pl.col("correct") & ~pl.col("no_native")
+    counted = pl.col("correct") & ~pl.col("fast_excluded")
     exprs = {}
     for p in ps:
         exprs[fast_col(p)] = (counted & (pl.col("speedup") > p)).fill_null(False)
         beyond = scoring.beyond_noise(pl.col("speedup"), pl.col("noise_log"), p)
         exprs[fast_sig_col(p)] = (counted & (pl.col("speedup_ci_low") > p) & beyond).fill_null(False)
+    strict = pl.col("correct_strict") & ~pl.col("fast_excluded")
+    for p in ps:
+        exprs[fast_strict_col(p)] = (strict & (pl.col("speedup_strict") > p)).fill_null(False)
     return exprs
 
 
 def _with_rate_indicators(pt: pl.DataFrame, ps: Sequence[float]) -> tuple[pl.DataFrame, list[str]]:
     """``pt`` (a :func:`per_task` frame) with the bool per-task indicators of every rate, and their names.
 
-    Adds ``csr`` (= ``compiled``), ``fcr`` (= ``correct``) and :func:`_fast_indicators`; a rate of a group is
-    the mean of its indicator over the group's tasks (module docstring, MobileKernelBench §5.1).
+    Adds ``csr`` (= ``compiled``), ``fcr`` (= ``correct``), ``fcr_strict`` (= ``correct_strict``) and
+    :func:`_fast_indicators`; a rate of a group is the mean of its indicator over the group's tasks (module
+    docstring, MobileKernelBench §5.1).
     """
     fast_exprs = _fast_indicators(ps)
-    rate_cols = ["csr", "fcr", *fast_exprs]
-    return pt.with_columns(csr=pl.col("compiled"), fcr=pl.col("correct"), **fast_exprs), rate_cols
-
-
-def _with_pass_at_k(pt: pl.DataFrame, ks: Sequence[int]) -> pl.DataFrame:
-    """``pt`` with a per-task f64 column ``pass@<k>`` for every k of ``ks``.
-
-    :func:`kit.results.rules.task_pass_at_k` of the task's ``n_samples`` and ``n_correct``: missing samples count
-    as failed ones (module docstring).
-    """
-    for k in ks:
-        pt = pt.with_columns(
-            pl.struct("n_samples", "n_correct")
-            .map_elements(
-                lambda s, k=k: scoring.task_pass_at_k(s["n_samples"], s["n_correct"], k),
-                return_dtype=pl.Float64,
-            )
-            .alias(f"pass@{k}")
-        )
-    return pt
+    rate_cols = ["csr", "fcr", "fcr_strict", *fast_exprs]
+    return pt.with_columns(csr=pl.col("compiled"), fcr=pl.col("correct"), fcr_strict=pl.col("correct_strict"),
+                           **fast_exprs), rate_cols
 
 
 def _group_counts(g: pl.DataFrame) -> dict[str, int]:
@@ -276,8 +290,10 @@ def _group_counts(g: pl.DataFrame) -> dict[str, int]:
         n_missing=int(((g["n_samples"] == 0) | g["harness_only"]).sum()),
         n_compiled=int(g["compiled"].sum()),
         n_correct=int(g["correct"].sum()),
-        n_with_speedup=int(g["speedup"].is_not_null().sum()),
+        n_correct_strict=int(g["correct_strict"].sum()),
+        n_with_speedup=int(g["speedup"].filter(~g["fast_excluded"]).is_not_null().sum()),
         n_no_native=int(g["no_native"].sum()),
+        n_native_incorrect=int(g["native_incorrect"].sum()),
         n_emulated=int(g["emulated"].sum()),
         n_untimeable=int(g["untimeable"].sum()),
         n_implausible=int(g["implausible"].sum()),
@@ -289,11 +305,11 @@ def _group_rates(g: pl.DataFrame, rate_cols: Sequence[str], n_boot: int, seed: i
     """``<rate>``, ``<rate>_ci_low``, ``<rate>_ci_high`` for every rate of ``rate_cols`` in one group.
 
     A rate is the mean of its per-task indicator over the group's tasks (fraction in [0, 1]); the CI is
-    :func:`_bootstrap` over task resamples (module docstring).
+    :func:`kit.score.groupstats.bootstrap` over task resamples (module docstring).
     """
     out: dict[str, float | None] = {}
     ind = g.select(rate_cols).cast(pl.Float64).to_numpy()
-    lo, hi = _bootstrap(ind, n_boot, seed)
+    lo, hi = bootstrap(ind, n_boot, seed)
     for j, c in enumerate(rate_cols):
         out[c] = float(ind[:, j].mean()) if g.height else None
         out[f"{c}_ci_low"] = float(lo[j])
@@ -304,19 +320,8 @@ def _group_rates(g: pl.DataFrame, rate_cols: Sequence[str], n_boot: int, seed: i
 def _group_geomean(g: pl.DataFrame) -> float | None:
     """``geomean_speedup`` of one group: exp(mean(log speedup)) over its tasks with a scorable best
     speedup, null if none (module docstring; :func:`per_task` leaves no-native and emulated tasks null)."""
-    sp = g["speedup"].drop_nulls().to_numpy()
+    sp = g.filter(~pl.col("fast_excluded"))["speedup"].drop_nulls().to_numpy()
     return float(np.exp(np.log(sp).mean())) if sp.size else None
-
-
-def _group_pass_at_k(g: pl.DataFrame, ks: Sequence[int]) -> dict[str, float | int | None]:
-    """``pass@<k>`` (mean of the per-task estimates over every task of the group, null for no task) and
-    ``pass@<k>_tasks`` (the tasks with at least k samples, where the estimate needs no padding) of one group,
-    for every k of ``ks`` (module docstring)."""
-    out: dict[str, float | int | None] = {}
-    for k in ks:
-        out[f"pass@{k}"] = float(g[f"pass@{k}"].mean()) if g.height else None
-        out[f"pass@{k}_tasks"] = int((g["n_samples"] >= k).sum())
-    return out
 
 
 def _group_row(by: Sequence[str], group_key: tuple, g: pl.DataFrame, rate_cols: Sequence[str],
@@ -330,7 +335,7 @@ def _group_row(by: Sequence[str], group_key: tuple, g: pl.DataFrame, rate_cols: 
     row.update(_group_counts(g))
     row.update(_group_rates(g, rate_cols, boot.n, boot.seed))
     row["geomean_speedup"] = _group_geomean(g)
-    row.update(_group_pass_at_k(g, ks))
+    row.update(group_pass_at_k(g, ks))
     for col, flag in TASK_LIST_COLUMNS.items():
         row[col] = sorted(g.filter(pl.col(flag))["task_id"].to_list())
     return row
@@ -387,18 +392,20 @@ def summary(
     Returns:
         One row per group, sorted by ``by``: ``by`` columns; ``n_tasks``, ``n_missing`` (tasks without
         any record or with only harness errors), ``n_compiled``, ``n_correct``, ``n_with_speedup``,
-        ``n_no_native``, ``n_emulated``, ``n_untimeable``, ``n_implausible`` (tasks), ``n_harness_errors``
-        (samples) (u32); ``csr``, ``fcr``, ``fast_<p>``, ``fast_sig_<p>`` (f64 fractions) each with
+        ``n_correct_strict``, ``n_no_native``, ``n_native_incorrect``, ``n_emulated``, ``n_untimeable``,
+        ``n_implausible`` (tasks), ``n_harness_errors`` (samples) (u32); ``csr``, ``fcr``, ``fcr_strict``,
+        ``fast_<p>``, ``fast_sig_<p>``, ``fast_strict_<p>`` (f64 fractions) each with
         ``_ci_low`` and ``_ci_high``; ``geomean_speedup`` (f64, null if no task has a speedup); ``pass@<k>``
         (f64) and ``pass@<k>_tasks`` (u32); ``no_native_tasks``, ``harness_error_tasks``,
-        ``untimeable_tasks`` (list[str]).
+        ``untimeable_tasks``, ``native_incorrect_tasks`` (list[str]).
     """
     by = list(by)
     keys = [c for c in by if c not in TASK_COLUMNS]
     if not keys:
         raise MetricsError(f"by={by}: add a record column that identifies a system, e.g. 'method'")
-    pt, rate_cols = _with_rate_indicators(per_task(records, tasks, keys, noise), ps)
-    pt = _with_pass_at_k(pt, ks)
+    pt = per_task(records, tasks, keys, noise)
+    pt, rate_cols = _with_rate_indicators(pt, ps)
+    pt = with_pass_at_k(pt, ks)
     rows = [
         _group_row(by, group_key, g, rate_cols, ks, boot or Bootstrap())
         for group_key, g in pt.group_by(by, maintain_order=False)

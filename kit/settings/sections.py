@@ -272,5 +272,8 @@ class ReportSection(Section):
     fast_p: list[float] = Field(default_factory=lambda: [0.0, 0.5, 1.0, 1.5, 2.0])
     #: at the end of ``mkb eval``: merge the shards into results.parquet and write ``<run.dir>/report/``
     enabled: bool = True
+    #: score fast_p on tasks whose pinned native build the audit marked ``native_incorrect`` (their speedups are
+    #: over a native kernel that does not compute the op; kit.suite.nativemarks); false: CSR and FCR only
+    score_native_incorrect: bool = False
 
 

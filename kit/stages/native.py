@@ -35,6 +35,7 @@ class NativeModels:
     worker: str = "w0"
     _models: dict[str, Path | None] = field(default_factory=dict)
     _errors: dict[str, str] = field(default_factory=dict)
+    _edges: dict[str, dict[str, bool]] = field(default_factory=dict)
 
     def model(self, task: Task) -> Path | None:
         """The ``.mnn`` file of ``task`` converted by native MNN, or None when native cannot convert it
@@ -60,6 +61,22 @@ class NativeModels:
                 tmp.unlink(missing_ok=True)
         self._models[task.id] = model
         return model
+
+    def edge_verdicts(self, task: Task, runner: Path, scratch: Path) -> dict[str, bool]:
+        """Edge set name → whether native MNN's outputs match ONNX Runtime on it (:func:`kit.stages.verify.
+        run_edges` on the native model, ``runner`` running a side without its own); empty when the task declares
+        no set or native cannot convert it.  Run once per task and worker."""
+        if task.id not in self._edges:
+            model = self.model(task) if task.edges else None
+            verdicts: dict[str, bool] = {}
+            if model is not None:
+                try:
+                    sets = sverify.run_edges(task, model, self.side, runner, scratch, self.verify)
+                    verdicts = {e.name: e.ok for e in sets}
+                except StageFailure:  # native's own conduct: no verdict on a set
+                    verdicts = {}
+            self._edges[task.id] = verdicts
+        return self._edges[task.id]
 
     def error(self, task: Task) -> str:
         """Why native MNN cannot convert ``task`` ("" when it can, or before :meth:`model` was asked)."""

@@ -29,8 +29,9 @@ from kit.host import proc, sandbox
 from kit.mnn import convert as mconvert
 from kit.mnn import runner as mrunner
 from kit.results.outcomes import StageFailure, VerifyOutcome
-from kit.results.records import ErrorKind, Status, Trial
+from kit.results.records import EdgeSet, ErrorKind, Status, Trial
 from kit.suite.compare import compare
+from kit.suite.edges import edge_inputs
 from kit.suite.inputs import make_inputs
 from kit.suite.reference import run_reference
 from kit.suite.tasks import Task
@@ -304,6 +305,45 @@ def verify(task: Task, model: Path, side: Side, runner: Path, scratch: Path, opt
             partial=outcome,
         )
     return outcome
+
+
+#: failures of an edge set's runner that stand for the candidate's conduct, not for its result on the set: they
+#: fail the job as in the trials (any other crash or timeout only fails the sets)
+_CONDUCT_KINDS = frozenset({ErrorKind.INPUT_MODIFIED, ErrorKind.THREADS_LEFT, ErrorKind.PROCESSES_LEFT,
+                            ErrorKind.FORBIDDEN, ErrorKind.LIMIT})
+
+
+def run_edges(task: Task, model: Path, side: Side, runner: Path, scratch: Path,
+              opts: VerifyOptions) -> tuple[EdgeSet, ...]:
+    """Run ``model`` on every edge input set ``task`` declares (:func:`kit.suite.edges.edge_inputs` at
+    ``opts.seed``; one runner process, one forward per set, at ``opts.run.threads``) and compare each with ONNX
+    Runtime as a trial is (:func:`trial_verdict`).  A set's failure does not fail the job: it is recorded
+    (``ok`` False, the reason) and strict correctness counts it (:func:`kit.results.records.edges_pass`).
+    A crash or timeout of the process fails every set; ``native_ok`` is left None (the caller fills it).
+
+    Raises:
+        StageFailure: the runner stopped a forward for its conduct (an input written, a thread or process
+            left, a forbidden call, a resource limit), as in :func:`verify`.
+    """
+    if not task.edges:
+        return ()
+    out_names = [o.name for o in task.outputs]
+    inputs = [edge_inputs(task, e, opts.seed) for e in task.edges]
+    with np.errstate(all="ignore"):
+        expected = [run_reference(task.onnx_path, dict(one)) for one in inputs]
+    base = replace(opts.run, warmup=0, iterations=0, op_types=("*",), timeout_s=opts.run_timeout_s, cpus=())
+    res = run_checked(side.runner or runner, model, inputs, out_names, side.lib_dir, base, scratch)
+    fail = process_failure(res.proc, "runner (edge sets)")
+    if fail is not None and fail.kind in _CONDUCT_KINDS:
+        raise fail
+    if fail is not None:
+        return tuple(EdgeSet(name=e.name, ok=False, reason=fail.message[:300]) for e in task.edges)
+    verdicts = []
+    for e, outputs, ref in zip(task.edges, res.output_sets, expected):
+        with np.errstate(all="ignore"):
+            t, _ = trial_verdict(task, opts.seed, opts.run.threads, outputs, ref, out_names)
+        verdicts.append(EdgeSet(name=e.name, ok=t.ok, reason=t.reason[:300]))
+    return tuple(verdicts)
 
 
 #: verification after timing draws its seeds from ``verify.seed + REVERIFY_SEED_OFFSET + salt``: other inputs

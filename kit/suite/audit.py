@@ -16,7 +16,8 @@ Per task (see :func:`audit_task`):
    ``refeval_note``, never a failure.
 6. Native MNN from the PyPI wheel converts and runs the model in a subprocess (``kit.suite.mnn_wheel``):
    pass/fail, errors, wall ms and the executed op types are recorded facts, never a failure of the
-   audit (``mnn_op_types_seen``: every op type of task.toml's ``mnn_op_types`` was executed).
+   audit (``mnn_op_types_seen``: every op type of task.toml's ``mnn_op_types`` was executed).  The wheel is not
+   the MNN the kit times: :mod:`kit.outline.taskaudit` adds the pinned tree's native build beside it.
 
 Only steps 1-4 decide ``passed``.  Steps 1-5 are in :mod:`kit.suite.checks`; torch is imported lazily, only
 in :func:`kit.suite.checks.run_torch`.

@@ -17,6 +17,7 @@ import numpy as np
 
 from kit.suite import defs_elementwise, defs_nn, defs_tensor, defs_window
 from kit.suite.mnn_targets import target_for
+from kit.suite.nativemarks import carry_marks
 from kit.suite.spec import OPSET, TaskDef, build_onnx, probe_outputs, render_model_py
 from kit.suite.tasks import CATEGORIES, sha256_file
 from kit.suite.tomlw import dumps_task
@@ -110,7 +111,8 @@ def task_files(td: TaskDef, split: str) -> dict[str, bytes]:
 def generate(tasks_dir: Path, ids: list[str] | None = None) -> None:
     """Write every task folder, ``manifest.json`` and ``README.md`` under ``tasks_dir`` (deterministic).
 
-    Existing category folders are replaced; other files in ``tasks_dir`` (e.g. calibration.csv) stay.
+    Existing category folders are replaced; other files in ``tasks_dir`` (e.g. calibration.csv) stay, and so do
+    the audit's marks of the tasks whose files are unchanged (:func:`kit.suite.nativemarks.carry_marks`).
     ``ids`` restricts the folders written (the manifest is then not rewritten); for tests and debugging.
     """
     tasks_dir = Path(tasks_dir)
@@ -142,6 +144,8 @@ def generate(tasks_dir: Path, ids: list[str] | None = None) -> None:
         )
     if ids is not None:
         return
+    old_path = tasks_dir / "manifest.json"
+    carry_marks(json.loads(old_path.read_text(encoding="utf-8")) if old_path.is_file() else {}, entries)
     manifest = {
         "suite": "MobileKernelBench",
         "opset": OPSET,
@@ -151,6 +155,9 @@ def generate(tasks_dir: Path, ids: list[str] | None = None) -> None:
                   "test_per_category": test_quota(defs)},
         "tasks": entries,
     }
+    marked = sum(1 for e in entries if e.get("native_incorrect"))
+    if marked:  # the audit's count, kept with its marks
+        manifest["n_native_incorrect"] = marked
     (tasks_dir / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     from kit.suite.readme import render_readme
 

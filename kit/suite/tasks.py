@@ -67,10 +67,26 @@ class TensorSpec(StrictModel):
 
 
 class Tolerance(StrictModel):
-    """Element-wise check ``|out - ref| <= atol + rtol * |ref|`` (numpy.allclose semantics)."""
+    """Element-wise check ``|out - ref| <= atol + rtol * |ref|`` (numpy.allclose semantics); ``reason``: how the
+    figures were set, in words ("" in task folders written before reasons were kept)."""
 
     atol: float = Field(default=1e-4, ge=0)
     rtol: float = Field(default=1e-4, ge=0)
+    reason: str = ""
+
+
+#: the edge input sets a task may declare (:mod:`kit.suite.edges` draws them and says which op classes get which)
+EDGE_SET_NAMES: tuple[str, ...] = ("ties", "negative_indices", "special_values", "large_magnitude")
+
+
+class EdgeSpec(StrictModel):
+    """An edge input set of the task (``[[edges]]``): ``name`` (one of :data:`EDGE_SET_NAMES`), the graph
+    ``inputs`` it rewrites (the others keep the distribution's draw) and ``why`` the op needs it.  Verification
+    runs every declared set after the distribution's trials (:func:`kit.stages.verify.run_edges`)."""
+
+    name: Literal["ties", "negative_indices", "special_values", "large_magnitude"]
+    inputs: list[str] = Field(min_length=1)
+    why: str = ""
 
 
 class MnnTarget(StrictModel):
@@ -145,6 +161,8 @@ class Task(StrictModel):
     inputs: list[TensorSpec] = Field(min_length=1)
     outputs: list[TensorSpec] = Field(min_length=1)
     mnn: MnnTarget = MnnTarget()
+    #: edge input sets verification runs after the distribution's trials (none: the task has no edge class)
+    edges: list[EdgeSpec] = Field(default_factory=list)
     #: imported tasks only: origin and what the importer did
     source: TaskSource | None = None
 
@@ -156,6 +174,14 @@ class Task(StrictModel):
         names = [t.name for t in self.inputs] + [t.name for t in self.outputs]
         if len(set(names)) != len(names):
             raise ValueError(f"input/output names must be unique: {names}")
+        by_name = {t.name: t for t in self.inputs}
+        for e in self.edges:
+            for name in e.inputs:
+                if name not in by_name:
+                    raise ValueError(f"edges ({e.name}): {name!r} is not an input of the task")
+                wanted = "int" if e.name == "negative_indices" else "float"
+                if not by_name[name].dtype.startswith(wanted):
+                    raise ValueError(f"edges ({e.name}): input {name!r} is {by_name[name].dtype}, the set needs {wanted}")
         if not self.mnn.files and not self.mnn.new_files:
             raise ValueError("mnn.files and mnn.new_files are both empty: a candidate could place no file")
         return self

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from kit.settings.tomlvalue import toml_value
+from kit.suite.edges import declare
 from kit.suite.spec import TaskDef
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
@@ -30,6 +31,7 @@ def dumps_task(td: TaskDef, *, split: str, description: str, shapes: dict[str, l
         "[tolerance]",
         f"atol = {_v(float(td.atol))}",
         f"rtol = {_v(float(td.rtol))}",
+        f"reason = {_v(td.tolerance_reason())}",
         "",
         "[mnn]",
         f"files = {_v(list(target.files))}",
@@ -42,6 +44,8 @@ def dumps_task(td: TaskDef, *, split: str, description: str, shapes: dict[str, l
                   f"low = {_v(float(i.low))}", f"high = {_v(float(i.high))}"]
     for o in td.outputs:
         lines += ["", "[[outputs]]", f"name = {_v(o.name)}", f"shape = {_v(shapes[o.name])}", f"dtype = {_v(o.dtype)}"]
+    for e in declare(td.op, td.inputs):
+        lines += ["", "[[edges]]", f"name = {_v(e.name)}", f"inputs = {_v(list(e.inputs))}", f"why = {_v(e.why)}"]
     return "\n".join(lines) + "\n"
 
 

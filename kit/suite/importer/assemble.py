@@ -19,6 +19,7 @@ import onnx
 import onnx.version_converter
 from onnx import numpy_helper
 
+from kit.suite.edges import declare
 from kit.suite.importer import mapping
 from kit.suite.importer import specs as inp
 from kit.suite.importer.onnxsrc import onnx_model_py, sample_feeds
@@ -53,6 +54,15 @@ class Source:
     upstream: str = ""
 
 
+#: the tolerance (atol = rtol) of an imported task: what the paper's pipelines accepted.  MobileKernelBench's
+#: authors checked candidates with MNN's model test (``MNNConvert ... --testdir``), whose default tolerance is 0.01,
+#: and an allclose at 2e-3; one 1e-4 for every op failed correct kernels of the paper's own tasks (its
+#: Winograd_Convolution_2D: native MNN's error 2.3e-3)
+PAPER_TOLERANCE = 1e-2
+PAPER_TOLERANCE_REASON = ("the paper's pipelines' tolerance: MNN's model test (MNNConvert --testdir) accepts 0.01 by "
+                          "default; set on import for every imported task, the audit shows native's error beside it")
+
+
 @dataclass(frozen=True)
 class Options:
     """Import settings (units in the names)."""
@@ -64,8 +74,9 @@ class Options:
     mnn_root: Path | None = None
     converter: Path | None = None
     probe_native: bool = True
-    atol: float = 1e-4
-    rtol: float = 1e-4
+    atol: float = PAPER_TOLERANCE
+    rtol: float = PAPER_TOLERANCE
+    tolerance_reason: str = PAPER_TOLERANCE_REASON
     seed: int = 0
 
 
@@ -235,8 +246,9 @@ def build_task(src: Source, opts: Options, stage: Path, split: str = "train") ->
                             **fields)
         desc = f"{red.target_op} imported from {src.name}" + (f" ({src.upstream})" if src.upstream else "") + "."
         task = Task(id=tid, category=category, op_type=red.target_op, opset=OPSET, mechanism="composite", split=split,
-                    description=desc, mnn_op_types=["*"], tolerance={"atol": opts.atol, "rtol": opts.rtol},
-                    inputs=specs, outputs=outputs, mnn={"new_files": ["provisional"]}, source=source)
+                    description=desc, mnn_op_types=["*"], tolerance={"atol": opts.atol, "rtol": opts.rtol, "reason": opts.tolerance_reason},
+                    inputs=specs, outputs=outputs, mnn={"new_files": ["provisional"]}, source=source,
+                    edges=declare(red.target_op, specs))
         folder = stage / category / tid
         py = model_py if model_py is not None else onnx_model_py(task)
         task = _write(folder, task, model, py)

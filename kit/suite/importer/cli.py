@@ -57,6 +57,14 @@ def missing_modules(sources) -> list[str]:  # noqa: ANN001 - a list of kit.suite
     return [m for m in wanted if importlib.util.find_spec(m) is None]
 
 
+def _tolerance(args: argparse.Namespace) -> dict:
+    """The Options fields of ``--tolerance`` (atol = rtol, with its reason), or none: the paper's default."""
+    if getattr(args, "tolerance", None) is None:
+        return {}
+    return {"atol": args.tolerance, "rtol": args.tolerance,
+            "tolerance_reason": f"given on the command line (mkb tasks import --tolerance {args.tolerance:g})"}
+
+
 def run_import(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import Progress
@@ -78,7 +86,8 @@ def run_import(args: argparse.Namespace) -> int:
         opts = Options(budget_bytes=int(budget_mib * (1 << 20)),
                        memory_limit_bytes=int(args.memory_limit_gib * (1 << 30)), widen_inputs=args.widen_inputs,
                        id_prefix=prefix if args.id_prefix is None else args.id_prefix, mnn_root=args.mnn_dir,
-                       converter=args.converter, probe_native=not args.no_native)
+                       converter=args.converter, probe_native=not args.no_native,
+                       **_tolerance(args))
         with Progress(transient=True) as prog:
             bar = prog.add_task("import", total=len(sources))
 

@@ -1,0 +1,94 @@
+"""Edge input sets (kit.suite.edges): what each set draws, which tasks declare which, and a kernel that takes the
+last maximum on ties: ``ok`` on the distribution, its ``ties`` set failed, native's passed (fixture engine)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest_fixture import FIXTURE_ROOT
+from evalcfg import write_config
+
+from kit.suite import edges
+from kit.suite.inputs import make_inputs
+from kit.suite.tasks import EdgeSpec, TaskError, load_suite, load_task
+
+TASKS = Path(__file__).resolve().parent.parent / "tasks"
+
+
+def _task(task_id: str):
+    return next(t for t in load_suite(TASKS) if t.id == task_id)
+
+
+def test_negative_indices_cover_the_legal_range_and_name_the_same_elements():
+    task = _task("gather_elements_axis1")
+    spec = next(e for e in task.edges if e.name == "negative_indices")
+    assert spec.inputs == ["indices"]
+    base = make_inputs(task, 3)["indices"]
+    got = edges.edge_inputs(task, spec, 3)["indices"]
+    s = 512  # the indexed axis
+    assert got.min() >= -s and got.max() <= s - 1 and (got < 0).mean() > 0.4
+    assert np.array_equal(np.where(got < 0, got + s, got), base)  # the same elements, counted from the end
+    assert np.array_equal(edges.edge_inputs(task, spec, 3)["indices"], got)  # seeded
+
+
+def test_ties_special_values_and_large_magnitude_draw_what_they_name():
+    argmax = _task("argmax_last_2d")
+    x = edges.edge_inputs(argmax, argmax.edges[0], 0)["x"]
+    assert argmax.edges[0].name == "ties" and len(np.unique(x)) == edges.TIE_LEVELS
+    assert ((x == x.max(axis=1, keepdims=True)).sum(axis=1) > 1).all()  # every row has tied maxima
+    neg = _task("neg_2d")
+    spec = next(e for e in neg.edges if e.name == "special_values")
+    y = edges.edge_inputs(neg, spec, 0)[spec.inputs[0]]
+    assert np.isnan(y).any() and np.isposinf(y).any() and np.isneginf(y).any()
+    assert ((y == 0) & np.signbit(y)).any()
+    softmax = next(t for t in load_suite(TASKS) if t.op_type == "Softmax")
+    big = edges.edge_inputs(softmax, softmax.edges[0], 0)[softmax.edges[0].inputs[0]]
+    assert softmax.edges[0].name == "large_magnitude" and np.abs(big).max() > 88.7
+
+
+def test_the_built_in_suite_declares_edges_by_op_class():
+    tasks = load_suite(TASKS)
+    with_edges = [t for t in tasks if t.edges]
+    assert len(with_edges) == 51
+    for t in tasks:
+        assert [e.name for e in t.edges] == [e.name for e in edges.declare(t.op_type, t.inputs)], t.id
+    assert {e.name for t in tasks for e in t.edges} == set(edges.EDGE_OPS)
+    # constant indices are the model's own: the scatter task's only integer tensor is an initializer
+    assert not any(e.name == "negative_indices" for e in _task("scatter_nd_rows").edges)
+
+
+def test_an_edge_set_on_a_missing_or_wrong_input_is_refused(tmp_path):
+    folder = tmp_path / "reduction" / "fx_argmax"
+    shutil.copytree(FIXTURE_ROOT / "tasks" / "reduction" / "fx_argmax", folder)
+    toml = folder / "task.toml"
+    toml.write_text(toml.read_text().replace('inputs = ["x"]', 'inputs = ["nope"]'))
+    with pytest.raises(TaskError, match=r"edges \(ties\): 'nope' is not an input"):
+        load_task(folder)
+    assert EdgeSpec(name="ties", inputs=["x"]).why == ""
+
+
+@pytest.mark.slow
+def test_a_kernel_taking_the_last_maximum_fails_the_ties_set_only(tmp_path, fixture_engine_pristine, fixture_shared_cache,
+                                                                   fixture_tasks_dir, fixture_candidates_dir):
+    from kit.outline.evaluate import evaluate
+    from kit.results.shards import scan
+    from kit.settings.config import load_config
+
+    cands = tmp_path / "candidates" / "fx_argmax"
+    shutil.copytree(fixture_candidates_dir / "sample" / "fx_argmax" / "correct", cands / "correct")
+    shutil.copytree(FIXTURE_ROOT / "candidates" / "edges" / "fx_argmax" / "last_on_ties", cands / "last_on_ties")
+    cfg = load_config(write_config(
+        tmp_path / "cfg.toml", run_dir=tmp_path / "run", tasks_dir=fixture_tasks_dir, ids=["fx_argmax"],
+        method="edges", candidates=tmp_path / "candidates",
+        mnn={"engine": "fixture", "source_dir": fixture_engine_pristine, "cache_dir": fixture_shared_cache},
+        build={"jobs": 2}, verify={"trials": 2, "extra_threads": []}, timing={"enabled": False}))
+    assert evaluate(cfg) == 0
+    got = {r["sample_id"]: r for r in scan(cfg.run.dir).collect().iter_rows(named=True)}
+    assert got["correct"]["status"] == got["last_on_ties"]["status"] == "ok"  # both right on the distribution
+    assert got["correct"]["edge_sets"] == [{"name": "ties", "ok": True, "native_ok": True, "reason": ""}]
+    (ties,) = got["last_on_ties"]["edge_sets"]
+    assert (ties["name"], ties["ok"], ties["native_ok"]) == ("ties", False, True)
+    assert "y:" in ties["reason"]
