@@ -161,7 +161,7 @@ class TimingSection(Section):
         if self.rounds is not None:
             return {k: v for k, v in body.items() if k not in ADAPTIVE_KEYS}
         del body["rounds"]
-        return {**body, "stop_thresholds": stop_thresholds(fast_p)}
+        return {**body, "stop_thresholds": list(stop_thresholds(fast_p))}
 
     @model_validator(mode="before")
     @classmethod

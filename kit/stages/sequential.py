@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 
@@ -97,7 +97,7 @@ def boundaries(looks: tuple[int, ...], alpha: float) -> tuple[float, ...]:
     for k in range(1, len(looks)):
         step, var = float(s[1] - s[0]), float(looks[k] - looks[k - 1])
         target = max(spent[k] - spent[k - 1], 1e-12)
-        b = _solve(target, lambda x: _exit_prob(s, f, step, var, x), 0.0, 20.0 * math.sqrt(looks[k]))
+        b = _solve(target, partial(_exit_prob, s, f, step, var), 0.0, 20.0 * math.sqrt(looks[k]))
         c.append(b / math.sqrt(looks[k]))
         new = np.linspace(-b, b, _GRID)
         # density of S_k restricted to |S_k| < b: the convolution of f with N(0, var)
