@@ -14,7 +14,9 @@ vs native tasks): per round, each side's median; ``d_r = ln(native median_r / ca
 within the round so that a drift of the host's speed cancels; ``speedup = exp(mean d_r)`` (so ``native_ms``
 and ``candidate_ms`` are the geometric means of the rounds' medians and ``speedup = native_ms /
 candidate_ms``), and its ``confidence`` interval ``exp(mean d_r +- t_{(1+c)/2, R-1} * sd(d_r) / sqrt(R))``
-(Student t over the R rounds; a paired t-interval on the log scale).  The runs of both sides must have the
+(Student t over the R rounds; a paired t-interval on the log scale) with the fixed protocol; adaptive, the rounds
+run in batches and stop at the first look whose repeated confidence interval (the same mean, a wider quantile:
+:mod:`kit.stages.sequential`) decides the fast_p thresholds or is narrow (:func:`adaptive_rule`).  The runs of both sides must have the
 same invocation digest (:meth:`kit.mnn.runner._Call.invocation_sha256`), and run on exactly the timing
 cores; otherwise the timing is a harness error, not the candidate's.  With a remote runner (``run.remote``: an adb
 device, :mod:`kit.devices`) the runs and the conditions (governor, frequency, load, the device's state) are the
