@@ -42,7 +42,7 @@ import math
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -194,15 +194,13 @@ def run_rounds(task: Task, candidate: SideModel, native: SideModel | None, opts:
         earlier batch's."""
     seeds = timed_seeds(opts)
     inputs = [make_inputs(task, seed) for seed in seeds]
-    runs: dict[str, list[mrunner.RunResult]] = {"candidate": [], "native": []}
-    digests: dict[str, str] = {}
-    conditions: dict[str, object] = {}
+    state = _Batches(task, candidate, native, opts, setup, inputs)
+    runs = state.runs
     failure: StageFailure | None = None
     stop = sequential.STOP_MAX
     plan = opts.looks()
     for batch in runplan.batches(plan):
-        order = runplan.run_order(batch, native is not None)
-        failure = _run_batch(task, candidate, native, opts, setup, order, inputs, runs, digests, conditions)
+        failure = _run_batch(state, runplan.run_order(batch, native is not None))
         if failure is not None:
             break
         reason = decide(runs["candidate"], runs["native"]) if decide is not None and batch.stop < plan[-1] else None
@@ -215,19 +213,35 @@ def run_rounds(task: Task, candidate: SideModel, native: SideModel | None, opts:
                         setup.refs, setup.onnx)
     if failure is not None:
         raise failure
-    return Rounds(runs["candidate"], runs["native"], digests, opts.run.cpus, conditions, stop)
+    return Rounds(runs["candidate"], runs["native"], state.digests, opts.run.cpus, state.conditions, stop)
 
 
-def _run_batch(task: Task, candidate: SideModel, native: SideModel | None, opts: TimingOptions,
-               setup: TimingSetup, order: list[tuple[str, int]], inputs, runs: dict[str, list[mrunner.RunResult]],
-               digests: dict[str, str], conditions: dict[str, object]) -> StageFailure | None:
+@dataclass
+class _Batches:
+    """What the batches of one timing share: its sides, options, place and input sets, and what they gathered so
+    far: the runs per side, each side's invocation digest, the conditions read at the first hold."""
+
+    task: Task
+    candidate: SideModel
+    native: SideModel | None
+    opts: TimingOptions
+    setup: TimingSetup
+    inputs: list
+    runs: dict[str, list[mrunner.RunResult]] = field(default_factory=lambda: {"candidate": [], "native": []})
+    digests: dict[str, str] = field(default_factory=dict)
+    conditions: dict[str, object] = field(default_factory=dict)
+
+
+def _run_batch(state: _Batches, order: list[tuple[str, int]]) -> StageFailure | None:
     """Start the runs of ``order`` (inside ``setup.prepare()``), check them symmetric (and invoked as the earlier
-    batches', whose digests are in ``digests``, updated), run them inside ``setup.hold()`` (reading the
-    conditions into ``conditions`` on the first batch) and append the results to ``runs``; returns why the first
-    run that failed does not count (None: all count).
+    batches', whose digests ``state`` keeps), run them inside ``setup.hold()`` (reading the conditions on the
+    first batch) and add the results to ``state.runs``; returns why the first run that failed does not count
+    (None: all count).
 
     Raises:
         AsymmetricTiming: as :func:`check_symmetric`, or the digests differ from the earlier batches'."""
+    task, candidate, native, opts, setup = state.task, state.candidate, state.native, state.opts, state.setup
+    inputs, runs, digests, conditions = state.inputs, state.runs, state.digests, state.conditions
     cores = opts.run.cpus
     started: list[mrunner.StartedRun] = []
     try:
