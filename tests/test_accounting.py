@@ -143,7 +143,7 @@ def accounting_run(tmp_path_factory, fixture_engine_pristine, fixture_tasks_dir,
         verify={"trials": 2, "extra_trials": 1, "run_timeout_s": 20, "convert_timeout_s": 30, "memory_limit_mb": 1024},
         sandbox={"mode": "bwrap", "build_memory_mb": 1024, "file_mb": 64})
     cfg = load_config(cfg_path)
-    assert cfg.timing.rounds == 10 and cfg.timing.iterations == 30  # the default protocol
+    assert (cfg.timing.rounds_min, cfg.timing.rounds_max, cfg.timing.iterations) == (6, 10, 30)  # the default protocol
     assert evaluate(cfg) == 0
     return read_records(cfg.run.dir)
 

@@ -52,7 +52,7 @@ def raw_steps(cfg: EvalConfig, worker, task, files: dict[str, str], scratch: Pat
     native_model = worker.native_models.model(task)
     timed = replace(verify, warmup=cfg.timing.warmup, iterations=cfg.timing.iterations,
                     op_types=tuple(task.mnn_op_types), timeout_s=300)
-    for r in range(cfg.timing.rounds):
+    for r in range(cfg.timing.rounds_max):  # the most an adaptive timing runs
         for m, d in ((native_model, worker.native.lib_dir), (model, lib)):
             if m is not None:
                 mrunner.run_model(worker.native.runner, m, make_inputs(task, 0), outs, d, timed, scratch=scratch / f"t{r}")

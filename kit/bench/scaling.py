@@ -319,7 +319,7 @@ def _print_table(st: _Setup, per: dict[str, list[ModeRun]], one: int, rounds: in
     n = serial.n
     print()
     print(f"engine: {'MNN ' + base.mnn.version if real else 'fixture'}; {n} jobs = {n // copies} samples of "
-          f"{cand_root.relative_to(ROOT)} x {copies} method names; timing {base.timing.rounds} rounds x "
+          f"{cand_root.relative_to(ROOT)} x {copies} method names; timing {base.timing.rounds_min}-{base.timing.rounds_max} rounds x "
           f"{base.timing.iterations} iterations; host: {os.cpu_count()} CPUs; {rounds} interleaved round(s) of "
           f"the three modes, figures below are medians over rounds")
     print(f"host CPU busy before the benchmark (2 s sample): {100 * idle_busy:.0f} %"

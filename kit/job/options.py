@@ -21,6 +21,7 @@ from kit.mnn import build as mbuild
 from kit.mnn import toolchain
 from kit.mnn.runner import RunSettings
 from kit.settings.config import ConfigError, EvalConfig
+from kit.settings.sections import stop_thresholds
 from kit.stages.timing import TimingOptions
 from kit.stages.verify import VerifyOptions
 
@@ -74,9 +75,11 @@ def job_settings(cfg: EvalConfig) -> JobSettings:
         verify=VerifyOptions(trials=v.trials, seed=v.seed, convert_timeout_s=v.convert_timeout_s,
                              run_timeout_s=v.run_timeout_s, run=run, extra_threads=tuple(v.extra_threads),
                              extra_trials=v.extra_trials, convert_policy=run_policy),
-        timing=TimingOptions(warmup=t.warmup, iterations=t.iterations, rounds=t.rounds, confidence=t.confidence,
+        timing=TimingOptions(warmup=t.warmup, iterations=t.iterations, rounds=t.rounds_max, confidence=t.confidence,
                              timeout_s=t.timeout_s, seed=v.seed, run=run, min_native_ms=t.min_native_ms,
-                             implausible_speedup=t.implausible_speedup, checked_forwards=t.checked_forwards),
+                             implausible_speedup=t.implausible_speedup, checked_forwards=t.checked_forwards,
+                             rounds_min=t.rounds_min, rounds_step=t.rounds_step, stop_width=t.stop_width,
+                             thresholds=stop_thresholds(cfg.report.fast_p)),
         timing_enabled=t.enabled,
         mnn_version=cfg.mnn.version,
         sandboxed=run_policy.enabled,

@@ -76,7 +76,8 @@ class TimingOutcome:
     cannot convert the task (``no_native_reason`` says why; None when there is a native side).
     Conditions: ``cores`` both sides were pinned to, their ``governor`` and ``freq_mhz``, the host's
     ``load_1m`` before the timed runs, the digest of each side's runner invocation (equal by construction:
-    checked).  ``emulated``: measured under user-mode emulation (qemu); ``untimeable``: the native op time is
+    checked).  ``stop``: why the rounds stopped (``decided``, ``width``, ``max``: :mod:`kit.stages.sequential`).
+    ``emulated``: measured under user-mode emulation (qemu); ``untimeable``: the native op time is
     below the configured minimum; ``flags``: e.g. an implausible speedup.  None of those is scored as a
     speedup.  ``timing_s``: seconds of the whole stage; ``device``: the adb device's state when one timed (its
     governor, frequency and load are then those of ``governor``, ``freq_mhz`` and ``load_1m`` too).
@@ -99,6 +100,7 @@ class TimingOutcome:
     candidate_samples_round: tuple[int, ...] = ()
     native_samples_round: tuple[int, ...] = ()
     rounds: int | None = None
+    stop: str = ""
     cores: tuple[int, ...] = ()
     governor: str = ""
     freq_mhz: float | None = None

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 #: (``target_arch``, ``build_mode``, ``timing_device``); 4: ``image_id`` (the container image commands ran in);
 #: 5: the timing device's state (``device``); 6: where the native time comes from (``native_timing``,
 #: ``baseline_key``); 7: ``build_flags`` (the timed libraries' and the converter's compile flags); 8: ``edge_sets``
-#: (the task's edge input sets, :mod:`kit.suite.edges`)
+#: (the task's edge input sets, :mod:`kit.suite.edges`), ``timing_stop`` (why an adaptive timing's rounds stopped)
 SCHEMA_VERSION = 8
 
 
@@ -260,7 +260,10 @@ class Record(BaseModel):
     candidate_samples_ms: list[float] = Field(default_factory=list)
     native_samples_round: list[int] = Field(default_factory=list)
     candidate_samples_round: list[int] = Field(default_factory=list)
-    timing_rounds: int | None = None
+    timing_rounds: int | None = None  # rounds run (adaptive: between timing.rounds_min and timing.rounds_max)
+    #: why the rounds stopped: ``decided`` (the interval decided every fast_p threshold), ``width`` (narrower than
+    #: timing.stop_width), ``max`` (timing.rounds_max rounds ran; the fixed protocol's only reason); "" untimed
+    timing_stop: str = ""
     timing_threads: int | None = None
     timing_precision: str = ""
     timing_emulated: bool = False  # measured under qemu: never scored as a speedup
@@ -331,7 +334,7 @@ STAGE_FIELDS: dict[str, dict[str, str]] = {
         "speedup_ci_low": "speedup_ci_low", "speedup_ci_high": "speedup_ci_high",
         "candidate_samples_ms": "candidate_samples_ms", "native_samples_ms": "native_samples_ms",
         "candidate_samples_round": "candidate_samples_round", "native_samples_round": "native_samples_round",
-        "timing_rounds": "rounds", "timing_threads": "threads", "timing_precision": "precision",
+        "timing_rounds": "rounds", "timing_stop": "stop", "timing_threads": "threads", "timing_precision": "precision",
         "timing_basis": "basis", "timing_emulated": "emulated", "timing_untimeable": "untimeable",
         "timing_cores": "cores", "cpu_governor": "governor", "cpu_freq_mhz": "freq_mhz", "host_load_1m": "load_1m",
         "native_invocation_sha256": "native_invocation_sha256",

@@ -18,7 +18,8 @@ from kit.results.records import Status
 
 def task_row(r: dict[str, Any]) -> dict[str, Any]:
     """One task's calibration entry from its record: status, A/A speedup and interval, ``covers_one`` (the
-    interval contains 1.0), ``noise_log`` (half its width on the log scale), ``untimeable``."""
+    interval contains 1.0), ``noise_log`` (half its width on the log scale), ``untimeable``, the timing's
+    ``rounds`` and why they stopped (``stop``: "" in records before adaptive rounds)."""
     lo, hi = r["speedup_ci_low"], r["speedup_ci_high"]
     has_ci = lo is not None and hi is not None and lo > 0 and hi > 0
     return {
@@ -33,6 +34,8 @@ def task_row(r: dict[str, Any]) -> dict[str, Any]:
         "noise_log": math.log(hi / lo) / 2 if has_ci else None,
         "native_ms": r["native_ms"],
         "untimeable": bool(r.get("timing_untimeable")),
+        "rounds": r.get("timing_rounds"),
+        "stop": r.get("timing_stop") or "",
     }
 
 
@@ -40,8 +43,9 @@ def summarize(rows: list[dict[str, Any]], confidence: float = 0.95) -> dict[str,
     """The calibration's summary over the tasks with an A/A interval (``timed``): ``coverage`` (share whose
     interval contains 1.0) at ``confidence``, the median and 95th percentile of the interval width
     ``ci_high - ci_low``, the median ``noise_log``, the share of tasks native would score for ``fast_1.0``
-    (speedup > 1) and its significant variant (interval above 1), the untimeable tasks, and the median and
-    5th/95th percentiles of the A/A speedups."""
+    (speedup > 1) and its significant variant (interval above 1), the untimeable tasks, the median and
+    5th/95th percentiles of the A/A speedups, the median number of rounds the timed tasks ran
+    (``rounds_median``) and how many stopped for each reason (``stops``: :mod:`kit.stages.sequential`)."""
     speeds = np.array([r["speedup"] for r in rows if r["speedup"] is not None], dtype=float)
     timed = [r for r in rows if r["covers_one"] is not None]
     widths = np.array([r["speedup_ci_high"] - r["speedup_ci_low"] for r in timed], dtype=float)
@@ -67,6 +71,8 @@ def summarize(rows: list[dict[str, Any]], confidence: float = 0.95) -> dict[str,
         "aa_speedup_median": pct(speeds, 50),
         "aa_speedup_p05": pct(speeds, 5),
         "aa_speedup_p95": pct(speeds, 95),
+        "rounds_median": pct(np.array([r["rounds"] for r in timed if r.get("rounds")], dtype=float), 50),
+        "stops": {s: sum(1 for r in timed if r.get("stop") == s) for s in sorted({r.get("stop") or "" for r in timed})},
     }
 
 
@@ -79,4 +85,5 @@ def coverage_line(summary: dict[str, Any]) -> str:
             f"{round(summary['coverage'] * n)}/{n} timed tasks ({100 * summary['coverage']:.1f} %); median "
             f"width {summary['ci_width_median']:.3f}, median noise floor +-{100 * math.expm1(summary['noise_log_median']):.1f} %; "
             f"native itself scores fast_1.0 on {100 * summary['native_fast_1.0']:.1f} % and significantly on "
-            f"{100 * summary['native_fast_sig_1.0']:.1f} %")
+            f"{100 * summary['native_fast_sig_1.0']:.1f} %"
+            + (f"; median {summary['rounds_median']:g} rounds" if summary.get("rounds_median") is not None else ""))

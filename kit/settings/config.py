@@ -167,7 +167,7 @@ class EvalConfig(BaseSettings):
             "build": {"timeout_s": self.build.timeout_s, "candidate_timeout_s": self.build.candidate_timeout_s},
             "sandbox": self.sandbox.model_dump(mode="json"),
             "verify": self.verify.model_dump(mode="json"),
-            "timing": self.timing.model_dump(mode="json"),
+            "timing": self.timing.digest_payload(self.report.fast_p),
         }
         t = self.target_info()
         if t.arch != DEFAULT_ARCH or t.cross:

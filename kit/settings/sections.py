@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -105,6 +105,16 @@ class VerifySection(Section):
     memory_limit_mb: int = Field(default=8192, ge=256)
 
 
+#: the timing keys of adaptive rounds (not in the digest of a config with the fixed ``rounds``)
+ADAPTIVE_KEYS = frozenset({"rounds_min", "rounds_step", "rounds_max", "stop_width"})
+
+
+def stop_thresholds(fast_p: list[float]) -> tuple[float, ...]:
+    """The speedup thresholds an adaptive timing's interval must not straddle to stop early: 0, 0.5, 1.0, 1.5,
+    2.0 and ``fast_p`` (``report.fast_p``), ascending."""
+    return tuple(sorted({0.0, 0.5, 1.0, 1.5, 2.0, *map(float, fast_p)}))
+
+
 class TimingSection(Section):
     enabled: bool = True
     threads: int = Field(default=1, ge=1)
@@ -114,9 +124,18 @@ class TimingSection(Section):
     warmup: int = Field(default=10, ge=0)
     #: timed iterations per round and side
     iterations: int = Field(default=30, ge=1)
-    #: interleaved rounds (N C, C N, N C, ...); the speedup's interval is over rounds, so at least 2; 10 x 30
-    #: keeps the 300 timed iterations per side of the former 3 x 100
-    rounds: int = Field(default=10, ge=2)
+    #: interleaved rounds (N C, C N, N C, ...; the speedup's interval is over rounds) run adaptively: a look after
+    #: ``rounds_min`` rounds and every ``rounds_step`` more, up to ``rounds_max``; the timing stops at a look whose
+    #: repeated confidence interval decides every fast_p threshold (0, 0.5, 1.0, 1.5, 2.0 and ``report.fast_p``)
+    #: or is narrower than ``stop_width`` (relative to the speedup) (docs/scoring.md).  10 x 30 keeps the 300
+    #: timed iterations per side of the former 3 x 100
+    rounds_min: int = Field(default=6, ge=2)
+    rounds_step: int = Field(default=4, ge=1)
+    rounds_max: int = Field(default=10, ge=2)
+    stop_width: float = Field(default=0.05, gt=0)
+    #: the fixed protocol of this many rounds (at least 2): sets ``rounds_min`` and ``rounds_max`` to it, over
+    #: any value they are given (the only rounds setting of configs before adaptive rounds)
+    rounds: int | None = Field(default=None, ge=2)
     #: confidence level of the speedup's interval (Student t over the rounds' paired log ratios)
     confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
     #: CPU cores both sides' runners are pinned to (``threads`` of them); empty: the last ``threads`` cores this
@@ -133,6 +152,32 @@ class TimingSection(Section):
     #: timed forwards per run, of those on fresh inputs, that the runner picks at random after each forward and
     #: writes out with their inputs, for the kit to compare with ONNX Runtime (docs/untrusted.md)
     checked_forwards: int = Field(default=2, ge=0)
+
+    def digest_payload(self, fast_p: list[float]) -> dict[str, Any]:
+        """The section as the config's digest covers it: with ``rounds`` (fixed) exactly as before adaptive
+        rounds (so the digests of those configs stay what they were); adaptive, without ``rounds`` and with the
+        thresholds the timing stops on (``stop_thresholds``: 0, 0.5, 1.0, 1.5, 2.0 and ``fast_p``)."""
+        body = self.model_dump(mode="json")
+        if self.rounds is not None:
+            return {k: v for k, v in body.items() if k not in ADAPTIVE_KEYS}
+        del body["rounds"]
+        return {**body, "stop_thresholds": list(stop_thresholds(fast_p))}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fixed_rounds(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("rounds") is not None:
+            return {**data, "rounds_min": data["rounds"], "rounds_max": data["rounds"]}
+        return data
+
+    @model_validator(mode="after")
+    def _rounds_plan(self) -> TimingSection:
+        if self.rounds_min > self.rounds_max or (self.rounds_min < self.rounds_max and self.rounds_min < 3):
+            raise fields_error(("rounds_min", "rounds_max"),
+                               f"timing.rounds_min = {self.rounds_min} must be at most timing.rounds_max = "
+                               f"{self.rounds_max}, and at least 3 when below it (an adaptive timing's first "
+                               f"look needs a spread over rounds)")
+        return self
 
     @model_validator(mode="after")
     def _cores_match_threads(self) -> TimingSection:

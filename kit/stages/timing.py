@@ -14,7 +14,9 @@ vs native tasks): per round, each side's median; ``d_r = ln(native median_r / ca
 within the round so that a drift of the host's speed cancels; ``speedup = exp(mean d_r)`` (so ``native_ms``
 and ``candidate_ms`` are the geometric means of the rounds' medians and ``speedup = native_ms /
 candidate_ms``), and its ``confidence`` interval ``exp(mean d_r +- t_{(1+c)/2, R-1} * sd(d_r) / sqrt(R))``
-(Student t over the R rounds; a paired t-interval on the log scale).  The runs of both sides must have the
+(Student t over the R rounds; a paired t-interval on the log scale) with the fixed protocol; adaptive, the rounds
+run in batches and stop at the first look whose repeated confidence interval (the same mean, a wider quantile:
+:mod:`kit.stages.sequential`) decides the fast_p thresholds or is narrow (:func:`adaptive_rule`).  The runs of both sides must have the
 same invocation digest (:meth:`kit.mnn.runner._Call.invocation_sha256`), and run on exactly the timing
 cores; otherwise the timing is a harness error, not the candidate's.  With a remote runner (``run.remote``: an adb
 device, :mod:`kit.devices`) the runs and the conditions (governor, frequency, load, the device's state) are the
@@ -36,10 +38,11 @@ outputs are compared before any failure of the runs is raised.  None of these is
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -48,10 +51,10 @@ from kit.host import machine as hostinfo
 from kit.mnn import runner as mrunner
 from kit.results.outcomes import NativeProfile, StageFailure, TimingOutcome
 from kit.results.records import IMPLAUSIBLE_SPEEDUP, ErrorKind, Flag, Status
-from kit.stages import accounting
+from kit.stages import accounting, runplan, sequential
 from kit.stages import speedup as sspeedup
 from kit.stages.timedcheck import check_timed_outputs
-from kit.stages.timingrun import go_run, start_run
+from kit.stages.timingrun import AsymmetricTiming, check_symmetric, go_run, start_run
 from kit.stages.verify import References, SideModel
 from kit.suite.inputs import make_inputs
 from kit.suite.tasks import Task
@@ -62,19 +65,17 @@ TIMED_SETS = 2
 TIMED_SEED_OFFSET = 500
 
 
-class AsymmetricTiming(Exception):
-    """The two sides of a timing did not run alike (other runner settings, other cores): a fault of the kit,
-    never the candidate's (the pipeline records a ``harness_error``)."""
-
-
 @dataclass(frozen=True)
 class TimingOptions:
-    """``rounds`` interleaved rounds of ``warmup`` untimed and ``iterations`` timed forward passes per side,
-    each run within ``timeout_s`` seconds (each half); ``confidence`` of the speedup's interval; ``seed``
-    draws the inputs; ``run``: threads, precision, memory limit and cores of the runner (the same as
-    verification's, plus the cores); ``min_native_ms``: a native op time below it is untimeable;
-    ``implausible_speedup``: a speedup above it is flagged; ``checked_forwards``: timed forwards on fresh inputs
-    per run that the runner picks at random and the kit compares with ONNX Runtime."""
+    """Up to ``rounds`` interleaved rounds of ``warmup`` untimed and ``iterations`` timed forward passes per side,
+    each run within ``timeout_s`` seconds (each half); adaptive (:mod:`kit.stages.runplan`,
+    :mod:`kit.stages.sequential`) when ``rounds_min`` is below ``rounds``: looks after ``rounds_min`` rounds and
+    every ``rounds_step`` more, stopping once the interval decides every threshold of ``thresholds`` (fast_p's p)
+    or is narrower than ``stop_width`` (relative to the speedup); ``rounds_min`` None: fixed, ``rounds`` rounds.
+    ``confidence`` of the speedup's interval; ``seed`` draws the inputs; ``run``: threads, precision, memory limit
+    and cores of the runner (the same as verification's, plus the cores); ``min_native_ms``: a native op time
+    below it is untimeable; ``implausible_speedup``: a speedup above it is flagged; ``checked_forwards``: timed
+    forwards on fresh inputs per run that the runner picks at random and the kit compares with ONNX Runtime."""
 
     warmup: int = 10
     iterations: int = 30
@@ -86,12 +87,20 @@ class TimingOptions:
     min_native_ms: float = 0.0
     implausible_speedup: float = 10.0
     checked_forwards: int = 2
+    rounds_min: int | None = None
+    rounds_step: int = 4
+    stop_width: float = 0.05
+    thresholds: tuple[float, ...] = (0.0, 0.5, 1.0, 1.5, 2.0)
 
     def settings(self, task: Task) -> mrunner.RunSettings:
         """The runner settings of one timing run of ``task``: the same for both sides."""
         return replace(self.run, warmup=self.warmup, iterations=self.iterations,
                        op_types=tuple(task.mnn_op_types), timeout_s=self.timeout_s, checked=self.checked_forwards)
 
+    def looks(self) -> tuple[int, ...]:
+        """The rounds run by each look (:func:`kit.stages.runplan.looks`; ``(rounds,)``: the fixed protocol)."""
+        first = self.rounds if self.rounds_min is None else min(self.rounds_min, self.rounds)
+        return runplan.looks(first, self.rounds_step, self.rounds)
 
 
 @dataclass(frozen=True)
@@ -115,39 +124,6 @@ class TimingSetup:
     prepare: Callable[[], AbstractContextManager[object]] = nullcontext
     refs: References | None = None
     onnx: Path | None = None
-
-
-def _plan(rounds: int, with_native: bool) -> list[tuple[str, int]]:
-    """(who, round) of every run: the order alternates per round, N C, C N, ... (candidate only without a
-    native side)."""
-    plan = []
-    for r in range(rounds):
-        for who in (["native", "candidate"] if r % 2 == 0 else ["candidate", "native"]):
-            if who == "candidate" or with_native:
-                plan.append((who, r))
-    return plan
-
-
-def check_symmetric(plan: list[tuple[str, int]], started: list[mrunner.StartedRun], cores: tuple[int, ...]) -> dict[str, str]:
-    """The invocation digest of each side (``{"native": sha, "candidate": sha}``) after checking that every
-    run of both sides has the same one, and that each runner is allowed exactly ``cores`` (where that can be
-    read).
-
-    Raises:
-        AsymmetricTiming: the runs differ in anything but their model and libraries, or run elsewhere."""
-    digests: dict[str, set[str]] = {}
-    for (who, _), run in zip(plan, started):
-        digests.setdefault(who, set()).add(run.invocation_sha256)
-        allowed = run.allowed_cores() if cores else None
-        if allowed is not None and sorted(allowed) != sorted(cores):
-            raise AsymmetricTiming(f"the {who} runner (pid {run.waiting.pid}) may run on cores {list(allowed)}, "
-                                   f"not only the timing cores {list(cores)}")
-    every = set().union(*digests.values())
-    if len(every) != 1:
-        raise AsymmetricTiming("native and candidate timing runs were invoked differently (runner invocation "
-                               f"digests {sorted(digests.get('native', ()))} vs {sorted(digests.get('candidate', ()))})")
-    sha = every.pop()
-    return {who: sha for who in digests}
 
 
 def time_candidate(task: Task, candidate: SideModel, native: SideModel | None, opts: TimingOptions,
@@ -178,7 +154,8 @@ def time_candidate(task: Task, candidate: SideModel, native: SideModel | None, o
         AsymmetricTiming: the sides were not invoked alike (a harness fault).
     """
     t0 = time.monotonic()
-    rounds = run_rounds(task, candidate, native, opts, setup)
+    decide = adaptive_rule(opts) if native is not None else None
+    rounds = run_rounds(task, candidate, native, opts, setup, decide)
     out = _outcome(task, rounds.candidate, rounds.native, opts)
     accounting.check(rounds.candidate, rounds.native, out.basis, opts.warmup, opts.confidence)
     return finish(out, rounds, t0)
@@ -187,67 +164,141 @@ def time_candidate(task: Task, candidate: SideModel, native: SideModel | None, o
 @dataclass(frozen=True)
 class Rounds:
     """The runs of one timing stage, in round order per side (``native`` empty without a native side), each
-    side's invocation digest, the cores both sides were pinned to and the conditions read when the node was
-    held (governor, frequency, load, device)."""
+    side's invocation digest, the cores both sides were pinned to, the conditions read when the node was
+    first held (governor, frequency, load, device) and why the rounds stopped (:data:`kit.stages.sequential.STOP_MAX`
+    etc.)."""
 
     candidate: list[mrunner.RunResult]
     native: list[mrunner.RunResult]
     digests: dict[str, str]
     cores: tuple[int, ...]
     conditions: dict[str, object]
+    stop: str = sequential.STOP_MAX
+
+
+#: a stopping rule: the runs so far (candidate's, native's) → why the timing may stop now, or None
+Decide = Callable[[list[mrunner.RunResult], list[mrunner.RunResult]], "str | None"]
 
 
 def run_rounds(task: Task, candidate: SideModel, native: SideModel | None, opts: TimingOptions,
-               setup: TimingSetup) -> Rounds:
-    """The runs of :func:`time_candidate` (started inside ``setup.prepare()``, run inside ``setup.hold()``) and
-    the check of the candidate's timed outputs; no statistic.  The runs stop at the first that fails
+               setup: TimingSetup, decide: Decide | None = None) -> Rounds:
+    """The runs of :func:`time_candidate` and the check of the candidate's timed outputs; no statistic.  The
+    rounds run in the batches of :meth:`TimingOptions.looks` (:func:`kit.stages.runplan.batches`), each batch's
+    runners started inside ``setup.prepare()`` and run inside ``setup.hold()``; after each batch but the last,
+    ``decide`` (None: never) may stop them.  The runs stop at the first that fails
     (:func:`kit.stages.timingrun.go_run`), and the timed outputs of the candidate's runs so far are compared
     before that failure is raised.
 
     Raises:
-        as :func:`time_candidate`."""
+        as :func:`time_candidate`; AsymmetricTiming also when a batch's runs were invoked otherwise than an
+        earlier batch's."""
     seeds = timed_seeds(opts)
     inputs = [make_inputs(task, seed) for seed in seeds]
-    plan = _plan(opts.rounds, native is not None)
-    cores = opts.run.cpus
-    started: list[mrunner.StartedRun] = []
-    runs: dict[str, list[mrunner.RunResult]] = {"candidate": [], "native": []}
+    state = _Batches(task, candidate, native, opts, setup, inputs)
+    runs = state.runs
     failure: StageFailure | None = None
-    try:
-        with setup.prepare():
-            for who, r in plan:
-                timed = candidate if who == "candidate" else native
-                assert timed is not None  # the plan has native runs only with a native side
-                started.append(start_run(task, setup.runner, timed, inputs, setup.scratch / f"{who[0]}{r}",
-                                         opts.settings(task), who))
-        digests = check_symmetric(plan, started, cores)
-        with setup.hold():
-            conditions = (opts.run.remote.conditions(cores) if opts.run.remote is not None else
-                          dict(governor=hostinfo.cpu_governor(cores), freq_mhz=hostinfo.cpu_freq_mhz(cores),
-                               load_1m=hostinfo.load_1m()))
-            for (who, r), run in zip(plan, started):
-                ran = go_run(run, opts.iterations, who, r)
-                if ran.result is not None:
-                    runs[who].append(ran.result)
-                if ran.failure is not None:
-                    failure = ran.failure
-                    break
-    finally:
-        for run in started:
-            run.cancel()
+    stop = sequential.STOP_MAX
+    plan = opts.looks()
+    for batch in runplan.batches(plan):
+        failure = _run_batch(state, runplan.run_order(batch, native is not None))
+        if failure is not None:
+            break
+        reason = decide(runs["candidate"], runs["native"]) if decide is not None and batch.stop < plan[-1] else None
+        if reason is not None:
+            stop = reason
+            break
     # the candidate's timed outputs first, of every run that wrote them (the failed one's too): a kernel wrong
     # whenever it is timed is wrong, whatever else failed (a stamp line it forged, stderr it flooded, a native run)
     check_timed_outputs(task, [run for run in runs["candidate"] if run.ok], seeds, inputs, opts.run.threads,
                         setup.refs, setup.onnx)
     if failure is not None:
         raise failure
-    return Rounds(runs["candidate"], runs["native"], digests, cores, conditions)
+    return Rounds(runs["candidate"], runs["native"], state.digests, opts.run.cpus, state.conditions, stop)
+
+
+@dataclass
+class _Batches:
+    """What the batches of one timing share: its sides, options, place and input sets, and what they gathered so
+    far: the runs per side, each side's invocation digest, the conditions read at the first hold."""
+
+    task: Task
+    candidate: SideModel
+    native: SideModel | None
+    opts: TimingOptions
+    setup: TimingSetup
+    inputs: list
+    runs: dict[str, list[mrunner.RunResult]] = field(default_factory=lambda: {"candidate": [], "native": []})
+    digests: dict[str, str] = field(default_factory=dict)
+    conditions: dict[str, object] = field(default_factory=dict)
+
+
+def _run_batch(state: _Batches, order: list[tuple[str, int]]) -> StageFailure | None:
+    """Start the runs of ``order`` (inside ``setup.prepare()``), check them symmetric (and invoked as the earlier
+    batches', whose digests ``state`` keeps), run them inside ``setup.hold()`` (reading the conditions on the
+    first batch) and add the results to ``state.runs``; returns why the first run that failed does not count
+    (None: all count).
+
+    Raises:
+        AsymmetricTiming: as :func:`check_symmetric`, or the digests differ from the earlier batches'."""
+    task, candidate, native, opts, setup = state.task, state.candidate, state.native, state.opts, state.setup
+    inputs, runs, digests, conditions = state.inputs, state.runs, state.digests, state.conditions
+    cores = opts.run.cpus
+    started: list[mrunner.StartedRun] = []
+    try:
+        with setup.prepare():
+            for who, r in order:
+                timed = candidate if who == "candidate" else native
+                assert timed is not None  # the order has native runs only with a native side
+                started.append(start_run(task, setup.runner, timed, inputs, setup.scratch / f"{who[0]}{r}",
+                                         opts.settings(task), who))
+        now = check_symmetric(order, started, cores)
+        if digests and now != digests:
+            raise AsymmetricTiming(f"a later batch of timing runs was invoked differently ({now} vs {digests})")
+        digests.update(now)
+        with setup.hold():
+            if not conditions:
+                conditions.update(opts.run.remote.conditions(cores) if opts.run.remote is not None else
+                                  dict(governor=hostinfo.cpu_governor(cores), freq_mhz=hostinfo.cpu_freq_mhz(cores),
+                                       load_1m=hostinfo.load_1m()))
+            for (who, r), run in zip(order, started):
+                ran = go_run(run, opts.iterations, who, r)
+                if ran.result is not None:
+                    runs[who].append(ran.result)
+                if ran.failure is not None:
+                    return ran.failure
+    finally:
+        for run in started:
+            run.cancel()
+    return None
+
+
+def adaptive_rule(opts: TimingOptions) -> Decide:
+    """The stopping rule of an adaptive timing with a native side: the speedup's repeated confidence interval
+    at this look (:func:`kit.stages.sequential.rci` over the rounds' paired log ratios, on the basis
+    :func:`_outcome` would use) and :func:`kit.stages.sequential.stop_reason` on it; None (go on) where a round's
+    median is not a positive number (the final statistic then says why)."""
+    plan = opts.looks()
+
+    def decide(cand: list[mrunner.RunResult], nat: list[mrunner.RunResult]) -> str | None:
+        basis = "model" if cand[0].op_types != nat[0].op_types else "op"
+        (cs, cr), (ns, nr) = samples(cand, basis), samples(nat, basis)
+        if len(cand) != len(nat) or len(cand) not in plan or not (np.all(np.isfinite(cs)) and np.all(np.isfinite(ns))):
+            return None
+        cmed, nmed = sspeedup.round_medians(cs, cr), sspeedup.round_medians(ns, nr)
+        if not (np.all(cmed > 0) and np.all(nmed > 0)):
+            return None
+        d = np.log(nmed) - np.log(cmed)
+        lo, hi = sequential.rci(d, plan, opts.confidence)
+        return sequential.stop_reason((math.exp(lo), math.exp(hi)), math.exp(float(np.mean(d))), opts.thresholds,
+                                      opts.stop_width)
+
+    return decide
 
 
 def finish(out: TimingOutcome, rounds: Rounds, t0: float) -> TimingOutcome:
     """``out`` with the cores, invocation digests and conditions of ``rounds`` and the stage's seconds since
     ``t0`` (``time.monotonic()``)."""
-    return replace(out, cores=rounds.cores, native_invocation_sha256=rounds.digests.get("native", ""),
+    return replace(out, cores=rounds.cores, native_invocation_sha256=rounds.digests.get("native", ""), stop=rounds.stop,
                    candidate_invocation_sha256=rounds.digests["candidate"], timing_s=time.monotonic() - t0,
                    **rounds.conditions)
 
@@ -312,6 +363,9 @@ def _outcome(task: Task, cand_runs: list[mrunner.RunResult], nat_runs: list[mrun
     nmed = sspeedup.round_medians(ns, nr) if ns.size else None
     usable = nmed is not None and bool(np.all(nmed > 0)) and bool(np.all(np.isfinite(ns)))
     est = sspeedup.estimate(cmed, nmed if usable else None, opts.confidence)
+    if usable and len(opts.looks()) > 1:  # adaptive: the repeated confidence interval at the look it stopped at
+        lo, hi = sequential.rci(np.log(nmed) - np.log(cmed), opts.looks(), opts.confidence)
+        est = replace(est, ci_low=math.exp(lo), ci_high=math.exp(hi))
     out = TimingOutcome(
         candidate_samples_ms=tuple(cs.tolist()), candidate_samples_round=tuple(cr.tolist()),
         candidate_ms=est.candidate_ms, basis=basis, rounds=len(cand_runs), threads=opts.run.threads,

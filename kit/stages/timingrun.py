@@ -19,6 +19,34 @@ from kit.stages import accounting
 from kit.stages.verify import SideModel, process_failure, protocol_failure
 from kit.suite.tasks import Task
 
+
+class AsymmetricTiming(Exception):
+    """The two sides of a timing did not run alike (other runner settings, other cores): a fault of the kit,
+    never the candidate's (the pipeline records a ``harness_error``)."""
+
+
+def check_symmetric(plan: list[tuple[str, int]], started: list[mrunner.StartedRun], cores: tuple[int, ...]) -> dict[str, str]:
+    """The invocation digest of each side (``{"native": sha, "candidate": sha}``) after checking that every
+    run of both sides has the same one, and that each runner is allowed exactly ``cores`` (where that can be
+    read).
+
+    Raises:
+        AsymmetricTiming: the runs differ in anything but their model and libraries, or run elsewhere."""
+    digests: dict[str, set[str]] = {}
+    for (who, _), run in zip(plan, started):
+        digests.setdefault(who, set()).add(run.invocation_sha256)
+        allowed = run.allowed_cores() if cores else None
+        if allowed is not None and sorted(allowed) != sorted(cores):
+            raise AsymmetricTiming(f"the {who} runner (pid {run.waiting.pid}) may run on cores {list(allowed)}, "
+                                   f"not only the timing cores {list(cores)}")
+    every = set().union(*digests.values())
+    if len(every) != 1:
+        raise AsymmetricTiming("native and candidate timing runs were invoked differently (runner invocation "
+                               f"digests {sorted(digests.get('native', ()))} vs {sorted(digests.get('candidate', ()))})")
+    sha = every.pop()
+    return {who: sha for who in digests}
+
+
 #: how much shorter than the kit's own wall time of a run (from writing "go" to the runner's exit) the runner's
 #: ``phase_ms`` (from reading "go" to its last timed forward) may be: CLOCK_SLACK_MS plus CLOCK_SLACK_FRACTION of
 #: the kit's time.  The gap of honest runs is the runner writing its outputs and exiting: measured with 2 sets,
