@@ -206,6 +206,27 @@ def test_check_prints_a_verdict(evaluated, fixture_candidates_dir):
     json.dumps(verdict)  # JSON-able
 
 
+def test_a_correctness_only_check_is_ok_but_not_timed_and_loads_no_timing_code(evaluated, fixture_candidates_dir):
+    """`mkb check --no-timing` of a correct candidate: `ok`, built and verified, its verdict `not_timed` with no
+    timing fields; the whole check, start-up included, never imports what only timing, shipping or Ray use."""
+    _, cfg_path, _ = evaluated
+    d = fixture_candidates_dir / "sample" / "fx_argmax" / "correct"
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "kit.cli", "check", "--config", str(cfg_path),
+                          "--task", "fx_argmax", "--files", *map(str, sorted(d.iterdir())), "--no-timing"],
+                         capture_output=True, text=True, timeout=600)
+    verdict = json.loads(out.stdout)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert verdict["status"] == "ok" and verdict["timing"] == "not_timed"
+    assert verdict["build_s"] is not None and verdict["verify_s"] is not None and verdict["trials"]
+    assert verdict["timing_s"] is None and verdict["speedup"] is None and verdict["candidate_ms"] is None
+    assert set(verdict["phases"]) >= {"setup_s", "build_s", "verify_s", "record_s"}
+    assert verdict["phases"]["time_s"] is None and verdict["phases"]["build_s"] > 0
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in out.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert imported and "kit" in imported
+    assert not imported & {"scipy", "elftools", "ray"}, imported & {"scipy", "elftools", "ray"}
+
+
 def test_check_rejects_response_without_files(evaluated, tmp_path):
     cfg, _, _ = evaluated
     resp = tmp_path / "r.md"
