@@ -42,6 +42,10 @@
    drawn from the timed sets beside the comparison with ONNX Runtime it already made, on the sample set's tasks
    (:mod:`kit.bench.inputcheck`; no engine needed).
 
+9. **throughput** (``--throughput``): candidates per hour of the sample set at the default protocol
+   (``configs/default.toml``), cache-cold, with 1 and 2 workers, the job time split by stage and phase, beside the
+   same at the fewest timing rounds, 2 (:mod:`kit.bench.throughput`).
+
 Engine: the real MNN tree when ``MKB_MNN__SOURCE_DIR`` is set (task ``--task``, sample from
 ``candidates/sample``), else the fixture engine shipped with the tests.
 
@@ -52,4 +56,5 @@ Engine: the real MNN tree when ``MKB_MNN__SOURCE_DIR`` is set (task ``--task``, 
     python -m kit.bench --cold-cache [--arch x86_64 --arch aarch64] [--tasks ID,ID] [--rounds 1]
     python -m kit.bench --adb-cost [--task ID] [--repeats 3]   (the cross toolchain and qemu-user-static)
     python -m kit.bench --input-check-cost [--tasks ID,ID] [--repeats 3]
+    python -m kit.bench --throughput [--workers 1,2]   (Ray needs loopback networking)
 """

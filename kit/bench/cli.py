@@ -12,6 +12,7 @@ from kit.bench.inputcheck import input_check_cost
 from kit.bench.overhead import overhead
 from kit.bench.sandboxcost import sandbox_cost
 from kit.bench.scaling import scaling
+from kit.bench.throughput import throughput
 from kit.bench.timingcost import timing_cost
 
 
@@ -46,7 +47,14 @@ def main(argv: list[str] | None = None) -> int:
                     "samples on real MNN, every fixture task)")
     ap.add_argument("--client-cost", action="store_true", help="run the generation client's overhead benchmark "
                     "instead: requests/s through the kit's layer vs raw openai calls, loopback server")
+    ap.add_argument("--throughput", action="store_true", help="run the throughput benchmark instead: candidates per "
+                    "hour of the sample set at the default protocol, cache-cold, 1 and 2 workers, split by stage, "
+                    "beside the same at the fewest timing rounds (2)")
+    ap.add_argument("--workers", default="1,2", help="throughput: comma-separated worker counts (default 1,2)")
     args = ap.parse_args(argv)
+    if args.throughput:
+        throughput(tuple(int(w) for w in args.workers.split(",")))
+        return 0
     if args.client_cost:
         return client_cost(rounds=args.rounds or 3)
     if args.cold_cache:
