@@ -5,7 +5,8 @@ rounds a config allows (2: "one round" of the issue that asked for it, the least
 The protocol is ``configs/default.toml``'s (its ``[verify]`` and ``[timing]``: 5 trials, 10 rounds x 30
 iterations; ``dispatch.mode = "ray"``), the candidates the sample set, each run on a fresh copy made unique
 (:func:`kit.bench.coldcache.make_unique`: ccache misses every candidate's own sources, as for an LLM's new
-file).  One warm-up run first (native baseline, workspaces, native models), then one run per (protocol,
+file).  One warm-up run first at the fewest rounds (native baseline, workspaces, native models), then one run
+per (protocol,
 workers) into a fresh run directory.  Prints per run: candidates per hour end to end (the executor's start,
 its workers' set-up and the jobs, as ``mkb eval`` pays them) and over the work alone (first worker ready to the
 last record), the jobs' summed seconds split by stage (``build_s`` and ``convert_s`` + ``verify_s``,
@@ -165,7 +166,9 @@ def throughput(workers: tuple[int, ...] = (1, 2), fewest: bool = True,
         first = next(iter(chosen.values()))
         warm = tmp / "cands-warm-up"
         make_unique(sample_root(real_engine()), warm, secrets.token_hex(8))
-        measure(write_run_config(tmp, warm, tmp / "warm-up", max(workers), first, mode), "warm-up", max(workers))
+        # the warm-up only prepares (native models, workspaces configured and built): at the fewest rounds
+        measure(write_run_config(tmp, warm, tmp / "warm-up", max(workers), fewest_rounds(first), mode), "warm-up",
+                max(workers))
         for label, proto in chosen.items():
             for n in workers:
                 cands = tmp / f"cands-{len(runs)}"
