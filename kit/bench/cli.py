@@ -51,9 +51,13 @@ def main(argv: list[str] | None = None) -> int:
                     "hour of the sample set at the default protocol, cache-cold, 1 and 2 workers, split by stage, "
                     "beside the same at the fewest timing rounds (2)")
     ap.add_argument("--workers", default="1,2", help="throughput: comma-separated worker counts (default 1,2)")
+    ap.add_argument("--default-only", action="store_true", help="throughput: the default protocol alone")
+    ap.add_argument("--serial", action="store_true", help="throughput: dispatch.mode = serial (one worker, no Ray)")
+    ap.add_argument("--no-warm-up", action="store_true", help="throughput: no warm-up run first")
     args = ap.parse_args(argv)
     if args.throughput:
-        throughput(tuple(int(w) for w in args.workers.split(",")))
+        throughput(tuple(int(w) for w in args.workers.split(",")), fewest=not args.default_only,
+                   mode="serial" if args.serial else "ray", warm_up=not args.no_warm_up)
         return 0
     if args.client_cost:
         return client_cost(rounds=args.rounds or 3)

@@ -154,21 +154,22 @@ def protocols(fewest: bool = True) -> dict[str, dict[str, dict[str, Any]]]:
 
 
 def throughput(workers: tuple[int, ...] = (1, 2), fewest: bool = True,
-               protocol: dict[str, dict[str, Any]] | None = None, mode: str = "ray") -> list[Throughput]:
-    """Benchmark 9 (module docstring): a warm-up run, then one cache-cold run per protocol and worker count;
-    prints the table and returns the runs.  ``protocol``: measure this one (and its fewest-rounds variant)
-    instead of the default config's; ``mode``: the dispatch mode (``serial`` has one worker)."""
+               protocol: dict[str, dict[str, Any]] | None = None, mode: str = "ray",
+               warm_up: bool = True) -> list[Throughput]:
+    """Benchmark 9 (module docstring): a warm-up run (unless not ``warm_up``), then one cache-cold run per
+    protocol and worker count; prints the table and returns the runs.  ``protocol``: measure this one (and its
+    fewest-rounds variant) instead of the default config's; ``mode``: the dispatch mode (``serial`` has one
+    worker)."""
     chosen = protocols(fewest) if protocol is None else {"given": protocol} | (
         {f"{MIN_ROUNDS} rounds": fewest_rounds(protocol)} if fewest else {})
     runs: list[Throughput] = []
     with tempfile.TemporaryDirectory(prefix="mkb-throughput-") as tmp_s:
         tmp = Path(tmp_s)
-        first = next(iter(chosen.values()))
-        warm = tmp / "cands-warm-up"
-        make_unique(sample_root(real_engine()), warm, secrets.token_hex(8))
-        # the warm-up only prepares (native models, workspaces configured and built): at the fewest rounds
-        measure(write_run_config(tmp, warm, tmp / "warm-up", max(workers), fewest_rounds(first), mode), "warm-up",
-                max(workers))
+        if warm_up:  # it only prepares (native models, workspaces configured and built): at the fewest rounds
+            warm = tmp / "cands-warm-up"
+            make_unique(sample_root(real_engine()), warm, secrets.token_hex(8))
+            measure(write_run_config(tmp, warm, tmp / "warm-up", max(workers), fewest_rounds(next(iter(chosen.values()))),
+                                     mode), "warm-up", max(workers))
         for label, proto in chosen.items():
             for n in workers:
                 cands = tmp / f"cands-{len(runs)}"
