@@ -221,6 +221,8 @@ def test_a_correctness_only_check_is_ok_but_not_timed_and_loads_no_timing_code(e
     assert verdict["timing_s"] is None and verdict["speedup"] is None and verdict["candidate_ms"] is None
     assert set(verdict["phases"]) >= {"setup_s", "build_s", "verify_s", "record_s"}
     assert verdict["phases"]["time_s"] is None and verdict["phases"]["build_s"] > 0
+    # the phases are disjoint and cover the job: they add up to its wall_s (rounded to 0.1 ms each)
+    assert sum(s for s in verdict["phases"].values() if s is not None) == pytest.approx(verdict["wall_s"], abs=0.01)
     imported = {line.split("|")[-1].strip().split(".")[0] for line in out.stderr.splitlines()
                 if line.startswith("import time:")}
     assert imported and "kit" in imported
