@@ -2,7 +2,8 @@
 
 The job starts in phase ``setup``; :func:`charged` moves the clock to another phase for a block and back after
 it, :func:`waiting` charges the wait for a lock (the node's gate, an adb device) to ``lock_wait`` whatever phase
-asked for it.  The phases are disjoint and together cover the job from its start to its record, so their sum is
+asked for it, and so are the seconds a command of the job was stopped while another process timed
+(:mod:`kit.host.nodelock`).  The phases are disjoint and together cover the job from its start to its record, so their sum is
 the job's ``wall_s`` (less the record's own assembly, charged to ``record`` by the pipeline).  The stage times of a
 record (``build_s``, ``verify_s``, ``timing_s``) are the stages' own measurements; a phase of the same name also
 holds what surrounds the stage's command (its Python, the files it reads and writes).
@@ -19,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import TypeVar
 
+from kit.host import proc
 from kit.results.records import PHASE_NAMES
 
 __all__ = ["Clock", "charged", "exit_charged", "job_clock", "waiting"]
@@ -50,6 +52,12 @@ class Clock:
         self._since, left, self.current = now, self.current, name
         return left
 
+    def move(self, seconds: float, to: str) -> None:
+        """Charge ``seconds`` just spent in the current phase (within its running stretch: e.g. a command paused
+        inside it) to phase ``to`` instead."""
+        self.seconds[to] = self.seconds.get(to, 0.0) + seconds
+        self._since += seconds
+
     def stop(self) -> dict[str, float]:
         """Charge the current phase up to now; returns ``seconds``."""
         self.switch(self.current)
@@ -62,7 +70,9 @@ def job_clock(seconds: dict[str, float]) -> Iterator[Clock]:
     clock = Clock(seconds)
     token = _clock.set(clock)
     try:
-        yield clock
+        # a command of the job stopped while another process times (kit.host.nodelock) waits for that lock too
+        with proc.pauses_reported(lambda s: clock.move(s, "lock_wait")):
+            yield clock
     finally:
         clock.stop()
         _clock.reset(token)

@@ -198,11 +198,11 @@ class JobPhases(BaseModel):
     job never was in that phase.  ``setup_s``: the scratch, the workspace's check and the candidate's registration;
     ``screen_s``: the static checks of its sources and built libraries (:mod:`kit.stages.screen`); ``build_s``,
     ``verify_s`` (conversion and trials), ``time_s``, ``reverify_s``: the stages, with their own Python around the
-    commands (a command paused for another process's timing phase counts here); ``native_s``: the native model and
-    the seal check of the native files; ``ship_s``: packing the artefacts for a timing node and unpacking them
-    there (``dispatch.build_resource``); ``lock_wait_s``: waiting for the node's gate (or the adb device);
-    ``cleanup_s``: restoring and checking the workspace, removing the scratch; ``record_s``: assembling the record.
-    A job split over a build and a timing node sums both halves."""
+    commands; ``native_s``: the native model and the seal check of the native files; ``ship_s``: packing the
+    artefacts for a timing node and unpacking them there (``dispatch.build_resource``); ``lock_wait_s``: waiting
+    for the node's gate (or the adb device), and the seconds a command was stopped while another process timed;
+    ``cleanup_s``: restoring and checking the workspace, removing the scratch; ``record_s``: assembling the
+    record.  A job split over a build and a timing node sums both halves."""
 
     model_config = ConfigDict(frozen=True)
     setup_s: float | None = None
