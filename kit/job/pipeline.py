@@ -197,7 +197,9 @@ def _build_verify(job: Job, worker: Worker, scratch: Path, out: Outcome) -> sver
         places = {n: rel for n in job.files if (rel := task.place(n)) is not None}
         with phases.charged("screen"):
             out.flags += screen.check_sources(job.files, sbuild.originals(ws, task, job.files), places)
-        with phases.exit_charged("cleanup", sbuild.candidate_in(ws, task, job.files, out.flags)) as swap:
+        # the workspace is checked after the job, however it ended (_checked): not at the end of this block too
+        restored = sbuild.candidate_in(ws, task, job.files, out.flags, check_after=False)
+        with phases.exit_charged("cleanup", restored) as swap:
             runner_out = ws.root / "runner" / "mkb_runner" if build_opts.target.static else None
             with phases.charged("build"):
                 out.add(sbuild.build(ws, swap, build_opts, hold=lambda: tphase.shared(worker.gate), runner_out=runner_out))
