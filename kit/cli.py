@@ -3,7 +3,7 @@
     mkb eval --config cfg.toml [--timing.iterations 200 ...]   evaluate every candidate of the config
     mkb generate --config cfg.toml                              a model's answers ([generate]) as a JSONL source
     mkb refine --config cfg.toml                                answer, evaluate, feedback, answer again ([refine])
-    mkb check --task ID --files A.hpp A.cpp | --response R.md   one candidate, JSON verdict on stdout
+    mkb check --task ID --files A.hpp A.cpp | --response R.md   one candidate, JSON verdict on stdout ([--no-timing])
     mkb serve --config cfg.toml [--host H] [--port P]           verdicts over HTTP for agents and trainers
     mkb calibrate --config cfg.toml                             the native method on a split (A/A noise floor)
     mkb tasks list|generate|audit                               the task suite
@@ -60,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--files", nargs="+", type=Path, help="candidate files (basenames must be allowed by the task)")
     g.add_argument("--response", type=Path, help="a raw LLM response (code blocks whose first line names the file)")
+    p.add_argument("--no-timing", action="store_true",
+                   help="correctness only: build and verify, no timing (as --timing.enabled false)")
 
     p = sub.add_parser("calibrate", help="run the native method on every task of the split")
     _add_config(p, required=True)
@@ -228,7 +230,7 @@ def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
             print(summary.line())
             return 1 if summary.failed else 0
         if args.cmd == "check":
-            cfg = _config(args, rest)
+            cfg = _config(args, [*rest, "--timing.enabled", "false"] if args.no_timing else rest)
             from kit.outline.evaluate import check
 
             verdict = check(cfg, args.task, files=args.files, response=args.response)

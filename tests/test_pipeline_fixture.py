@@ -152,6 +152,27 @@ def test_workspace_is_pristine_after_the_run(evaluated):
         worker.workspace.release()
 
 
+def test_a_workspace_built_whole_is_neither_rebuilt_nor_checked_twice_at_set_up(evaluated):
+    """After a run the workspace was built whole since its configure: a new worker's set-up repairs its sources
+    but builds nothing (a job's restored files are left to the next candidate's build), and its first
+    job does not check the sources again."""
+    cfg, _, _ = evaluated
+    worker = setup_worker(cfg)
+    build = worker.workspace.build
+    worker.workspace.release()
+    assert worker.workspace.state()["built_whole"] is True
+    # as a job's restore leaves it: a kernel source copied back, newer than its object (a whole build remakes it)
+    task = next(t for t in load_suite(cfg.tasks.dir) if t.id == "fx_argmax")
+    worker.workspace.restore_file(task.place("CPUArgMax.cpp"))
+    before = {p: p.stat().st_mtime_ns for p in build.rglob("*") if p.is_file()}
+    worker = setup_worker(cfg, index=int(worker.workspace.root.name[1:]))
+    try:
+        assert worker.workspace.checked_at_setup
+        assert {p: p.stat().st_mtime_ns for p in build.rglob("*") if p.is_file()} == before
+    finally:
+        worker.workspace.release()
+
+
 def test_second_run_is_resumed_without_new_jobs(evaluated):
     cfg, cfg_path, tmp = evaluated
     before = scan(cfg.run.dir).collect().height
@@ -204,6 +225,29 @@ def test_check_prints_a_verdict(evaluated, fixture_candidates_dir):
     assert verdict["status"] == "compile_error"
     assert verdict["diagnostics"][0]["file"].endswith("CPUArgMax.cpp")
     json.dumps(verdict)  # JSON-able
+
+
+def test_a_correctness_only_check_is_ok_but_not_timed_and_loads_no_timing_code(evaluated, fixture_candidates_dir):
+    """`mkb check --no-timing` of a correct candidate: `ok`, built and verified, its verdict `not_timed` with no
+    timing fields; the whole check, start-up included, never imports what only timing, shipping or Ray use."""
+    _, cfg_path, _ = evaluated
+    d = fixture_candidates_dir / "sample" / "fx_argmax" / "correct"
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "kit.cli", "check", "--config", str(cfg_path),
+                          "--task", "fx_argmax", "--files", *map(str, sorted(d.iterdir())), "--no-timing"],
+                         capture_output=True, text=True, timeout=600)
+    verdict = json.loads(out.stdout)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert verdict["status"] == "ok" and verdict["timing"] == "not_timed"
+    assert verdict["build_s"] is not None and verdict["verify_s"] is not None and verdict["trials"]
+    assert verdict["timing_s"] is None and verdict["speedup"] is None and verdict["candidate_ms"] is None
+    assert set(verdict["phases"]) >= {"setup_s", "build_s", "verify_s", "record_s"}
+    assert verdict["phases"]["time_s"] is None and verdict["phases"]["build_s"] > 0
+    # the phases are disjoint and cover the job: they add up to its wall_s (rounded to 0.1 ms each)
+    assert sum(s for s in verdict["phases"].values() if s is not None) == pytest.approx(verdict["wall_s"], abs=0.01)
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in out.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert imported and "kit" in imported
+    assert not imported & {"scipy", "elftools", "ray"}, imported & {"scipy", "elftools", "ray"}
 
 
 def test_check_rejects_response_without_files(evaluated, tmp_path):

@@ -46,6 +46,10 @@
    one worker, rounds alternating the order, and the POST-to-verdict p50/p95 of a warm small task
    (:mod:`kit.bench.servecost`; target >= 0.95).
 
+10. **throughput** (``--throughput``): candidates per hour of the sample set at the default protocol
+    (``configs/default.toml``), cache-cold, with 1 and 2 workers, the job time split by stage and phase, beside
+    the same at the fewest timing rounds, 2 (:mod:`kit.bench.throughput`).
+
 Engine: the real MNN tree when ``MKB_MNN__SOURCE_DIR`` is set (task ``--task``, sample from
 ``candidates/sample``), else the fixture engine shipped with the tests.
 
@@ -57,4 +61,5 @@ Engine: the real MNN tree when ``MKB_MNN__SOURCE_DIR`` is set (task ``--task``, 
     python -m kit.bench --adb-cost [--task ID] [--repeats 3]   (the cross toolchain and qemu-user-static)
     python -m kit.bench --input-check-cost [--tasks ID,ID] [--repeats 3]
     python -m kit.bench --serve [--tasks ID,ID] [--rounds 2] [--repeats 3]
+    python -m kit.bench --throughput [--workers 1,2]   (Ray needs loopback networking)
 """

@@ -12,6 +12,7 @@ from kit.bench.inputcheck import input_check_cost
 from kit.bench.overhead import overhead
 from kit.bench.sandboxcost import sandbox_cost
 from kit.bench.scaling import scaling
+from kit.bench.throughput import throughput
 from kit.bench.timingcost import timing_cost
 
 
@@ -49,11 +50,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--serve", action="store_true", help="run the service benchmark instead: verdicts per hour "
                     "through mkb serve vs mkb eval on the same candidates, one worker; POST-to-verdict p50/p95 "
                     "(--tasks, --rounds default 2, --repeats)")
+    ap.add_argument("--throughput", action="store_true", help="run the throughput benchmark instead: candidates per "
+                    "hour of the sample set at the default protocol, cache-cold, 1 and 2 workers, split by stage, "
+                    "beside the same at the fewest timing rounds (2)")
+    ap.add_argument("--workers", default="1,2", help="throughput: comma-separated worker counts (default 1,2)")
+    ap.add_argument("--default-only", action="store_true", help="throughput: the default protocol alone")
+    ap.add_argument("--serial", action="store_true", help="throughput: dispatch.mode = serial (one worker, no Ray)")
+    ap.add_argument("--no-warm-up", action="store_true", help="throughput: no warm-up run first")
     args = ap.parse_args(argv)
     if args.serve:
         from kit.bench.servecost import serve_cost  # FastAPI and uvicorn: the serve extra
 
         return serve_cost(args.tasks.split(",") if args.tasks else None, args.rounds or 2, args.repeats)
+    if args.throughput:
+        throughput(tuple(int(w) for w in args.workers.split(",")), fewest=not args.default_only,
+                   mode="serial" if args.serial else "ray", warm_up=not args.no_warm_up)
+        return 0
     if args.client_cost:
         return client_cost(rounds=args.rounds or 3)
     if args.cold_cache:

@@ -24,12 +24,12 @@ import os
 import platform
 from dataclasses import dataclass
 from pathlib import Path
-
-from elftools.common.exceptions import ELFError
-from elftools.elf.dynamic import DynamicSection
-from elftools.elf.elffile import ELFFile
+from typing import TYPE_CHECKING
 
 from kit.host.machine import host_arch
+
+if TYPE_CHECKING:
+    from elftools.elf.elffile import ELFFile
 
 #: ELF ``e_machine`` names (pyelftools' spelling of the System V ABI values) → ``platform.machine()`` names
 ELF_MACHINES = {"EM_386": "i686", "EM_ARM": "armv7l", "EM_X86_64": "x86_64", "EM_AARCH64": "aarch64",
@@ -41,6 +41,10 @@ class ArtefactError(Exception):
 
 
 def _elf(data: bytes, name: str) -> ELFFile:
+    # imported here: only a run that ships artefacts reads them, and pyelftools costs a check's start-up ~0.2 s
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
     if data[:4] != b"\x7fELF":
         raise ArtefactError(f"{name}: not an ELF file")
     try:
@@ -91,6 +95,8 @@ def elf_needed(path: Path) -> list[str]:
     Raises:
         ArtefactError: ``path`` is not an ELF file.  OSError: it cannot be read.
     """
+    from elftools.elf.dynamic import DynamicSection
+
     elf = _elf(Path(path).read_bytes(), str(path))
     out: list[str] = []
     for section in elf.iter_sections():

@@ -27,26 +27,24 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from kit.baselines.lookup import NoBaseline
 from kit.devices.errors import DeviceError
 from kit.host import fstree
 from kit.host import machine as hostinfo
-from kit.host.nodelock import NodeLock
 from kit.host.shipping import ArtefactError, Bundle, pack, runtime_libs
+from kit.job import phases
+from kit.job import timing_phase as tphase
 from kit.job.artefacts import BuildHalf, Built
 from kit.job.options import JobSettings
-from kit.job.place import TimingPlace
 from kit.job.record import Job, job_record, now_utc, rejected_record
 from kit.job.timing_worker import TimingWorker
 from kit.job.worker import Worker
 from kit.mnn.native import workspace_lib_dir
-from kit.results.outcomes import Outcome, StageFailure, TimingOutcome, VerifyOutcome, Where
+from kit.results.outcomes import Outcome, StageFailure, Where
 from kit.results.records import EdgeSet, ErrorKind, Record, Status
 from kit.stages import build as sbuild
 from kit.stages import screen
 from kit.stages import timing as stiming
 from kit.stages import verify as sverify
-from kit.stages.tabletiming import time_against_table
 from kit.suite.inputs import make_inputs
 from kit.suite.tasks import Task
 
@@ -100,7 +98,8 @@ def time_job(job: Job, built: Built, timer: TimingWorker) -> Record:
     job = _built_on(job, half.where.arch)
     where = replace(half.where, timing_worker=timer.name, timing_host=socket.gethostname(),
                     sandboxed=half.where.sandboxed and timer.settings.sandboxed)
-    outcome = replace(half.outcome)  # a copy: the timing result goes into this job's own outcome
+    # a copy: the timing result and the timing half's phases go into this job's own outcome
+    outcome = replace(half.outcome, phases=dict(half.outcome.phases))
     rec = _guarded(job, where, outcome, lambda scratch, out: _time_shipped(job, built, timer, scratch, out),
                    timer.scratch)
     assert isinstance(rec, Record)
@@ -118,7 +117,8 @@ def _checked(worker: Worker, body: Body) -> Body:
         try:
             return body(scratch, out)
         finally:
-            sbuild.check_after_job(worker.workspace, out.flags)
+            with phases.charged("cleanup"):
+                sbuild.check_after_job(worker.workspace, out.flags)
     return run
 
 
@@ -127,29 +127,43 @@ def _guarded(job: Job, where: Where, outcome: Outcome, body: Body, scratch_root:
     become statuses.  ``outcome`` collects stage results as they come, so a later failure keeps them.  The
     scratch is removed however the job ended (:func:`_removed`)."""
     t0 = time.monotonic()
-    scratch = Path(tempfile.mkdtemp(prefix=f"mkb-{job.job_id[:8]}-", dir=scratch_root))
     failure: StageFailure | None = None
     shipped: Built | None = None
-    try:
-        shipped = body(scratch, outcome)
-    except StageFailure as f:
-        outcome.add(f.partial)
-        failure = f
-    except DeviceError as exc:  # only timing uses a device: built and verified, its timing failed
-        failure = StageFailure(Status.TIMING_FAILED, exc.kind, f"timing device: {exc}")
-    except ArtefactError as exc:  # shipped files a timing node cannot use: the cluster's fault
-        failure = StageFailure(Status.HARNESS_ERROR, ErrorKind.ARTEFACT, f"shipped artefacts refused: {exc}")
-    except Exception as exc:  # noqa: BLE001 - the one place that turns exceptions into statuses
-        failure = StageFailure(Status.HARNESS_ERROR, ErrorKind.INTERNAL,
-                               f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-3000:]}")
-    except BaseException:
-        with contextlib.suppress(OSError):
-            fstree.remove(scratch)
-        raise
-    failure = _removed(scratch, failure)
+    with phases.job_clock(outcome.phases):
+        scratch = Path(tempfile.mkdtemp(prefix=f"mkb-{job.job_id[:8]}-", dir=scratch_root))
+        try:
+            shipped = body(scratch, outcome)
+        except StageFailure as f:
+            outcome.add(f.partial)
+            failure = f
+        except DeviceError as exc:  # only timing uses a device: built and verified, its timing failed
+            failure = StageFailure(Status.TIMING_FAILED, exc.kind, f"timing device: {exc}")
+        except ArtefactError as exc:  # shipped files a timing node cannot use: the cluster's fault
+            failure = StageFailure(Status.HARNESS_ERROR, ErrorKind.ARTEFACT, f"shipped artefacts refused: {exc}")
+        except Exception as exc:  # noqa: BLE001 - the one place that turns exceptions into statuses
+            failure = StageFailure(Status.HARNESS_ERROR, ErrorKind.INTERNAL,
+                                   f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-3000:]}")
+        except BaseException:
+            with contextlib.suppress(OSError):
+                fstree.remove(scratch)
+            raise
+        with phases.charged("cleanup"):
+            failure = _removed(scratch, failure)
     if shipped is not None and failure is None:
         return replace(shipped, half=BuildHalf(where, outcome, time.monotonic() - t0))
-    return job_record(job, where, outcome, failure, wall_s=time.monotonic() - t0)
+    return _recorded(job, where, outcome, failure, t0)
+
+
+def _recorded(job: Job, where: Where, outcome: Outcome, failure: StageFailure | None, t0: float) -> Record:
+    """The job's record (:func:`kit.job.record.job_record`), its ``wall_s`` from ``t0`` (``time.monotonic()`` at the
+    job's start) to the record, and the record's own assembly in ``phases.record_s``."""
+    t1 = time.monotonic()
+    rec = job_record(job, where, outcome, failure)
+    t2 = time.monotonic()
+    update: dict[str, object] = {"wall_s": t2 - t0}
+    if rec.phases is not None:
+        update["phases"] = rec.phases.model_copy(update={"record_s": round(t2 - t1, 4)})
+    return rec.model_copy(update=update)
 
 
 def _removed(scratch: Path, failure: StageFailure | None) -> StageFailure | None:
@@ -181,22 +195,28 @@ def _build_verify(job: Job, worker: Worker, scratch: Path, out: Outcome) -> sver
     try:
         worker.stage = "build"  # checking the workspace and registering the files are part of the build
         places = {n: rel for n in job.files if (rel := task.place(n)) is not None}
-        out.flags += screen.check_sources(job.files, sbuild.originals(ws, task, job.files), places)
-        with sbuild.candidate_in(ws, task, job.files, out.flags) as swap:
+        with phases.charged("screen"):
+            out.flags += screen.check_sources(job.files, sbuild.originals(ws, task, job.files), places)
+        # the workspace is checked after the job, however it ended (_checked): not at the end of this block too
+        restored = sbuild.candidate_in(ws, task, job.files, out.flags, check_after=False)
+        with phases.exit_charged("cleanup", restored) as swap:
             runner_out = ws.root / "runner" / "mkb_runner" if build_opts.target.static else None
-            out.add(sbuild.build(ws, swap, build_opts, hold=lambda: _held(worker.gate, exclusive=False),
-                                 runner_out=runner_out))
-            for lib in sorted(workspace_lib_dir(ws).iterdir()):
-                screen.check_library(lib, worker.native_symbols.of(native.lib_dir / lib.name))
-            if build_opts.target.static:  # an archive linked into the runner: its objects from the candidate
-                screen.check_objects(sbuild.candidate_objects(ws, swap))
+            with phases.charged("build"):
+                out.add(sbuild.build(ws, swap, build_opts, hold=lambda: tphase.shared(worker.gate), runner_out=runner_out))
+            with phases.charged("screen"):
+                for lib in sorted(workspace_lib_dir(ws).iterdir()):
+                    screen.check_library(lib, worker.native_symbols.of(native.lib_dir / lib.name))
+                if build_opts.target.static:  # an archive linked into the runner: its objects from the candidate
+                    screen.check_objects(sbuild.candidate_objects(ws, swap))
             # convert + verify with the candidate's converter and libraries (a static build: its runner)
             worker.stage = "verify"
-            side = worker.candidate_side(task, runner_out)
-            with _held(worker.gate, exclusive=False):
-                model, verified = sverify.convert_and_verify(task, side, worker.native.runner, scratch, opts.verify)
-                out.add(verified)  # kept when an edge set's runner fails the job
-                out.add(replace(verified, edge_sets=_edge_sets(worker, task, sverify.SideModel(model, side), scratch)))
+            with phases.charged("verify"):
+                side = worker.candidate_side(task, runner_out)
+                with tphase.shared(worker.gate):
+                    model, verified = sverify.convert_and_verify(task, side, worker.native.runner, scratch, opts.verify)
+                    out.add(verified)  # kept when an edge set's runner fails the job
+                    out.add(replace(verified, edge_sets=_edge_sets(worker, task, sverify.SideModel(model, side),
+                                                                   scratch)))
         return sverify.SideModel(model, side)
     finally:
         worker.stage = ""
@@ -214,7 +234,7 @@ def _edge_sets(worker: Worker, task: Task, candidate: sverify.SideModel, scratch
 
 
 def _native_for(worker: Worker, task: Task) -> Path | None:
-    with _held(worker.gate, exclusive=False):
+    with phases.charged("native"), tphase.shared(worker.gate):
         return worker.native_models.model(task)
 
 
@@ -227,11 +247,14 @@ def _stages(job: Job, worker: Worker, scratch: Path, out: Outcome) -> None:
     worker.stage = "time"
     try:
         native_model = _native_for(worker, task)
-        worker.check_native(native_model)
+        with phases.charged("native"):
+            worker.check_native(native_model)
         native = sverify.SideModel(native_model, worker.native_side) if native_model is not None else None
-        out.add(_time(worker, job, candidate, native, _setup(worker, scratch / "timing"), worker.native_models.error(task)))
+        with phases.charged("time"):
+            out.add(tphase.time_at(worker, job, candidate, native, tphase.setup(worker, scratch / "timing"),
+                          worker.native_models.error(task)))
         worker.stage = "verify"
-        _reverify(worker, job, candidate, scratch, out)
+        tphase.reverify(worker, job, candidate, scratch, out)
     finally:
         worker.stage = ""
 
@@ -241,6 +264,12 @@ def _build_for_shipping(job: Job, worker: Worker, scratch: Path, out: Outcome) -
     if not worker.settings.timing_enabled:
         return None
     native_model = _native_for(worker, job.task)
+    with phases.charged("ship"):
+        return _packed(job, worker, candidate, native_model)
+
+
+def _packed(job: Job, worker: Worker, candidate: sverify.SideModel, native_model: Path | None) -> Built:
+    """What the timing node of ``job`` needs, packed (:class:`~kit.job.artefacts.Built`)."""
     return Built(
         half=BuildHalf(Where(), Outcome(), 0.0),  # filled in by _guarded
         libs=_machine_code(worker, candidate.side),
@@ -276,27 +305,30 @@ def _time_shipped(job: Job, built: Built, timer: TimingWorker, scratch: Path, ou
         raise ArtefactError(
             f"{built.built_by} built against native {built.native_key}, timing worker {timer.name} has {timer.native_key}"
         )
-    # every file checked before any is written: nothing of another machine is run, not even by the emulator
-    built.libs.check_machine(timer.target.arch, f"the candidate's machine code from {built.built_by}", timer.how)
-    shipped = built.libs.write(scratch / "ship")
-    model = scratch / "candidate.mnn"
-    model.write_bytes(built.model)
-    native = None
-    if built.native_model is not None:
-        (scratch / "native.mnn").write_bytes(built.native_model)
-        native = sverify.SideModel(scratch / "native.mnn", sverify.Side(None, _dir_or_none(timer.lib_dir)))
-    onnx = scratch / "task.onnx"
-    onnx.write_bytes(built.onnx)
+    with phases.charged("ship"):
+        # every file checked before any is written: nothing of another machine is run, not even by the emulator
+        built.libs.check_machine(timer.target.arch, f"the candidate's machine code from {built.built_by}", timer.how)
+        shipped = built.libs.write(scratch / "ship")
+        model = scratch / "candidate.mnn"
+        model.write_bytes(built.model)
+        native = None
+        if built.native_model is not None:
+            (scratch / "native.mnn").write_bytes(built.native_model)
+            native = sverify.SideModel(scratch / "native.mnn", sverify.Side(None, _dir_or_none(timer.lib_dir)))
+        onnx = scratch / "task.onnx"
+        onnx.write_bytes(built.onnx)
     timer.stage = "time"
     own_runner = shipped / "bin" / "mkb_runner"  # a static build's: its engine linked in
     candidate = sverify.SideModel(model, sverify.Side(None, _dir_or_none(shipped / "lib"),
                                                       runner=own_runner if own_runner.is_file() else None))
     try:
-        timer.check_native(None)
-        setup = _setup(timer, scratch / "timing", built.references, onnx)
-        out.add(_time(timer, job, candidate, native, setup, built.native_error))
+        with phases.charged("native"):
+            timer.check_native(None)
+        setup = tphase.setup(timer, scratch / "timing", built.references, onnx)
+        with phases.charged("time"):
+            out.add(tphase.time_at(timer, job, candidate, native, setup, built.native_error))
         timer.stage = "verify"
-        _reverify(timer, job, candidate, scratch, out, built.references)
+        tphase.reverify(timer, job, candidate, scratch, out, built.references)
     finally:
         timer.stage = ""
 
@@ -304,99 +336,3 @@ def _time_shipped(job: Job, built: Built, timer: TimingWorker, scratch: Path, ou
 def _dir_or_none(path: Path) -> Path | None:
     """``path`` if it is a directory (a static build ships no ``lib/``), else None."""
     return path if path.is_dir() else None
-
-
-def _setup(place: TimingPlace, scratch: Path, refs: sverify.References | None = None,
-           onnx: Path | None = None) -> stiming.TimingSetup:
-    """Where the timing stage runs at ``place``: with its runner, in ``scratch``, and in its phases: the runners
-    start up under the node's gate held shared and their runs hold it exclusively; on an adb device both phases
-    hold the device instead (this node's builds go on; :class:`kit.devices.session.DeviceSession`).  ``refs``,
-    ``onnx``: references by seed and the task's ONNX model where the task's files are not here."""
-    device, gate = place.device, place.gate
-    if device is not None:
-        return stiming.TimingSetup(place.runner, scratch, device.hold, device.prepare, refs, onnx)
-    return stiming.TimingSetup(place.runner, scratch, hold=lambda: _held(gate, exclusive=True),
-                               prepare=lambda: _held(gate, exclusive=False), refs=refs, onnx=onnx)
-
-
-def _time(place: TimingPlace, job: Job, candidate: sverify.SideModel, native: sverify.SideModel | None,
-          setup: stiming.TimingSetup, native_error: str) -> TimingOutcome:
-    """Stage 3: time ``candidate`` against ``native`` at ``place``, as ``setup`` says (:func:`_setup`).  Without
-    a native side the outcome says why (``no_native_reason``: ``native_error``).  ``place.baselines``: in table
-    mode the native side comes from the table (:func:`_against_table`); else an interleaved timing's native
-    measurement goes into it, under ``job``'s id and method.
-
-    Raises:
-        StageFailure: as :func:`kit.stages.timing.time_candidate` and :func:`_against_table`."""
-    opts, book = place.timing, place.baselines
-    if book.table_mode and native is not None:
-        return _against_table(place, job.task, candidate, setup)
-    tr = stiming.time_candidate(job.task, candidate, native, opts, setup)
-    if native is None:
-        return replace(tr, no_native_reason=native_error)
-    return book.note(job.task, job.job_id, job.method, tr)
-
-
-def _against_table(place: TimingPlace, task: Task, candidate: sverify.SideModel,
-                   setup: stiming.TimingSetup) -> TimingOutcome:
-    """Time ``candidate`` alone against the native time of ``place.baselines``' table
-    (``baselines.native_timing = "table"``).
-
-    On an adb device (``place.device``) the table is the device's, keyed by the hardware its session read when it
-    opened; the timed runs read it again, and a device whose key changed meanwhile (other cores, other maximum
-    frequencies) is refused rather than compared with another device's table.
-
-    Raises:
-        StageFailure: TIMING_FAILED (``no_baseline``) when no entry matches (the reason named), or the device's
-            key changed; as the timing otherwise."""
-    book, device = place.baselines, place.device
-    opened = device.opened if device is not None else None
-    if device is not None and opened is None:
-        raise StageFailure(Status.TIMING_FAILED, ErrorKind.NO_BASELINE, f"{device.label}: its session read no "
-                           "hardware fingerprint when it opened: time interleaved")
-    try:
-        entry = book.native_for(task, opened)
-    except NoBaseline as exc:
-        raise StageFailure(Status.TIMING_FAILED, ErrorKind.NO_BASELINE, str(exc)) from None
-    key = book.key_for(opened).key
-    out = time_against_table(task, candidate, entry, key, place.timing, setup)
-    if device is not None and (now := book.key_of(out).key) != key:
-        raise StageFailure(Status.TIMING_FAILED, ErrorKind.NO_BASELINE, f"{device.label}: its hardware key changed "
-                           f"from {key} (session opened) to {now} (timed runs): cores or their maximum frequencies "
-                           "differ; the table of the former does not apply")
-    return out
-
-
-def _reverify(place: TimingPlace, job: Job, candidate: sverify.SideModel, scratch: Path, out: Outcome,
-              refs: sverify.References | None = None) -> None:
-    """Stage 4, once timing has passed: the verification trials (``place.settings.verify``) again with other
-    seeds, salted with the candidate's sha256 (:func:`kit.stages.verify.reverify`), with ``place``'s runner under
-    its gate held shared (``refs``: references by seed computed elsewhere).  Its trials and seconds are added to
-    the verification's in ``out`` (a failure's too, as its ``partial``).
-
-    Raises:
-        StageFailure: as :func:`kit.stages.verify.reverify`."""
-    salt = sverify.reverify_salt(job.candidate_sha256)
-    try:
-        with _held(place.gate, exclusive=False):
-            again = sverify.reverify(job.task, candidate, place.runner, scratch / "reverify", place.settings.verify,
-                                     salt, refs)
-    except StageFailure as f:
-        if isinstance(f.partial, VerifyOutcome):
-            f.partial = _joined(out.verify, f.partial)
-        raise
-    out.add(_joined(out.verify, again))
-
-
-def _joined(first: VerifyOutcome | None, again: VerifyOutcome) -> VerifyOutcome:
-    """``first``'s trials then ``again``'s, and the seconds of both (``first`` None: ``again``)."""
-    if first is None:
-        return again
-    return replace(first, trials=first.trials + again.trials,
-                   verify_s=None if first.verify_s is None else first.verify_s + (again.verify_s or 0.0))
-
-
-def _held(gate: NodeLock | None, exclusive: bool):
-    if gate is None:
-        return contextlib.nullcontext()
-    return gate.exclusive() if exclusive else gate.shared()

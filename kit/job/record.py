@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from kit import candidates as kcand
 from kit.host.target import Target
 from kit.results.outcomes import Outcome, StageFailure, Where
-from kit.results.records import STAGE_FIELDS, ErrorKind, Record, Status
+from kit.results.records import STAGE_FIELDS, ErrorKind, JobPhases, Record, Status
 from kit.stages.screen import response_flags
 from kit.suite.tasks import Task
 
@@ -90,6 +90,8 @@ def _results(outcome: Outcome) -> dict[str, Any]:
         out |= dict(error_kind=ErrorKind.NO_NATIVE,
                     error_message=f"native MNN cannot convert this task: {t.no_native_reason[:500]}")
     out["flags"] = list(outcome.flags) + list(out.get("flags", []))
+    if outcome.phases:
+        out["phases"] = JobPhases(**{f"{name}_s": round(s, 4) for name, s in outcome.phases.items()})
     return out
 
 

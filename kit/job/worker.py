@@ -29,11 +29,11 @@ from kit.mnn import toolchain
 from kit.mnn.native import (
     Native,
     NativeBuildError,
-    build_pristine,
     check_build_tools,
     ensure_native,
     native_label,
     native_meta,
+    ready_workspace,
     workspace_lib_dir,
 )
 from kit.mnn.source import Pristine, ensure_pristine
@@ -260,10 +260,10 @@ def _prepared(cfg: EvalConfig, ws: Workspace, opts: mbuild.BuildOptions, pristin
                 mbuild.configure(ws, opts)
             except mbuild.ConfigureError as exc:  # the pristine tree's: the run's setup failed, not a job
                 raise NativeBuildError(f"workspace {ws.root.name}: {exc.cause}", exc.log) from exc
-    with gate.shared():
-        # a fresh workspace's first build is the whole tree: done here, so that a candidate's build (and its
-        # build.candidate_timeout_s) covers only what its files change
-        build_pristine(ws, opts, f"workspace {ws.root.name} build")
+    # a fresh workspace's first build is the whole tree: done here, so that a candidate's build (and its
+    # build.candidate_timeout_s) covers only what its files and the previous job's change
+    ready_workspace(ws, opts, f"workspace {ws.root.name} build", hold=gate.shared)
+    ws.checked_at_setup = True
     return native
 
 

@@ -189,7 +189,8 @@ def configure(ws: Workspace, opts: BuildOptions, timeout_s: float = 600.0) -> fl
         cause = (f"{what} timed out after {timeout_s:g} s" if res.timed_out
                  else buildfail.failure_line(what, res.output, opts.cache_dir, ws.src, res.returncode))
         raise ConfigureError(cause, buildfail.keep_log(ws.root / "configure-failed.log", res.output))
-    ws.set_state(needs_configure=False, **{_CONFIGURED: digest})
+    # a new configure may change any step: the tree counts as built whole again only after a whole build
+    ws.set_state(needs_configure=False, built_whole=False, **{_CONFIGURED: digest})
     return res.wall_s
 
 

@@ -14,6 +14,8 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +32,9 @@ from kit.mnn.workspace import Workspace
 _ENGINE_NAMES = {"mnn": "MNN"}
 
 log = logging.getLogger("kit")
+
+#: workspace state key: every target of the tree was built since the build directory was last configured
+BUILT_WHOLE = "built_whole"
 
 
 class NativeBuildError(buildfail.CauseError):
@@ -163,10 +168,8 @@ def build_pristine(ws: Workspace, opts: mbuild.BuildOptions, label: str) -> mbui
             first real error (the whole output is kept in ``<workspace>/build-failed.log`` or
             ``configure-failed.log``).  Its callers check the programs it needs first (:func:`check_build_tools`
             in :func:`ensure_native` and :func:`kit.job.worker.setup_worker`)."""
-    repaired = ws.check_and_repair()
-    if repaired:  # a job killed in the middle left them; restored from the pristine tree
-        log.warning("workspace %s: restored %d file(s) a killed job left changed: %s", ws.root, len(repaired),
-                    ", ".join(repaired[:5]))
+    _repaired(ws)
+    ws.set_state(**{BUILT_WHOLE: False})  # until this build succeeds
     stall_s = opts.stall_timeout_s or None
     try:
         with BuildProgress(label) as progress:
@@ -183,11 +186,40 @@ def build_pristine(ws: Workspace, opts: mbuild.BuildOptions, label: str) -> mbui
     elif not res.ok:
         cause = buildfail.failure_line(label, res.output, opts.cache_dir, ws.src)
     else:
-        ws.set_state(**{targets.CONVERTER_STATE: False})  # its converter (rebuilt with the rest) is the pristine one
+        # its converter (rebuilt with the rest) is the pristine one; every target is built
+        ws.set_state(**{targets.CONVERTER_STATE: False, BUILT_WHOLE: True})
         if res.steps_done:  # (an up-to-date tree: nothing was built, nothing to say)
             log.info("%s: %d steps in %s", label, res.steps_done, duration_text(res.wall_s + res.configure_s))
         return res
     raise NativeBuildError(cause, buildfail.keep_log(ws.root / "build-failed.log", res.output))
+
+
+def _repaired(ws: Workspace) -> None:
+    """:meth:`Workspace.check_and_repair`, saying in the log what a killed job left changed."""
+    repaired = ws.check_and_repair()
+    if repaired:  # a job killed in the middle left them; restored from the pristine tree
+        log.warning("workspace %s: restored %d file(s) a killed job left changed: %s", ws.root, len(repaired),
+                    ", ".join(repaired[:5]))
+
+
+def ready_workspace(ws: Workspace, opts: mbuild.BuildOptions, label: str,
+                    hold: Callable[[], AbstractContextManager[object]] = nullcontext) -> bool:
+    """A worker's workspace made ready for its first job: its sources repaired to the pristine tree's, and
+    built whole (:func:`build_pristine`) unless it was so built since its last configure (its state's
+    :data:`BUILT_WHOLE`; ``configure`` clears it).  What the jobs since changed and restored is then left to the
+    next candidate's build, as between the jobs of one worker (ninja rebuilds those steps: a link and the restored
+    objects, from ccache), instead of a build of its own at every start (~2-5 s of a one-candidate check).
+    The build runs inside ``hold()`` (the node's shared hold; not taken when nothing is built).  Returns
+    whether it built.
+
+    Raises:
+        NativeBuildError: as :func:`build_pristine`."""
+    if ws.state().get(BUILT_WHOLE) and not ws.state().get("needs_configure", False):
+        _repaired(ws)
+        return False
+    with hold():
+        build_pristine(ws, opts, label)
+    return True
 
 
 def ensure_native(opts: mbuild.BuildOptions, pristine: Pristine, ws: Workspace) -> Native:

@@ -37,7 +37,7 @@ from kit.score.headline import headline
 from kit.score.metrics import NativeRule
 from kit.settings.config import ConfigError, EvalConfig
 from kit.suite.nativemarks import read_marks
-from kit.suite.tasks import Task, TaskError, check_selected, load_suite
+from kit.suite.tasks import Task, check_selected, find_task, load_suite
 
 log = logging.getLogger("kit")
 
@@ -148,16 +148,15 @@ def print_summary(frame: pl.DataFrame, tasks: list[Task], cfg: EvalConfig) -> No
 
 
 def check(cfg: EvalConfig, task_id: str, files: list[Path] | None = None, response: Path | None = None) -> dict[str, Any]:
-    """``mkb check``: evaluate one candidate for ``task_id`` and return the record as a JSON-able dict.
+    """``mkb check``: evaluate one candidate for ``task_id`` and return the record as a JSON-able dict, with
+    ``timing``: ``"timed"`` when the timing stage ran, else ``"not_timed"`` (``timing.enabled = false``, or the
+    job ended before timing).
 
     Raises:
         kit.suite.tasks.TaskError: unknown task id.
         FileNotFoundError: a candidate file does not exist.
     """
-    tasks = {t.id: t for t in load_suite(cfg.tasks.dir, "all")}
-    if task_id not in tasks:
-        raise TaskError(f"--task: unknown task id {task_id!r} in {cfg.tasks.dir}")
-    task = tasks[task_id]
+    task = find_task(cfg.tasks.dir, task_id)
     if response is not None:
         text = response.read_bytes().decode("utf-8", "replace")
         cand = kcand.candidate_from_response("check", task, "0", text, cfg.candidates.max_file_bytes, str(response))
@@ -186,6 +185,10 @@ def verdict(rec: Record) -> dict[str, Any]:
     raw timing samples replaced by their counts (``native_samples``, ``candidate_samples``; the record in a run
     keeps them all)."""
     out = rec.model_dump(mode="json")
+    # whether the speedup fields hold a measurement: a correct candidate of `timing.enabled = false` (`mkb check
+    # --no-timing`) is `ok` but "not_timed", and never counts towards fast_p (docs/scoring.md)
+    out["timing"] = "timed" if rec.timing_s is not None else "not_timed"
+    # raw samples are long: the verdict keeps their count (the record in a run keeps them all)
     out["native_samples"] = len(out.pop("native_samples_ms"))
     out["candidate_samples"] = len(out.pop("candidate_samples_ms"))
     out.pop("native_samples_round")

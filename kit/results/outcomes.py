@@ -125,6 +125,8 @@ class Outcome:
     timing: TimingOutcome | None = None
     #: what a reviewer should look at, from any stage (static checks, ignored response parts)
     flags: list[Flag] = field(default_factory=list)
+    #: seconds per phase of the job (:data:`kit.results.records.PHASE_NAMES`; filled by :mod:`kit.job.phases`)
+    phases: dict[str, float] = field(default_factory=dict)
 
     def add(self, part: BuildOutcome | VerifyOutcome | TimingOutcome | None) -> None:
         """Keep ``part`` as the result of its stage (None: nothing to keep)."""

@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 #: (``target_arch``, ``build_mode``, ``timing_device``); 4: ``image_id`` (the container image commands ran in);
 #: 5: the timing device's state (``device``); 6: where the native time comes from (``native_timing``,
 #: ``baseline_key``); 7: ``build_flags`` (the timed libraries' and the converter's compile flags); 8: ``edge_sets``
-#: (the task's edge input sets, :mod:`kit.suite.edges`), ``timing_stop`` (why an adaptive timing's rounds stopped)
+#: (the task's edge input sets, :mod:`kit.suite.edges`), ``timing_stop`` (why an adaptive timing's rounds
+#: stopped), ``phases`` (where the job's wall time went)
 SCHEMA_VERSION = 8
 
 
@@ -207,6 +208,35 @@ class DeviceState(BaseModel):
 #: flag codes
 IMPLAUSIBLE_SPEEDUP = "implausible_speedup"
 
+#: the phases of a job's wall time (:mod:`kit.job.phases`), each a field ``<name>_s`` of :class:`JobPhases`
+PHASE_NAMES: tuple[str, ...] = ("setup", "screen", "build", "verify", "native", "ship", "time", "reverify",
+                                "lock_wait", "cleanup", "record")
+
+
+class JobPhases(BaseModel):
+    """Where a job's wall seconds went (:mod:`kit.job.phases`), disjoint phases that sum to ``wall_s``; None: the
+    job never was in that phase.  ``setup_s``: the scratch, the workspace's check and the candidate's registration;
+    ``screen_s``: the static checks of its sources and built libraries (:mod:`kit.stages.screen`); ``build_s``,
+    ``verify_s`` (conversion and trials), ``time_s``, ``reverify_s``: the stages, with their own Python around the
+    commands; ``native_s``: the native model and the seal check of the native files; ``ship_s``: packing the
+    artefacts for a timing node and unpacking them there (``dispatch.build_resource``); ``lock_wait_s``: waiting
+    for the node's gate (or the adb device), and the seconds a command was stopped while another process timed;
+    ``cleanup_s``: restoring and checking the workspace, removing the scratch; ``record_s``: assembling the
+    record.  A job split over a build and a timing node sums both halves."""
+
+    model_config = ConfigDict(frozen=True)
+    setup_s: float | None = None
+    screen_s: float | None = None
+    build_s: float | None = None
+    verify_s: float | None = None
+    native_s: float | None = None
+    ship_s: float | None = None
+    time_s: float | None = None
+    reverify_s: float | None = None
+    lock_wait_s: float | None = None
+    cleanup_s: float | None = None
+    record_s: float | None = None
+
 
 class Record(BaseModel):
     """The one result of a job.
@@ -307,6 +337,9 @@ class Record(BaseModel):
     attempts: int = 1
     started_at: str = ""  # ISO-8601 UTC
     wall_s: float | None = None
+    #: where ``wall_s`` went, by phase (None: no job ran, e.g. a candidate refused before any build; records of
+    #: schema < 8)
+    phases: JobPhases | None = None
 
     @property
     def compiled(self) -> bool:

@@ -41,11 +41,12 @@ WORKSPACE_CHANGED = "workspace_changed"
 
 @contextmanager
 def candidate_in(ws: Workspace, task: Task, files: Mapping[str, str],
-                 flags: list[Flag] | None = None) -> Iterator[register.Swap]:
+                 flags: list[Flag] | None = None, check_after: bool = True) -> Iterator[register.Swap]:
     """``files`` (basename → text) registered in ``ws`` for the block (the workspace is checked and repaired
-    first); its sources are restored when the block ends, whatever happens, and checked against the pristine
+    first, unless the worker's set-up just did: :attr:`Workspace.checked_at_setup`); its sources are restored when the block ends, whatever happens, and checked against the pristine
     tree again: a file that still differs (something the job ran wrote there) is restored and, with ``flags``,
-    flagged :data:`WORKSPACE_CHANGED` (~0.2 s for MNN's 6,900 files).
+    flagged :data:`WORKSPACE_CHANGED` (~0.2 s for MNN's 6,900 files; not with ``check_after`` False: the
+    pipeline checks the whole workspace after the job anyway, :func:`check_after_job`).
 
     Raises:
         StageFailure: REJECTED_INPUT (ALLOWLIST) when a new file would replace an MNN file the task does not
@@ -54,7 +55,9 @@ def candidate_in(ws: Workspace, task: Task, files: Mapping[str, str],
     """
     swap = register.Swap()
     try:
-        ws.check_and_repair()
+        if not ws.checked_at_setup:
+            ws.check_and_repair()
+        ws.checked_at_setup = False
         try:
             swap = register.apply(ws, task, files)
         except register.PlacementError as exc:
@@ -63,7 +66,7 @@ def candidate_in(ws: Workspace, task: Task, files: Mapping[str, str],
         yield swap
     finally:
         register.restore(ws, swap)
-        changed = ws.check_and_repair()
+        changed = ws.check_and_repair() if check_after else []
         if changed and flags is not None:
             flags.append(Flag(code=WORKSPACE_CHANGED, reason="after the job the workspace's sources differed from "
                               f"the pristine tree (restored): {', '.join(changed[:5])}"))

@@ -94,7 +94,7 @@ class NativeSymbols:
         library of that name has then counts as added).
 
         Raises:
-            elftools.common.exceptions.ELFError: ``library`` exists but is not an ELF file."""
+            ValueError: ``library`` exists but is not an ELF file."""
         if library not in self._read:
             empty = screen.Symbols(frozenset(), frozenset())
             self._read[library] = screen.read_symbols(library) if library.is_file() else empty

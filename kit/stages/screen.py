@@ -15,7 +15,7 @@ handing the op to another op's kernel (:mod:`kit.stages.delegation`).
 
 Source checks run on the candidate's files as written (comments and string literals included: a rule hit in
 a comment is still a hit, the reason says where).  Symbol checks compare the dynamic symbols of the
-candidate's ``libMNN.so`` with the native one's (pyelftools): what the candidate *adds*.
+candidate's ``libMNN.so`` with the native one's (:mod:`kit.stages.elfsyms`): what the candidate *adds*.
 """
 
 from __future__ import annotations
@@ -27,13 +27,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
-
 from kit.results.outcomes import StageFailure
 from kit.results.records import ErrorKind, Flag, Status
 from kit.stages.delegation import delegation_flags
+from kit.stages.elfsyms import ElfSymbolError, global_symbols
 
 #: flag codes
 THREADS = "threads"
@@ -185,20 +182,11 @@ def read_symbols(path: Path, table: str = ".dynsym") -> Symbols:
 
     Raises:
         OSError: it cannot be read.  ValueError: it is not an ELF file."""
-    defined, undefined = set(), set()
-    with open(path, "rb") as f:
-        try:
-            elf = ELFFile(f)
-            for section in elf.iter_sections():
-                if not isinstance(section, SymbolTableSection) or section.name != table:
-                    continue
-                for sym in section.iter_symbols():
-                    if not sym.name or sym["st_info"]["bind"] == "STB_LOCAL":
-                        continue
-                    (undefined if sym["st_shndx"] == "SHN_UNDEF" else defined).add(sym.name.split("@")[0])
-        except ELFError as exc:
-            raise ValueError(f"{path}: not an ELF file: {exc}") from exc
-    return Symbols(frozenset(defined), frozenset(undefined))
+    try:
+        defined, undefined = global_symbols(path, table)
+    except ElfSymbolError as exc:
+        raise ValueError(f"{path}: not an ELF file: {exc}") from exc
+    return Symbols(defined, undefined)
 
 
 @functools.cache

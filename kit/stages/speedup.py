@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 
 @dataclass(frozen=True)
@@ -42,6 +41,14 @@ def round_medians(samples: Sequence[float], rounds: Sequence[int]) -> np.ndarray
     return np.array([np.median(x[r == k]) for k in np.unique(r)])
 
 
+def t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (scipy, imported here: ~2 s of a
+    correctness-only check's start-up for a function only timing calls)."""
+    from scipy import stats
+
+    return float(stats.t.ppf(p, df))
+
+
 def geomean(values: np.ndarray) -> float:
     """exp(mean(ln values)) of positive values."""
     return float(np.exp(np.mean(np.log(values))))
@@ -53,7 +60,7 @@ def paired_interval(d: np.ndarray, confidence: float) -> tuple[float, float] | N
     if n < 2:
         return None
     mean, sd = float(np.mean(d)), float(np.std(d, ddof=1))
-    half = float(stats.t.ppf((1 + confidence) / 2, n - 1)) * sd / math.sqrt(n)
+    half = t_quantile((1 + confidence) / 2, n - 1) * sd / math.sqrt(n)
     return mean - half, mean + half
 
 
@@ -90,7 +97,7 @@ def welch_interval(a: np.ndarray, b: np.ndarray, confidence: float) -> tuple[flo
     if va + vb == 0:
         return diff, diff
     df = (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
-    half = float(stats.t.ppf((1 + confidence) / 2, df)) * math.sqrt(va + vb)
+    half = t_quantile((1 + confidence) / 2, df) * math.sqrt(va + vb)
     return diff - half, diff + half
 
 

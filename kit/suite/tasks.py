@@ -8,6 +8,7 @@ A task folder holds ``task.toml`` (this schema), ``model.py`` (KernelBench forma
 from __future__ import annotations
 
 import fnmatch
+import glob
 import hashlib
 import json
 import tomllib
@@ -272,6 +273,22 @@ def load_suite(tasks_dir: Path, split: str = "all", ids: list[str] | None = None
     if split != "all":
         selected = [t for t in selected if t.split == split]
     return sorted(selected, key=lambda t: t.id)
+
+
+def find_task(tasks_dir: Path, task_id: str) -> Task:
+    """The task ``task_id`` of the suite under ``tasks_dir`` (``<category>/<task_id>/``), without loading the
+    others (:func:`load_suite` reads all 190: ~0.5 s of a one-candidate check).
+
+    Raises:
+        TaskError: no task directory, no task of that id (or two of it), or an invalid task."""
+    if not tasks_dir.is_dir():
+        raise TaskError(f"{tasks_dir}: task directory not found")
+    found = sorted(tasks_dir.glob(f"*/{glob.escape(task_id)}/task.toml")) if "/" not in task_id else []
+    if not found:
+        raise TaskError(f"--task: unknown task id {task_id!r} in {tasks_dir}")
+    if len(found) > 1:
+        raise TaskError(f"{found[1]}: duplicate task id {task_id!r} (also in {found[0].parent})")
+    return load_task(found[0].parent)
 
 
 def read_manifest(tasks_dir: Path) -> dict:

@@ -37,7 +37,7 @@ from kit.host.proc.command import Waiting, detach, run, start
 from kit.host.proc.containermode import ContainerTarget, command_pid
 from kit.host.proc.containermode import current as current_container
 from kit.host.proc.containermode import use as use_container
-from kit.host.proc.pause import PAUSE_POLL_S, Pausable, pausable
+from kit.host.proc.pause import PAUSE_POLL_S, Pausable, pausable, pauses_reported
 from kit.host.proc.pipes import (
     PIPE_GRACE_S,
 )
@@ -69,6 +69,7 @@ __all__ = [
     "Waiting",
     "base_env",
     "detach",
+    "pauses_reported",
     "current_container",
     "kill_pipe_holders",
     "kill_session",

@@ -44,6 +44,18 @@ def pausable(hook: Pausable) -> Iterator[None]:
         _hooks.hook = previous
 
 
+@contextmanager
+def pauses_reported(listener: Callable[[float], None]) -> Iterator[None]:
+    """``listener(seconds)`` is called in this thread after each pause of a command :func:`run` runs in the block
+    (the job's phase clock, :mod:`kit.job.phases`: the seconds go to its lock waits)."""
+    previous = getattr(_hooks, "listener", None)
+    _hooks.listener = listener
+    try:
+        yield
+    finally:
+        _hooks.listener = previous
+
+
 def _current_hook() -> Pausable | None:
     """The hook of the innermost :func:`pausable` block of this thread (None outside one)."""
     return getattr(_hooks, "hook", None)
@@ -66,6 +78,8 @@ def _await_pausable(
         if hook is not None and hook.requested():
             waited = hook.pause(sid)
             paused += waited
+            if (listener := getattr(_hooks, "listener", None)) is not None:
+                listener(waited)
             if deadline is not None:
                 deadline += waited
         now = time.monotonic()
