@@ -3,6 +3,8 @@ plan one job per sample at the protocol asked, and its split of the job time add
 
 from __future__ import annotations
 
+import tomllib
+
 import pytest
 
 from kit.bench.throughput import (
@@ -30,12 +32,14 @@ def _fixture_engine(monkeypatch):
 def test_the_protocols_are_the_default_configs_and_the_fewest_rounds(tmp_path):
     default = default_protocol()
     cfg = load_config(DEFAULT_CONFIG)
-    assert default["timing"]["rounds"] == cfg.timing.rounds and default["verify"]["trials"] == cfg.verify.trials
+    assert default["timing"] == dict(tomllib.loads(DEFAULT_CONFIG.read_text())["timing"])
+    assert default["verify"]["trials"] == cfg.verify.trials
     both = protocols()
     assert both["default"] == default
     fewest = both[f"{MIN_ROUNDS} rounds"]
     assert fewest["timing"] == {**default["timing"], "rounds": MIN_ROUNDS} and fewest["verify"] == default["verify"]
-    assert default["timing"]["rounds"] > MIN_ROUNDS
+    assert cfg.timing.rounds_min > MIN_ROUNDS and load_config(
+        write_run_config(tmp_path, tmp_path, tmp_path / "run", 1, fewest)).timing.rounds_max == MIN_ROUNDS
 
 
 def test_a_run_config_plans_every_sample_at_the_protocol_and_workers_asked(tmp_path, fixture_candidates_dir):

@@ -2,7 +2,7 @@
 protocol, cache-cold, with 1 and 2 workers, and where the job time goes, beside the same at the fewest timing
 rounds a config allows (2: "one round" of the issue that asked for it, the least an interval needs).
 
-The protocol is ``configs/default.toml``'s (its ``[verify]`` and ``[timing]``: 5 trials, 10 rounds x 30
+The protocol is ``configs/default.toml``'s (its ``[verify]`` and ``[timing]``: 5 trials, adaptive 6 to 10 rounds x 30
 iterations; ``dispatch.mode = "ray"``), the candidates the sample set, each run on a fresh copy made unique
 (:func:`kit.bench.coldcache.make_unique`: ccache misses every candidate's own sources, as for an LLM's new
 file).  One warm-up run first at the fewest rounds (native baseline, workspaces, native models), then one run
