@@ -119,11 +119,17 @@ def adb_cost(task_id: str | None, repeats: int) -> int:
     return 0
 
 
+#: the timing rounds of every pass (the fixed protocol the default config had before adaptive rounds)
+ROUNDS = 10
+
+
 def _config(tmp: Path, adb: Path, real: bool, task_id: str):
-    """The benchmark's config: the engine cross-built for aarch64, timed on the fake phone."""
+    """The benchmark's config: the engine cross-built for aarch64, timed on the fake phone, at the fixed protocol
+    of :data:`ROUNDS` rounds (an adaptive timing could stop at another look in the recorded pass than in the
+    timings it is compared with)."""
     path = write_config(tmp, real, task_id, tmp / "none")
     path.write_text(path.read_text() + f'[target]\narch = "aarch64"\n[device]\nkind = "adb"\nserial = "{SERIAL}"\n'
-                    f'adb = "{adb}"\nload_sample_s = {LOAD_SAMPLE_S}\npoll_s = 0.1\n')
+                    f'adb = "{adb}"\nload_sample_s = {LOAD_SAMPLE_S}\npoll_s = 0.1\n[timing]\nrounds = {ROUNDS}\n')
     return load_config(path)
 
 
