@@ -1,5 +1,5 @@
 """Work moved out of the stamped intervals (tests/adversarial/cases_accounting.py) through ``mkb eval`` on the
-fixture engine, sandboxed, at the default timing protocol (10 rounds of 10 + 30 forwards): caught as
+fixture engine, sandboxed, at the default timing protocol (adaptive, 6 to 10 rounds of 10 + 30 forwards): caught as
 ``timing_failed`` / ``unaccounted_work`` (kit/stages/accounting.py), while the honest kernels of the same run (the
 corpus's honest ArgMax and the sample set's correct candidates of every fixture task) stay ``ok``.  And the parts:
 the kit's subprocess runner accounts for the CPU time of a sandboxed command's whole tree; the rules on rounds.
