@@ -338,3 +338,56 @@ def test_a_generate_killed_midway_loses_and_doubles_nothing_on_rerun(tmp_path, e
         assert len(keys) == len(set(keys)) == 16
         assert len(server.requests) - before <= 16 - 5 + 0  # the rerun asked only what was missing
         assert len(server.requests) <= 16 + 2  # at most the 2 requests in flight were asked twice
+
+
+@pytest.mark.slow
+def test_a_refine_killed_midway_loses_and_doubles_nothing_on_rerun(tmp_path, engine):
+    """SIGKILL of ``mkb refine`` once the first turn's answers are written (its evaluation under way), then the
+    same command: the chains end as an uninterrupted refine ends them (compile error, mismatch, fixed; and a
+    chain correct at once), every answer written once and every sample recorded once."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from kit.results.shards import scan
+
+    def respond(last: str, n: int) -> Act:
+        time.sleep(0.2)
+        if "did not compile" in last:
+            return answer(_sample_response("fx_argmax", "wrong_result"))
+        if "outputs differ from the reference" in last:
+            return answer(_sample_response("fx_argmax", "correct"))
+        return answer(_sample_response("fx_argmax", "compile_error" if n == 1 else "correct"))
+
+    with StubServer(respond) as server:
+        cfg = _config(tmp_path, engine, server.base_url, samples=2, method="stub")
+        cfg.write_text(cfg.read_text().replace('split = "all"', 'split = "all"\nids = ["fx_argmax"]')
+                       + "[refine]\nturns = 3\nstop_speedup = 0.0\n")
+        env = {**os.environ, "MKB_TEST_KEY": KEY}
+        cmd = [sys.executable, "-m", "kit.cli", "refine", "--config", str(cfg)]
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        generated = tmp_path / "run" / "generated"
+
+        def lines() -> int:
+            return sum(p.read_bytes().count(b"\n") for p in generated.glob("*.jsonl") if "errors" not in p.name)
+
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and (not generated.is_dir() or lines() < 2):
+            time.sleep(0.05)
+        assert proc.poll() is None, "refine ended before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert 2 <= lines() < 4
+        assert subprocess.run(cmd, env=env, capture_output=True).returncode == 0
+        answers = [(x["task_id"], x["sample_id"]) for p in generated.glob("*.jsonl") if "errors" not in p.name
+                   for x in _read(p)]
+        assert len(answers) == len(set(answers)) == 4
+        df = scan(tmp_path / "run", dedupe=False).collect()
+        got = [(r["sample_id"], r["status"]) for r in df.iter_rows(named=True)]
+        assert len(got) == len({s for s, _ in got}) == 4, got
+        fixed = next(c for c in ("c0", "c1") if (f"{c}.t1", "compile_error") in got)
+        other = "c1" if fixed == "c0" else "c0"
+        assert sorted(got) == sorted([(f"{fixed}.t1", "compile_error"), (f"{fixed}.t2", "verify_mismatch"),
+                                      (f"{fixed}.t3", "ok"), (f"{other}.t1", "ok")])
