@@ -223,6 +223,15 @@ def _sample_response(task_id: str, sample: str) -> str:
     return f"Here is the kernel (sample: {sample}).\n\n" + "\n\n".join(blocks)
 
 
+def _refining_model(last: str, n: int) -> Act:
+    """A scripted model for fx_argmax: its first answer (request ``n`` = 1) does not compile, its answer to that
+    feedback is wrong, its answer to the mismatch is correct; every other first answer is correct."""
+    if "did not compile" in last:
+        return answer(_sample_response("fx_argmax", "wrong_result"))
+    if "outputs differ from the reference" in last:
+        return answer(_sample_response("fx_argmax", "correct"))
+    return answer(_sample_response("fx_argmax", "compile_error" if n == 1 else "correct"))
+
 @pytest.mark.slow
 def test_refine_fixes_a_compile_error_then_a_mismatch_and_best_of_k_scores_the_fixed_turn(tmp_path, engine,
                                                                                          monkeypatch):
@@ -230,17 +239,7 @@ def test_refine_fixes_a_compile_error_then_a_mismatch_and_best_of_k_scores_the_f
     error, its second answer is wrong, the feedback gives the error size, its third is correct; the other chain's
     first answer is correct and it stops there.  A rerun asks and evaluates nothing."""
     monkeypatch.setenv("MKB_TEST_KEY", KEY)
-    seen: list[str] = []
-
-    def respond(last: str, n: int) -> Act:
-        seen.append(last)
-        if "did not compile" in last:
-            return answer(_sample_response("fx_argmax", "wrong_result"))
-        if "outputs differ from the reference" in last:
-            return answer(_sample_response("fx_argmax", "correct"))
-        return answer(_sample_response("fx_argmax", "compile_error" if n == 1 else "correct"))
-
-    with StubServer(respond) as server:
+    with StubServer(_refining_model) as server:
         cfg = _config(tmp_path, engine, server.base_url, samples=2, method="stub")
         cfg.write_text(cfg.read_text().replace('split = "all"', 'split = "all"\nids = ["fx_argmax"]')
                        + "[refine]\nturns = 3\nstop_speedup = 0.0\n")
@@ -355,11 +354,7 @@ def test_a_refine_killed_midway_loses_and_doubles_nothing_on_rerun(tmp_path, eng
 
     def respond(last: str, n: int) -> Act:
         time.sleep(0.2)
-        if "did not compile" in last:
-            return answer(_sample_response("fx_argmax", "wrong_result"))
-        if "outputs differ from the reference" in last:
-            return answer(_sample_response("fx_argmax", "correct"))
-        return answer(_sample_response("fx_argmax", "compile_error" if n == 1 else "correct"))
+        return _refining_model(last, n)
 
     with StubServer(respond) as server:
         cfg = _config(tmp_path, engine, server.base_url, samples=2, method="stub")
