@@ -6,7 +6,8 @@
            = 1                                      correct, without a significant scorable speedup
            = 1 + clip(ln speedup, -0.5, 2)          correct, and the speedup is scorable and significant
 
-"Correct" is FCR's rule (:func:`kit.results.records.counts_correct`: ``ok`` or ``timing_failed``); "scorable" is
+"Correct" is FCR's rule (:func:`kit.results.records.counts_correct`: ``ok``, or ``timing_failed`` for a cause
+that is not the candidate's; ``unaccounted_work`` and ``clock_mismatch`` never count); "scorable" is
 the metrics' rule (:func:`kit.results.rules.scorable_speedup`: status ``ok``, a positive finite ratio, not
 emulated, not untimeable, not flagged implausible); "significant": the speedup's 95 % interval over rounds
 (``speedup_ci_low``, ``speedup_ci_high``, :mod:`kit.stages.timing`) excludes 1.  The clip bounds the reward to
