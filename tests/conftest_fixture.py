@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from kit.mnn.source import copy_fixture_tree
+
 FIXTURE_ROOT = Path(__file__).resolve().parent / "fixture_engine"
 #: entries of FIXTURE_ROOT that are not part of the engine tree
 _NOT_ENGINE = {"tasks", "candidates", "make_tasks.py", "README.md", "__pycache__"}
@@ -47,7 +49,8 @@ engine = "fixture"
 
 
 def copy_fixture_engine(dest: Path) -> Path:
-    """Copy the engine tree to ``dest`` (which must not exist) and return ``dest``.
+    """Copy the engine tree to ``dest`` (which must not exist), with the kit's runner headers it includes
+    (:func:`kit.mnn.source.copy_fixture_tree`), and return ``dest``.
 
     Raises:
         FileExistsError: ``dest`` exists.
@@ -61,6 +64,7 @@ def copy_fixture_engine(dest: Path) -> Path:
         return {n for n in names if (top and n in _NOT_ENGINE) or n == "__pycache__" or n.startswith("build")}
 
     shutil.copytree(FIXTURE_ROOT, dest, ignore=ignore)
+    copy_fixture_tree(None, dest)  # the kit's runner headers the engine's runner includes (one source, the kit's)
     return dest
 
 

@@ -152,11 +152,6 @@ def probe(tmp_path_factory) -> Probe:
     return Probe(build / "mkb_runner", model, work / "in", work)
 
 
-def test_the_fixture_runner_carries_the_kits_lockdown_header():
-    kit_copy = RUNNER_SOURCE.with_name("mkb_lockdown.hpp").read_bytes()
-    assert (FIXTURE_ROOT / "tools/runner/mkb_lockdown.hpp").read_bytes() == kit_copy
-
-
 def test_an_honest_kernel_is_unaffected(probe):
     for extra in ((), ("--warmup", "1", "--iterations", "4", "--checked", "2")):
         res = probe.run("none", *extra)

@@ -7,8 +7,10 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest_fixture import FIXTURE_ROOT
 
 from kit.mnn import register
+from kit.mnn.runner_build import RUNNER_SOURCE
 from kit.mnn.source import SourceError, ensure_pristine, tree_digest
 from kit.mnn.workspace import WorkspaceError, open_workspace
 from kit.settings.config import EvalConfig
@@ -81,6 +83,17 @@ def test_pristine_is_a_copy_with_same_digest(setup):
     # apps/ is excluded from the digest
     (src / "apps" / "demo.txt").write_text("changed")
     assert tree_digest(src) == pristine.digest
+
+
+def test_the_fixture_engines_copy_gets_the_kits_runner_header(tmp_path):
+    """The fixture engine's runner includes the kit's own lockdown header (one source): its tree does not hold it,
+    the kit's copy of the tree gets it, and the copy's digest is the copy's own."""
+    assert not (FIXTURE_ROOT / "tools/runner/mkb_lockdown.hpp").exists()
+    cfg = EvalConfig(mnn={"source_dir": FIXTURE_ROOT, "cache_dir": tmp_path / "cache", "engine": "fixture"})
+    pristine = ensure_pristine(cfg.mnn)
+    header = pristine.root / "tools/runner/mkb_lockdown.hpp"
+    assert header.read_bytes() == RUNNER_SOURCE.with_name("mkb_lockdown.hpp").read_bytes()
+    assert tree_digest(pristine.root) == pristine.digest and ensure_pristine(cfg.mnn).root == pristine.root
 
 
 def test_pinned_digest_is_enforced_for_mnn(tmp_path):

@@ -204,6 +204,8 @@ def _ensure_pristine_locked(m: SourcePin, trees: Path) -> Pristine:
             )
         known[str(src)] = fingerprint | {"digest": digest}
         _atomic_write(key_file, json.dumps(known, indent=1))
+        if m.engine == "fixture":  # the copy holds the kit's runner headers too: its digest is the copy's own
+            return _materialize(trees, m.engine, m.version, None, lambda dest: copy_fixture_tree(src, dest))
         return _materialize(trees, m.engine, m.version, digest, lambda dest: _copy_tree(src, dest))
 
     if m.engine != "mnn":
@@ -244,6 +246,23 @@ def _cached_digest(src: Path, known: dict, fingerprint: dict[str, int]) -> str:
 
 def _copy_tree(src: Path, dest: Path) -> None:
     shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+
+
+#: the kit's runner headers (kit/mnn/runner/) that the fixture engine's runner includes too, one source for both:
+#: its tree does not hold them, every copy of it gets them in tools/runner/
+FIXTURE_RUNNER_HEADERS = ("mkb_lockdown.hpp",)
+
+
+def copy_fixture_tree(src: Path | None, dest: Path) -> None:
+    """Copy the fixture engine's tree ``src`` to ``dest`` (``None``: only add to ``dest``, a copy made already)
+    and put the kit's :data:`FIXTURE_RUNNER_HEADERS` beside its runner (``tools/runner/mkb_runner.cpp``; a tree
+    without one gets nothing), replacing any there."""
+    if src is not None:
+        _copy_tree(src, dest)
+    runner_dir, into = Path(__file__).with_name("runner"), dest / "tools" / "runner"
+    if (into / "mkb_runner.cpp").is_file():
+        for name in FIXTURE_RUNNER_HEADERS:
+            shutil.copyfile(runner_dir / name, into / name)
 
 
 def _atomic_write(path: Path, text: str) -> None:

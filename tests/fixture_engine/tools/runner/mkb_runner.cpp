@@ -35,7 +35,8 @@
 // children, whose subreaper it is, and with --pid-ns 1 (in the sandbox's PID namespace) any other process and
 // a parent other than the sandbox's init; before the first run, after every run and before the results),
 // 9 a system call the seccomp filter refuses once start-up is done, 10 a mapping larger than the memory limit
-// leaves (mkb_lockdown.hpp; the kit's runner has the same filter) (message on stderr).
+// leaves (mkb_lockdown.hpp: the kit's runner's own header, kit/mnn/runner/, which every copy of this tree gets
+// in this folder: kit.mnn.source.copy_fixture_tree) (message on stderr).
 #include <sys/stat.h>
 
 #include <dirent.h>
