@@ -16,9 +16,12 @@ from pathlib import Path
 
 import pytest
 from conftest_fixture import FIXTURE_ROOT, copy_fixture_engine
+from crosstools import skip_without_cross_tools
 
 from kit.host import proc
+from kit.host.target import make_target
 from kit.mnn import runner as mrunner
+from kit.mnn import toolchain
 from kit.mnn.runner_build import RUNNER_SOURCE
 from kit.mnn.tensorio import to_wire, write_tensors
 from kit.results.records import ErrorKind, Status
@@ -269,3 +272,26 @@ def test_the_filters_call_numbers_are_the_system_headers(tmp_path, compiler):
               f"static_assert(mkb_lockdown::k{k} == __NR_{nr}, \"{nr}\");\n#endif" for k, nr in _NUMBERS.items()]
     (tmp_path / "numbers.cpp").write_text('#include "mkb_lockdown.hpp"\n' + "\n".join(checks) + "\n")
     _ok([compiler, "-std=c++17", "-fsyntax-only", f"-I{RUNNER_SOURCE.parent}", "numbers.cpp"], tmp_path, 120)
+
+
+#: the header's lockdown, alone, in a program for the target: what it says where it runs
+LOCKDOWN_ONLY = r"""#include "mkb_lockdown.hpp"
+#include <cstdio>
+#include <fcntl.h>
+int main() {
+    const char* why = mkb_lockdown::lockDown(open(".", O_RDONLY | O_DIRECTORY));
+    std::printf("%s\n", why ? why : "in place");
+}
+"""
+
+
+def test_under_qemu_user_the_filter_is_absent_and_says_why(tmp_path):
+    """qemu-user refuses PR_SET_NO_NEW_PRIVS and seccomp filters (they would apply to qemu itself): the lockdown
+    names that, and the runner told it runs under an emulator (--extra-threads) prints it as a note and goes on;
+    emulated timings are never scored (tests/test_cross_fixture.py)."""
+    skip_without_cross_tools()
+    (tmp_path / "lock.cpp").write_text(LOCKDOWN_ONLY)
+    _ok(["aarch64-linux-gnu-g++", "-std=c++17", "-O1", "-pthread", "-static", f"-I{RUNNER_SOURCE.parent}", "lock.cpp",
+         "-o", "lock"], tmp_path, 300)
+    res = proc.run([*toolchain.emulator(make_target("aarch64")), tmp_path / "lock"], cwd=tmp_path, timeout_s=60)
+    assert res.ok and "qemu-user refuses it and seccomp filters" in res.stdout, res.output

@@ -461,7 +461,14 @@ inline const char* lockDown(int outFd) {
         pthread_join(first, nullptr);
     }
     if (!takeSignals()) return "rt_sigaction refused for SIGSYS";
-    if (sys(SYS_prctl, 38 /* PR_SET_NO_NEW_PRIVS */, 1, 0, 0) != 0) return "prctl(PR_SET_NO_NEW_PRIVS) refused";
+    // qemu-user refuses PR_SET_NO_NEW_PRIVS (and PR_SET_SECCOMP) with EINVAL: a filter would apply to qemu itself,
+    // which makes the calls the emulated program's need (measured: qemu-aarch64 7.2); a kernel never does
+    const long np = sys(SYS_prctl, 38 /* PR_SET_NO_NEW_PRIVS */, 1, 0, 0);
+    if (np == -EINVAL) {
+        return "prctl(PR_SET_NO_NEW_PRIVS) refused with EINVAL (qemu-user refuses it and seccomp filters: they would "
+               "apply to qemu itself)";
+    }
+    if (np != 0) return "prctl(PR_SET_NO_NEW_PRIVS) refused";
     sock_fprog prog = {static_cast<unsigned short>(p.n), p.code};
     const long before = statusValue("Seccomp_filters:");  // -1: a kernel older than 5.9 shows no count
     const long r = sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, reinterpret_cast<long>(&prog));
