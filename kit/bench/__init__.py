@@ -50,12 +50,17 @@
     (``configs/default.toml``), cache-cold, with 1 and 2 workers, the job time split by stage and phase, beside
     the same at the fewest timing rounds, 2 (:mod:`kit.bench.throughput`).
 
+11. **checks cost** (``--checks-cost``): the sample set by ``mkb eval`` with this kit and with the kit before
+    issue 26's checks (``--before``), interleaved, at the default protocol's 10 rounds: wall and stage seconds
+    and their ratios (:mod:`kit.bench.checkscost`).
+
 Engine: the real MNN tree when ``MKB_MNN__SOURCE_DIR`` is set (task ``--task``, sample from
 ``candidates/sample``), else the fixture engine shipped with the tests.
 
     python -m kit.bench [--task ID] [--sample correct] [--repeats 3]
     python -m kit.bench --scaling [--rounds R] [--copies N] [--one-worker-jobs J]   (Ray needs loopback networking)
     python -m kit.bench --timing-cost [--task ID] [--repeats 3]
+    python -m kit.bench --checks-cost [--repeats 1] [--before COMMIT]
     python -m kit.bench --sandbox-cost [--task ID] [--repeats 3]
     python -m kit.bench --cold-cache [--arch x86_64 --arch aarch64] [--tasks ID,ID] [--rounds 1]
     python -m kit.bench --adb-cost [--task ID] [--repeats 3]   (the cross toolchain and qemu-user-static)

@@ -6,6 +6,7 @@ import argparse
 
 import kit.bench
 from kit.bench.adbcost import adb_cost
+from kit.bench.checkscost import BEFORE, checks_cost
 from kit.bench.clientcost import client_cost
 from kit.bench.coldcache import cold_cache
 from kit.bench.inputcheck import input_check_cost
@@ -33,6 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--input-check-cost", action="store_true", help="run the input check's cost benchmark instead: "
                     "per checked forward, the kit's check that its inputs are drawn from the timed sets beside the "
                     "forward's comparison with ONNX Runtime (--tasks, default the sample set's tasks)")
+    ap.add_argument("--checks-cost", action="store_true", help="run the cost benchmark of issue 26's checks "
+                    "instead: the sample set by mkb eval with this kit and with the kit of --before, interleaved "
+                    "(--repeats evaluations each)")
+    ap.add_argument("--before", default=BEFORE, help=f"checks cost: the commit before the checks (default {BEFORE})")
     ap.add_argument("--copies", type=int, default=None, help="scaling: evaluate the sample set under this many "
                     "method names (default: 8 on the fixture engine, 1 on real MNN)")
     ap.add_argument("--one-worker-jobs", type=int, default=1, help="scaling: ninja -j of the serial and "
@@ -71,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cold_cache:
         tasks = tuple(args.tasks.split(",")) if args.tasks else None
         return cold_cache(tuple(args.arch or ("x86_64", "aarch64")), args.rounds or 1, tasks)
+    if args.checks_cost:
+        return checks_cost(args.repeats, args.before)
     if args.input_check_cost:
         return input_check_cost(tuple(args.tasks.split(",")) if args.tasks else None, args.repeats)
     if args.scaling:
