@@ -116,6 +116,11 @@ def test_the_rules_on_rounds():
         accounting.check(_runs(0.025, 0.104, 0.5, rng, n=5) + _runs(0.097, 0.107, 0.5, rng, n=1), native6, "op", 10,
                          0.95)
     assert e.value.kind == "unaccounted_work" and "not in the forward" in e.value.message
+    # a kernel twice as fast as native that moves all its work ahead of the begin stamp: the excess is half its
+    # claimed saving, but more than a tenth of native's forward
+    with pytest.raises(StageFailure) as e:
+        accounting.check(_runs(0.002, 0.057, 0.5, rng), native, "op", 10, 0.95)
+    assert e.value.kind == "unaccounted_work" and "of the native forward" in e.value.message
     # no native side (a baseline table): nothing to compare with
     accounting.check(_runs(0.045, 0.10, 0.545, rng), [], "op", 10, 0.95)
 
