@@ -117,10 +117,10 @@ def test_the_rules_on_rounds():
                          0.95)
     assert e.value.kind == "unaccounted_work" and "not in the forward" in e.value.message
     # a kernel twice as fast as native that moves all its work ahead of the begin stamp: the excess is half its
-    # claimed saving, but more than a tenth of native's forward
+    # claimed saving, but more than a tenth of native's op time
     with pytest.raises(StageFailure) as e:
         accounting.check(_runs(0.002, 0.057, 0.5, rng), native, "op", 10, 0.95)
-    assert e.value.kind == "unaccounted_work" and "of the native forward" in e.value.message
+    assert e.value.kind == "unaccounted_work" and "of the native target ops'" in e.value.message
     # no native side (a baseline table): nothing to compare with
     accounting.check(_runs(0.045, 0.10, 0.545, rng), [], "op", 10, 0.95)
 

@@ -36,7 +36,8 @@ native:
   forward that the op's stamps do not show.  Refused when the candidate claims a saving (mean op_r > 0) and the
   lower bound of the mean of ``extra_r - SHORTFALL_FRACTION * op_r`` exceeds :data:`FLOOR_MS` (more than that
   share of the claimed saving is spent elsewhere in the forward), or that of ``extra_r`` exceeds
-  :data:`OUTSIDE_OPS_FRACTION` of the native forward and :data:`FLOOR_MS`, whatever the saving.  The two are paired per round, so a round in
+  :data:`OUTSIDE_OPS_FRACTION` of the native op time (geometric mean of its rounds' medians) and
+  :data:`FLOOR_MS`, whatever the saving.  The two are paired per round, so a round in
   which the moved work did not happen (its saving gone with it) only lowers both: compared with the mean saving
   instead, one such round of six widened the interval enough to let a kernel that moved three quarters of its
   work into the runner's before-op callback through (1 of 3 evaluations on the fixture engine).
@@ -72,11 +73,11 @@ FLOOR_MS = 0.005
 UNACCOUNTED_SHARE = 0.5
 #: the share of an op's saving that may be missing from the forward beyond the rounds' noise ...
 SHORTFALL_FRACTION = 0.5
-#: ... and the share of the native forward (and at least :data:`FLOOR_MS`) that the candidate may spend in the
-#: forward outside the target ops beyond native's, whatever its saving: with the share of the saving alone, a
+#: ... and the share of the native target ops' time (and at least :data:`FLOOR_MS`) that the candidate may spend
+#: in the forward outside them beyond native's, whatever its saving: with the share of the saving alone, a
 #: kernel twice as fast as native could move all its work into a wrapped callback (the excess then half the
-#: claimed saving) and claim any speedup; so at most this much moves.  Measured, the honest kernels of the
-#: fixture engine: within +-0.003 ms of native's at forwards of 0.1-0.2 ms
+#: claimed saving) and claim any speedup; so at most this much of the op moves.  Measured, the honest kernels of
+#: the fixture engine: within +-0.003 ms of native's, at native ops of 0.1-0.2 ms
 OUTSIDE_OPS_FRACTION = 0.10
 #: the statistics of a run's gaps between forwards that the rule compares, each on its own: the mean (work moved
 #: out of any share of the forwards shifts it), the 10th percentile and the minimum (interference from other
@@ -151,7 +152,7 @@ def check(candidate: Sequence[mrunner.RunResult], native: Sequence[mrunner.RunRe
             _check_unaccounted(statistic, np.asarray(mine, dtype=float), np.asarray(theirs, dtype=float),
                                (floor, saving, native_fwd_ms), confidence, outside)
     if basis == "op":
-        _check_forward(candidate, native, confidence, native_fwd_ms)
+        _check_forward(candidate, native, confidence)
 
 
 def _check_total(run: mrunner.RunResult, who: str, round_: int) -> None:
@@ -206,17 +207,18 @@ def _outside_ops_ms(run: mrunner.RunResult) -> float:
 
 
 def _check_forward(candidate: Sequence[mrunner.RunResult], native: Sequence[mrunner.RunResult],
-                   confidence: float, native_fwd_ms: float) -> None:
+                   confidence: float) -> None:
     op = np.asarray([np.median(n.op_ms) - np.median(c.op_ms) for c, n in zip(candidate, native)])
     extra = np.asarray([_outside_ops_ms(c) - _outside_ops_ms(n) for c, n in zip(candidate, native)])
     saving = float(np.mean(op))
     if saving <= 0:
         return
-    cap = max(FLOOR_MS, OUTSIDE_OPS_FRACTION * native_fwd_ms)
+    native_op_ms = geomean(np.asarray([np.median(n.op_ms) for n in native]))
+    cap = max(FLOOR_MS, OUTSIDE_OPS_FRACTION * native_op_ms)
     for what, x, floor in ((f"that excess less {SHORTFALL_FRACTION:.0%} of the saving, paired by round",
                             extra - SHORTFALL_FRACTION * op, FLOOR_MS),
-                           (f"that excess, against {OUTSIDE_OPS_FRACTION:.0%} of the native forward's "
-                            f"{native_fwd_ms:.4f} ms", extra, cap)):
+                           (f"that excess, against {OUTSIDE_OPS_FRACTION:.0%} of the native target ops' "
+                            f"{native_op_ms:.4f} ms", extra, cap)):
         interval = paired_interval(x, confidence)
         if interval is None or interval[0] <= floor:
             continue
