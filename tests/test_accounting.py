@@ -1,8 +1,9 @@
 """Work moved out of the stamped intervals (tests/adversarial/cases_accounting.py) through ``mkb eval`` on the
 fixture engine, sandboxed, at the default timing protocol (adaptive, 6 to 10 rounds of 10 + 30 forwards): caught as
 ``timing_failed`` / ``unaccounted_work`` (kit/stages/accounting.py), while the honest kernels of the same run (the
-corpus's honest ArgMax and the sample set's correct candidates of every fixture task) stay ``ok``.  And the parts:
-the kit's subprocess runner accounts for the CPU time of a sandboxed command's whole tree; the rules on rounds.
+corpus's honest ArgMax, the one that joins a helper thread in every forward, and the sample set's correct
+candidates of every fixture task) stay ``ok``.  And the parts: the kit's subprocess runner accounts for the CPU
+time of a sandboxed command's whole tree; the rules on rounds.
 """
 
 from __future__ import annotations
@@ -26,8 +27,12 @@ from kit.stages import accounting
 
 sys.path.insert(0, str(Path(__file__).parent / "adversarial"))
 from cases_accounting import CASES  # noqa: E402
+from cases_runner import RUNNER_CASES  # noqa: E402
 from checks import check_case  # noqa: E402
 from corpus import HONEST, TASK, kernel  # noqa: E402
+
+#: the honest kernel that starts and joins a helper thread in every forward, under the rules at the default protocol
+JOIN = next(c for c in RUNNER_CASES if c.name == "joins_a_helper_thread")
 
 _NO_BWRAP = sandbox_check.bwrap_works()
 #: a command that burns CPU after its rendezvous in a thread, a forked child and itself (~0.5 s in all)
@@ -139,7 +144,7 @@ def test_the_stamps_carry_the_cpu_time():
 @pytest.fixture(scope="module")
 def accounting_run(tmp_path_factory, fixture_engine_pristine, fixture_tasks_dir, fixture_candidates_dir):
     tmp = tmp_path_factory.mktemp("accounting")
-    for case in (HONEST, *CASES):
+    for case in (HONEST, JOIN, *CASES):
         d = tmp / "cands" / TASK / case.name
         d.mkdir(parents=True)
         for name, data in kernel(fixture_engine_pristine, case).items():
@@ -172,6 +177,6 @@ def test_work_outside_the_timed_intervals_is_refused(accounting_run, case):
 @pytest.mark.slow
 @pytest.mark.skipif(bool(_NO_BWRAP), reason=f"needs bubblewrap: {_NO_BWRAP}")
 def test_honest_kernels_stay_ok(accounting_run):
-    honest = accounting_run.filter(accounting_run["sample_id"].is_in([HONEST.name, "correct"])).to_dicts()
-    assert len(honest) == 5
+    honest = accounting_run.filter(accounting_run["sample_id"].is_in([HONEST.name, JOIN.name, "correct"])).to_dicts()
+    assert len(honest) == 6
     assert [(r["task_id"], r["status"], r["error_message"][:300]) for r in honest if r["status"] != "ok"] == []
