@@ -66,7 +66,8 @@ LIBRARY_OPS = frozenset({
 ALGORITHM_ALLOWANCE: dict[str, tuple[float, str]] = {
     "Conv": (2e-3, "Winograd and Strassen convolution round more than direct summation (Barabasz et al., 'Error "
                    "analysis and improving the accuracy of Winograd convolution for deep neural networks', ACM TOMS "
-                   "46(4), 2020; Higham §23.2): native MNN 3.6.1 reaches 7.7e-4 x max|y| on the built-in conv2d_no_bias_batch2"),
+                   "46(4), 2020; Higham §23.2): native MNN 3.6.1 reaches 7.7e-4 x max|y| on the built-in "
+                   "conv2d_no_bias_batch2"),
     "ConvTranspose": (2e-3, "ConvTranspose runs as a convolution (Winograd, Strassen GEMM): as Conv"),
     "Det": (1e-3, "another pivoting order changes LU's rounding and a near-singular matrix amplifies it "
                   "(Higham §14.6)"),
@@ -83,9 +84,9 @@ class Derivation:
     k: int = 1
     k_how: str = ""
     truth: str = ""
-    #: reference name -> largest absolute error against the truth (float outputs, every seed)
+    #: reference name -> largest error against the truth relative to max(|truth|, typical) (float outputs, seeds)
     errors: dict[str, float] = field(default_factory=dict)
-    #: max|truth| and the median |truth| (the typical magnitude, robust to a few huge values such as 1/x near 0)
+    #: max|truth| and the median nonzero |truth| (the typical magnitude, robust to a few huge values: 1/x near 0)
     scale: float = 0.0
     typical: float = 0.0
     reason: str = ""
