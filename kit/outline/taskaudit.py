@@ -8,6 +8,9 @@ pipeline's native side does: the native converter (:class:`kit.stages.native.Nat
 verification trials of ``[verify]`` (:func:`kit.stages.verify.verify`) and the task's edge sets
 (:func:`kit.stages.verify.run_edges`).  The wheel's columns stay beside, an independent second opinion.
 
+``pinned_over_tolerance``: the pinned build's trials fail on the values of a float output (not on shapes, NaN or a
+crash): its error exceeds the task's tolerance (:mod:`kit.suite.tolerance` derives one).
+
 A task native converts but whose verification fails is marked ``native_incorrect`` in the suite's manifest
 with the mismatch (:func:`kit.suite.nativemarks.write_marks`); the scores then leave it out of fast_p
 (:mod:`kit.score.metrics`).  A task native cannot convert is no mark: its jobs are ``no_native`` already.
@@ -73,7 +76,8 @@ def pinned_row(task: Task, worker, scratch: Path) -> dict:  # noqa: ANN001 - a k
     except StageFailure as f:
         outcome = f.partial if isinstance(f.partial, VerifyOutcome) else None
         row.update(pinned_ok=False, native_incorrect=True, pinned_error=f"{f.status.value}: {f.message[:300]}",
-                   pinned_over_tolerance=f.kind == ErrorKind.VALUE)  # values off, not shapes, NaN or a crash
+                   pinned_over_tolerance=f.kind == ErrorKind.VALUE  # values off, not shapes, NaN or a crash,
+                   and any(o.dtype == "float32" for o in task.outputs))  # of an output a tolerance applies to
     abs_err, rel_err = _errors(outcome)
     row.update(pinned_max_abs_err=abs_err, pinned_max_rel_err=rel_err)
     if abs_err is not None and task.tolerance.atol > 0:
