@@ -6,7 +6,7 @@
     mkb check --task ID --files A.hpp A.cpp | --response R.md   one candidate, JSON verdict on stdout ([--no-timing])
     mkb serve --config cfg.toml [--host H] [--port P]           verdicts over HTTP for agents and trainers
     mkb calibrate --config cfg.toml                             the native method on a split (A/A noise floor)
-    mkb tasks list|generate|audit                               the task suite
+    mkb tasks list|generate|audit|tolerances                    the task suite
     mkb tasks import SRC... --out DIR [--official]              problem files / ONNX models -> task folders
     mkb tasks import --official DIR --per-category 1 --out OUT  one pinned file per category (or --only NAME...)
     mkb prompts --config cfg.toml --out DIR                     the initial prompt of every task
@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "native gets wrong native_incorrect in the manifest")
     q.add_argument("--no-pinned", action="store_true", help="skip the pinned tree's native check (with --config)")
 
+    from kit.suite.tolerance_cli import add_parser as _add_tolerances
+
+    _add_tolerances(tsub)
     _add_import(tsub)
     p = sub.add_parser("prompts", help="write the initial prompt of every task (JSONL + one file per task)")
     _add_config(p)
@@ -382,7 +385,8 @@ def _audit_table(df) -> None:  # noqa: ANN001 - a polars DataFrame
     from rich.table import Table
 
     cols = ("task_id", "passed", "ort_ms", "torch_ok", "mutants_ok", "native_ok", "native_max_abs_err",
-            "pinned_ok", "pinned_max_abs_err", "atol", "pinned_err_over_atol", "pinned_edges_failed", "problems")
+            "pinned_ok", "pinned_max_abs_err", "atol", "tol_method", "native_tol_ratio", "paper_atol",
+            "pinned_err_over_atol", "pinned_edges_failed", "problems")
     table = Table(title=f"audit of {df.height} tasks")
     for col in cols:
         table.add_column(col)
@@ -390,6 +394,25 @@ def _audit_table(df) -> None:  # noqa: ANN001 - a polars DataFrame
         table.add_row(*("" if r.get(c) is None else (f"{r[c]:.3g}" if isinstance(r[c], float) else str(r[c]))
                         for c in cols))
     Console(width=240).print(table)
+
+
+def _over_tolerance(df) -> None:  # noqa: ANN001 - a polars DataFrame of the audit
+    """Say which tasks' native error exceeds the task's tolerance (the wheel's, the pinned build's), and whether
+    native passes at the paper's tolerance there."""
+    import polars as pl
+
+    over = df.filter(pl.col("native_over_tolerance").fill_null(False))
+    if over.height:
+        within = over.filter(pl.col("native_ok_at_paper").fill_null(False))["task_id"].to_list()
+        print(f"native MNN (PyPI wheel) error exceeds the task's tolerance on {over.height} task(s): "
+              + ", ".join(f"{r['task_id']} ({r['native_tol_ratio']:.3g}x, {r['tol_method'] or 'unstated'})"
+                          for r in over.iter_rows(named=True))
+              + f"; within the paper's tolerance on {len(within)}" + (": " + ", ".join(within) if within else ""))
+    if "pinned_over_tolerance" in df.columns:
+        pinned = df.filter(pl.col("pinned_over_tolerance").fill_null(False))["task_id"].to_list()
+        if pinned:
+            print(f"pinned native MNN's error exceeds the task's tolerance on {len(pinned)} task(s): "
+                  + ", ".join(pinned))
 
 
 def _tasks_audit(args: argparse.Namespace) -> int:
@@ -420,6 +443,7 @@ def _tasks_audit(args: argparse.Namespace) -> int:
     _audit_table(df)
     natives = df.filter(pl.col("native_ok").not_()).height
     print(f"native MNN (PyPI wheel) fails {natives} task(s): recorded facts, not audit failures")
+    _over_tolerance(df)
     if cfg is not None:
         n = mark(args.dir, df, cfg.mnn.version)
         wrong = df.filter(pl.col("native_incorrect").fill_null(False))["task_id"].to_list()
@@ -469,6 +493,10 @@ def _tasks(args: argparse.Namespace) -> int:
         return 0
     if args.tasks_cmd == "audit":
         return _tasks_audit(args)
+    if args.tasks_cmd == "tolerances":
+        from kit.suite.tolerance_cli import run
+
+        return run(args)
     raise AssertionError(args.tasks_cmd)
 
 

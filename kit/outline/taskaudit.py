@@ -8,6 +8,9 @@ pipeline's native side does: the native converter (:class:`kit.stages.native.Nat
 verification trials of ``[verify]`` (:func:`kit.stages.verify.verify`) and the task's edge sets
 (:func:`kit.stages.verify.run_edges`).  The wheel's columns stay beside, an independent second opinion.
 
+``pinned_over_tolerance``: the pinned build's trials fail on the values of a float output (not on shapes, NaN or a
+crash): its error exceeds the task's tolerance (:mod:`kit.suite.tolerance` derives one).
+
 A task native converts but whose verification fails is marked ``native_incorrect`` in the suite's manifest
 with the mismatch (:func:`kit.suite.nativemarks.write_marks`); the scores then leave it out of fast_p
 (:mod:`kit.score.metrics`).  A task native cannot convert is no mark: its jobs are ``no_native`` already.
@@ -23,6 +26,7 @@ import polars as pl
 
 from kit.job.worker import setup_worker
 from kit.results.outcomes import StageFailure, VerifyOutcome
+from kit.results.records import ErrorKind
 from kit.settings.config import EvalConfig
 from kit.stages import verify as sverify
 from kit.suite import audit as saudit
@@ -40,6 +44,7 @@ PINNED_COLUMNS: dict[str, pl.DataType] = {
     "pinned_error": pl.Utf8,
     "pinned_edges_failed": pl.Utf8,
     "native_incorrect": pl.Boolean,
+    "pinned_over_tolerance": pl.Boolean,
     "tolerance_reason": pl.Utf8,
 }
 
@@ -56,7 +61,8 @@ def _errors(outcome: VerifyOutcome | None) -> tuple[float | None, float | None]:
 def pinned_row(task: Task, worker, scratch: Path) -> dict:  # noqa: ANN001 - a kit.job.worker.Worker
     """The :data:`PINNED_COLUMNS` of one task on ``worker``'s native build (``scratch``: a fresh folder)."""
     row: dict = {k: None for k in PINNED_COLUMNS}
-    row.update(pinned_version=worker.mnn_version, tolerance_reason=task.tolerance.reason, native_incorrect=False)
+    row.update(pinned_version=worker.mnn_version, tolerance_reason=task.tolerance.reason, native_incorrect=False,
+               pinned_over_tolerance=False)
     model = worker.native_models.model(task)
     row["pinned_convert_ok"] = model is not None
     if model is None:
@@ -69,7 +75,9 @@ def pinned_row(task: Task, worker, scratch: Path) -> dict:  # noqa: ANN001 - a k
         row["pinned_ok"] = True
     except StageFailure as f:
         outcome = f.partial if isinstance(f.partial, VerifyOutcome) else None
-        row.update(pinned_ok=False, native_incorrect=True, pinned_error=f"{f.status.value}: {f.message[:300]}")
+        row.update(pinned_ok=False, native_incorrect=True, pinned_error=f"{f.status.value}: {f.message[:300]}",
+                   pinned_over_tolerance=f.kind == ErrorKind.VALUE  # values off, not shapes, NaN or a crash,
+                   and any(o.dtype == "float32" for o in task.outputs))  # of an output a tolerance applies to
     abs_err, rel_err = _errors(outcome)
     row.update(pinned_max_abs_err=abs_err, pinned_max_rel_err=rel_err)
     if abs_err is not None and task.tolerance.atol > 0:

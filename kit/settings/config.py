@@ -106,6 +106,7 @@ class EvalConfig(BaseSettings):
             raise fields_error(("candidates.sources",),
                                 "candidates.sources: 'native' is reserved; set candidates.native = true instead")
         self._check_device()
+        self._check_precision()
         if self.refine is not None and self.generate is None:
             raise fields_error(("refine", "generate"), "[refine] refines the answers of a model: add a [generate] "
                                "section (model, base_url, api_key_env, samples = chains per task)")
@@ -129,6 +130,26 @@ class EvalConfig(BaseSettings):
         if cores and (len(cores) != self.timing.threads or len(set(cores)) != len(cores)):
             raise fields_error(("device.cores", "timing.threads"), f"device.cores {self.device.cores} must name "
                                f"timing.threads = {self.timing.threads} distinct cores (or be empty: the big cores)")
+
+    def _check_precision(self) -> None:
+        """``timing.precision = "low"`` on an aarch64 target is refused: the kit cannot show which kernel ran.
+
+        MNN 3.2.2's CPU runtime hands a session of precision Low to its ARMv8.2 half-precision backend
+        (``CPURuntime::onCreate`` creates an ``Arm82Backend`` when MNN_ARM82 is built in and the CPU reports the
+        FPHP and ASIMDHP features, as every ARMv8.2 phone core does); that backend's tensors are fp16 and it
+        creates an op through the CPU creators on fp16 buffers, or returns none and the op falls back.  A candidate
+        written for the fp32 CPU backend may then never run, or run on data it does not expect, and native's fp16
+        kernel would be timed on both sides.  No dispatch watermark tells the kit which creator executed, so the
+        combination is refused.  ``normal`` is accepted: 3.2.2's CPU runtime picks the fp16 backend for Low only.
+        """
+        if self.target.arch == "aarch64" and self.timing.precision == "low":
+            raise fields_error(("timing.precision", "target.arch"), (
+                "timing.precision = \"low\" on target.arch = \"aarch64\" is refused: with precision low MNN's CPU "
+                "runtime on an ARMv8.2 core (FP16 arithmetic: asimdhp) dispatches to the half-precision backend's "
+                "creators (Arm82Backend, built in with target.fp16 = true and in a phone's MNN), so a candidate "
+                "registered for the fp32 CPU backend may never run and native's fp16 kernel would be timed on both "
+                "sides; the kit has no dispatch watermark to prove which kernel ran. Use timing.precision = \"high\" "
+                "(fp32; \"normal\" selects the same fp32 CPU backend on MNN 3.2.2)"))
 
     @classmethod
     def settings_customise_sources(

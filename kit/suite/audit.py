@@ -16,7 +16,10 @@ Per task (see :func:`audit_task`):
    ``refeval_note``, never a failure.
 6. Native MNN from the PyPI wheel converts and runs the model in a subprocess (``kit.suite.mnn_wheel``):
    pass/fail, errors, wall ms and the executed op types are recorded facts, never a failure of the
-   audit (``mnn_op_types_seen``: every op type of task.toml's ``mnn_op_types`` was executed).  The wheel is not
+   audit (``mnn_op_types_seen``: every op type of task.toml's ``mnn_op_types`` was executed).  Beside the
+   task's tolerance: ``native_tol_ratio`` (max |native - ORT| / (atol + rtol |ORT|)), ``native_over_tolerance``
+   (that ratio above 1: native's error exceeds the task's, e.g. derived, tolerance) and ``native_ok_at_paper``
+   (native passes at the paper's tolerance, ``paper_atol``).  The wheel is not
    the MNN the kit times: :mod:`kit.outline.taskaudit` adds the pinned tree's native build beside it.
 
 Only steps 1-4 decide ``passed``.  Steps 1-5 are in :mod:`kit.suite.checks`; torch is imported lazily, only
@@ -79,6 +82,11 @@ COLUMNS: dict[str, pl.DataType] = {
     "mnn_op_types_seen": pl.Boolean,
     "atol": pl.Float64,
     "rtol": pl.Float64,
+    "tol_method": pl.Utf8,
+    "paper_atol": pl.Float64,
+    "native_tol_ratio": pl.Float64,
+    "native_over_tolerance": pl.Boolean,
+    "native_ok_at_paper": pl.Boolean,
 }
 
 
@@ -103,6 +111,30 @@ def _compare_outputs(task: Task, got: dict[str, np.ndarray],
     return bad, worst_abs, worst_rel
 
 
+def tolerance_ratio(task: Task, got: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> float | None:
+    """max |got - ref| / (atol + rtol |ref|) over the float outputs of ``task`` (finite elements, task tolerance):
+    above 1, ``got`` exceeds the tolerance; None when no float output of the reference's shape was compared."""
+    ratios = []
+    tol = task.tolerance
+    for spec in task.outputs:
+        g, r = got.get(spec.name), ref.get(spec.name)
+        if g is None or r is None or spec.dtype != "float32" or np.shape(g) != np.shape(r):
+            continue
+        with np.errstate(all="ignore"):
+            rr = np.asarray(r, dtype=np.float64)
+            q = np.abs(np.asarray(g, dtype=np.float64) - rr) / (tol.atol + tol.rtol * np.abs(rr) + 1e-300)
+        q = q[np.isfinite(q)]
+        if q.size:
+            ratios.append(float(q.max()))
+    return max(ratios) if ratios else None
+
+
+def _paper_ok(task: Task, got: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> bool:
+    """Whether every output of ``got`` passes at the paper's tolerance (atol = rtol = ``tolerance.paper_atol``)."""
+    p = task.tolerance.paper_atol
+    return all(spec.name in got and compare(got[spec.name], ref[spec.name], p, p).ok for spec in task.outputs)
+
+
 def _native_columns(task: Task, nat: dict, ref: dict[str, np.ndarray] | None) -> dict:
     """Step 6 columns from a :func:`kit.suite.mnn_wheel.native` result (facts, never problems)."""
     cols: dict = {
@@ -120,7 +152,11 @@ def _native_columns(task: Task, nat: dict, ref: dict[str, np.ndarray] | None) ->
         return cols
     with np.errstate(all="ignore"):  # native outputs may hold garbage (NaN/Inf) on MNN bugs
         bad, worst_abs, worst_rel = _compare_outputs(task, nat["outputs"], ref)
-    cols.update(native_ok=not bad, native_max_abs_err=worst_abs, native_max_rel_err=worst_rel)
+        ratio = tolerance_ratio(task, nat["outputs"], ref)
+        paper_ok = _paper_ok(task, nat["outputs"], ref)
+    cols.update(native_ok=not bad, native_max_abs_err=worst_abs, native_max_rel_err=worst_rel,
+                native_tol_ratio=ratio, native_over_tolerance=ratio is not None and ratio > 1,
+                native_ok_at_paper=paper_ok)
     if bad:
         cols["native_error"] = "mismatch: " + "; ".join(bad)
     return cols
@@ -135,7 +171,8 @@ def audit_task(task: Task, seed: int = 0, torch_check: bool = True, native_resul
     """
     row: dict = {k: None for k in COLUMNS}
     row.update(task_id=task.id, category=task.category, op_type=task.op_type, mechanism=task.mechanism,
-               split=task.split, atol=task.tolerance.atol, rtol=task.tolerance.rtol)
+               split=task.split, atol=task.tolerance.atol, rtol=task.tolerance.rtol,
+               tol_method=task.tolerance.method, paper_atol=task.tolerance.paper_atol)
     problems: list[str] = []
     feeds = make_inputs(task, seed)
     ref = None

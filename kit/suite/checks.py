@@ -138,8 +138,9 @@ def _import_model_py(task: Task):
     return module
 
 
-def run_torch(task: Task, model, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Step 4. Outputs of ``model.py`` on ``feeds`` (name -> numpy array).
+def run_torch(task: Task, model, feeds: dict[str, np.ndarray], float64: bool = False) -> dict[str, np.ndarray]:
+    """Step 4. Outputs of ``model.py`` on ``feeds`` (name -> numpy array).  ``float64``: the module and the float
+    inputs in double precision (the truth :mod:`kit.suite.tolerance` measures float32 references against).
 
     Raises AuditError when model.py cannot be imported/instantiated, a parameter or persistent buffer
     has no ONNX initializer of the same name and size (an imported task's is drawn again from its
@@ -175,6 +176,8 @@ def run_torch(task: Task, model, feeds: dict[str, np.ndarray]) -> dict[str, np.n
         new_state[key] = torch.from_numpy(np.array(arr)).reshape(value.shape).to(value.dtype)
     m.load_state_dict(new_state)
     m.eval()
+    if float64:
+        m = m.double()
     sample = module.get_inputs()
     if len(sample) != len(task.inputs):
         raise AuditError(f"{path}: get_inputs() returns {len(sample)} tensors, the task has {len(task.inputs)} inputs")
@@ -183,6 +186,8 @@ def run_torch(task: Task, model, feeds: dict[str, np.ndarray]) -> dict[str, np.n
             raise AuditError(f"{path}: get_inputs() gives {spec.name} as {t.dtype} {list(t.shape)}, "
                              f"task.toml says {spec.dtype} {spec.shape}")
     args = [torch.from_numpy(np.array(feeds[s.name])) for s in task.inputs]
+    if float64:
+        args = [a.double() if a.is_floating_point() else a for a in args]
     with torch.no_grad():
         res = m(*args)
     if isinstance(res, torch.Tensor):

@@ -119,6 +119,10 @@ class TaskDef:
     rtol: float = 1e-4
     #: how a tolerance other than the default was set ("" : :data:`DEFAULT_TOLERANCE_REASON` or the note's words)
     tol_reason: str = ""
+    #: "derived" when atol/rtol come from :mod:`kit.suite.tolerance`'s record (else set by this definition)
+    tol_method: str = "hand"
+    #: the accumulation length K of a derived tolerance (0: not derived)
+    tol_k: int = 0
 
     def tolerance_reason(self) -> str:
         """Why the task's tolerance is what it is (``[tolerance] reason`` of task.toml)."""

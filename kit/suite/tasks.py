@@ -67,13 +67,27 @@ class TensorSpec(StrictModel):
         return v
 
 
+#: the paper's tolerance (atol = rtol): MNN's model test (``MNNConvert --testdir``), which the authors' pipelines
+#: ran, accepts 0.01 by default (their allclose used 2e-3); printed beside a task's own by ``mkb tasks audit``
+PAPER_ATOL = 1e-2
+
+
 class Tolerance(StrictModel):
     """Element-wise check ``|out - ref| <= atol + rtol * |ref|`` (numpy.allclose semantics); ``reason``: how the
-    figures were set, in words ("" in task folders written before reasons were kept)."""
+    figures were set, in words ("" in task folders written before reasons were kept).
+
+    ``method`` says who set them: "derived" (:mod:`kit.suite.tolerance`, from independent references and the
+    accumulation length ``accumulation_length``), "hand" (the suite's definition), "paper" (the importer's
+    default), "given" (``mkb tasks import --tolerance``); "" in older task folders.  ``paper_atol``: the paper's
+    tolerance, reported beside."""
 
     atol: float = Field(default=1e-4, ge=0)
     rtol: float = Field(default=1e-4, ge=0)
     reason: str = ""
+    method: Literal["", "derived", "hand", "paper", "given"] = ""
+    #: the number of terms one output element accumulates (K of the derivation; 0: not derived)
+    accumulation_length: int = Field(default=0, ge=0)
+    paper_atol: float = Field(default=PAPER_ATOL, ge=0)
 
 
 #: the edge input sets a task may declare (:mod:`kit.suite.edges` draws them and says which op classes get which)

@@ -9,6 +9,7 @@ from typing import Any
 from kit.settings.tomlvalue import toml_value
 from kit.suite.edges import declare
 from kit.suite.spec import TaskDef
+from kit.suite.tasks import PAPER_ATOL
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -32,6 +33,9 @@ def dumps_task(td: TaskDef, *, split: str, description: str, shapes: dict[str, l
         f"atol = {_v(float(td.atol))}",
         f"rtol = {_v(float(td.rtol))}",
         f"reason = {_v(td.tolerance_reason())}",
+        f"method = {_v(td.tol_method)}",
+        f"accumulation_length = {_v(td.tol_k)}",
+        f"paper_atol = {_v(PAPER_ATOL)}",
         "",
         "[mnn]",
         f"files = {_v(list(target.files))}",

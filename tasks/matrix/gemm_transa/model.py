@@ -1,7 +1,6 @@
 """matrix / gemm_transa: ONNX Gemm (opset 20).
 
-y = a^T @ b with both operands as inputs (ONNX Gemm transA=1, no C). Long reductions (K >= 512)
-accumulate float32 rounding differently per engine: atol 1e-3.
+y = a^T @ b with both operands as inputs (ONNX Gemm transA=1, no C).
 """
 
 import torch

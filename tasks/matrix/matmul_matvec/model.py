@@ -1,7 +1,6 @@
 """matrix / matmul_matvec: ONNX MatMul (opset 20).
 
-Matrix-vector product (1-D right operand). Long reductions (K >= 512) accumulate float32 rounding
-differently per engine: atol 1e-3.
+Matrix-vector product (1-D right operand).
 """
 
 import torch

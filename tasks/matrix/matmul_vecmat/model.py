@@ -1,7 +1,6 @@
 """matrix / matmul_vecmat: ONNX MatMul (opset 20).
 
-Vector-matrix product (1-D left operand). Long reductions (K >= 512) accumulate float32 rounding
-differently per engine: atol 1e-3.
+Vector-matrix product (1-D left operand).
 """
 
 import torch

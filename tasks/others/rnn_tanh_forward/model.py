@@ -1,8 +1,7 @@
 """others / rnn_tanh_forward: ONNX RNN (opset 20).
 
 Single-layer forward Elman RNN with tanh, hidden size 128, zero initial state: h_t = tanh(x_t W^T +
-h_(t-1) R^T + Wb + Rb). Returns every h_t and the last one. Recurrence over 64 steps accumulates
-rounding: atol 1e-4 is kept (tanh bounds the state).
+h_(t-1) R^T + Wb + Rb). Returns every h_t and the last one.
 """
 
 import torch

@@ -1,8 +1,7 @@
 """others / stft_hann_onesided: ONNX STFT (opset 20).
 
 Short-time Fourier transform of real signals: frame length 512 with a periodic Hann window, hop 128,
-no centering/padding, one-sided spectrum as [batch, frames, bins, (re, im)]. Each bin sums 512
-products (magnitudes up to ~40): atol 1e-3.
+no centering/padding, one-sided spectrum as [batch, frames, bins, (re, im)].
 """
 
 import torch

@@ -1,7 +1,6 @@
 """reduction / reduce_sum_all: ONNX ReduceSum (opset 20).
 
-Sum over all axes (no axes input) of a 2-D tensor, keepdims=0. Sums of 1048576 terms accumulate
-float32 rounding differently per engine: atol 0.01.
+Sum over all axes (no axes input) of a 2-D tensor, keepdims=0.
 """
 
 import torch

@@ -1,7 +1,6 @@
 """reduction / reduce_sum_axes13_5d: ONNX ReduceSum (opset 20).
 
-Sum over axes [1, 3] of a 5-D tensor, keepdims=0. Sums of 512 terms accumulate float32 rounding
-differently per engine: atol 0.001.
+Sum over axes [1, 3] of a 5-D tensor, keepdims=0.
 """
 
 import torch

@@ -1,7 +1,6 @@
 """reduction / reduce_sum_axis1_keep_3d: ONNX ReduceSum (opset 20).
 
-Sum over axes [1] of a 3-D tensor, keepdims=1. Sums of 512 terms accumulate float32 rounding
-differently per engine: atol 0.001.
+Sum over axes [1] of a 3-D tensor, keepdims=1.
 """
 
 import torch

@@ -1,7 +1,6 @@
 """reduction / reduce_sum_hw_4d: ONNX ReduceSum (opset 20).
 
-Sum over axes [2, 3] of a 4-D tensor, keepdims=1. Sums of 3136 terms accumulate float32 rounding
-differently per engine: atol 0.001.
+Sum over axes [2, 3] of a 4-D tensor, keepdims=1.
 """
 
 import torch

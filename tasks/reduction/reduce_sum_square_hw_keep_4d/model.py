@@ -1,7 +1,6 @@
 """reduction / reduce_sum_square_hw_keep_4d: ONNX ReduceSumSquare (opset 20).
 
-Sum of squares over axes [2, 3] of a 4-D tensor, keepdims=1. Sums of 3136 terms accumulate float32
-rounding differently per engine: atol 0.001.
+Sum of squares over axes [2, 3] of a 4-D tensor, keepdims=1.
 """
 
 import torch

@@ -1,7 +1,6 @@
 """reduction / reduce_sum_square_last_2d: ONNX ReduceSumSquare (opset 20).
 
-Sum of squares over axes [-1] of a 2-D tensor, keepdims=0. Sums of 1024 terms accumulate float32
-rounding differently per engine: atol 0.001.
+Sum of squares over axes [-1] of a 2-D tensor, keepdims=0.
 """
 
 import torch

@@ -1,7 +1,6 @@
 """tensor / cumsum_reverse_axis1: ONNX CumSum (opset 20).
 
-Reverse cumulative sum along axis 1: y[i, j] = sum of x[i, j:] (CumSum reverse=1). Prefix sums of up
-to 4096 terms accumulate float32 rounding differently per engine: atol 1e-3.
+Reverse cumulative sum along axis 1: y[i, j] = sum of x[i, j:] (CumSum reverse=1).
 """
 
 import torch
