@@ -19,10 +19,10 @@ from kit.suite.inputs import make_inputs
 from kit.suite.reference import run_reference
 from kit.suite.spec import In, Out, TaskDef
 from kit.suite.tasks import PAPER_ATOL, load_suite, load_task, sha256_file
-from kit.suite.tolerance import derive, dumps_record, load_record, write
+from kit.suite.tolerance import IMPLEMENTATION_RTOL, derive, dumps_record, load_record, write
 
 TASKS = Path(__file__).resolve().parents[1] / "tasks"
-K_LONG = 4096
+K_LONG = 65536  # its floor u·8·√K (1.2e-4) is above IMPLEMENTATION_RTOL
 
 
 def _defs() -> list[TaskDef]:
@@ -56,10 +56,10 @@ def test_long_matmul_gets_a_looser_tolerance_than_add_and_the_reason_says_why(su
     pytest.importorskip("torch")
     add, mm = (derive(t) for t in load_suite(suite, ids=["tiny_add", "tiny_matmul_long_k"]))
     assert add.k == 1 and mm.k == K_LONG
-    assert mm.rtol > 10 * add.rtol and mm.atol > add.atol
+    assert add.rtol == IMPLEMENTATION_RTOL < mm.rtol and mm.atol > add.atol
     assert add.truth == mm.truth == "torch float64"
     assert set(mm.errors) == {"ONNX Runtime", "torch", "onnx.reference"}
-    assert 0 < max(mm.errors.values()) < 1e-5  # float32 against the float64 truth, relative
+    assert 0 < max(mm.errors.values()) < 1e-4  # float32 against the float64 truth, relative
     for d in (add, mm):
         assert f"K = {d.k}" in d.reason and "ONNX Runtime" in d.reason and "onnx.reference" in d.reason
         assert "torch float64" in d.reason and "Higham" in d.reason
