@@ -1,0 +1,74 @@
+"""The between-run component (kit/score/betweenrun.py): the DerSimonian-Laird estimate recovers a known tau from
+simulated runs, and a cross-run comparison counts it (issue 27)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from kit.score import betweenrun as br
+
+
+def _simulate(tau: float, tasks: int, runs: int, seed: int) -> dict[str, list[tuple[float, float]]]:
+    """Per task, ``runs`` separate runs: a true log speedup, a run effect N(0, tau^2) and a within-run error whose
+    se is drawn per run (as rounds give it)."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for j in range(tasks):
+        mu = rng.normal(0, 0.5)
+        pts = []
+        for _ in range(runs):
+            se = rng.uniform(0.01, 0.05)
+            pts.append((mu + rng.normal(0, tau) + rng.normal(0, se), se))
+        out[f"t{j}"] = pts
+    return out
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.03, 0.06, 0.12])
+def test_estimator_recovers_a_known_tau(tau):
+    est = br.estimate(_simulate(tau, tasks=40, runs=5, seed=int(tau * 1000)))
+    got = est["pooled"]["log_sd_raw"]
+    assert abs(got - tau) < 0.015 + 0.15 * tau, (tau, got)
+    assert est["pooled"]["tasks"] == 40 and est["pooled"]["df"] == 160
+    assert est["pooled"]["log_sd"] >= br.FLOOR_LOG_SD
+    assert set(est["tasks"]) == {f"t{j}" for j in range(40)}  # 5 runs each: per-task figures too
+
+
+def test_few_runs_give_only_the_pooled_figure_and_one_run_none():
+    data = _simulate(0.05, tasks=10, runs=3, seed=1)
+    est = br.estimate(data)
+    assert est["tasks"] == {} and est["pooled"]["runs"] == 3
+    assert br.estimate({k: v[:1] for k, v in data.items()})["pooled"] is None
+
+
+def test_table_rounds_give_a_point_per_run():
+    m, se = br.points_from_rounds([1.0, 1.1, 0.9, 1.0])
+    assert m == pytest.approx(np.mean(np.log([1.0, 1.1, 0.9, 1.0])))
+    assert se == pytest.approx(np.std(np.log([1.0, 1.1, 0.9, 1.0]), ddof=1) / 2)
+    assert br.points_from_rounds([1.0]) is None
+
+
+# issue 27: layernorm's correct sample, the same host 30 minutes apart
+BUNDLE, REPRO = (0.231, 0.21, 0.253), (0.19, 0.176, 0.205)
+
+
+def test_the_layernorm_pair_is_within_noise_with_a_realistic_tau_not_without():
+    assert br.differ(BUNDLE, REPRO, tau=0.0)
+    assert not br.differ(BUNDLE, REPRO, tau=br.DEFAULT_LOG_SD)
+
+
+def test_a_candidate_20_percent_slower_still_differs_at_that_tau():
+    slower = tuple(x * 0.8 for x in BUNDLE)
+    assert br.differ(BUNDLE, slower, tau=br.DEFAULT_LOG_SD)
+    assert br.differ(REPRO, tuple(x * 0.8 for x in REPRO), tau=br.DEFAULT_LOG_SD)
+
+
+def test_tau_from_a_calibration_file_per_task_then_pooled_then_none():
+    data = {"between_run": {"pooled": {"log_sd": 0.04, "runs": 3}, "tasks": {"a": {"log_sd": 0.07, "runs": 5}}}}
+    assert br.from_calibration(data, "a", "f").log_sd == 0.07
+    t = br.from_calibration(data, "b", "f")
+    assert (t.log_sd, t.scope, t.runs) == (0.04, "pooled", 3)
+    assert br.from_calibration({"summary": {}}, "a", "f") is None
+    assert "default" in br.default_tau().text() and math.isclose(br.default_tau().log_sd, br.DEFAULT_LOG_SD)
