@@ -9,8 +9,11 @@ Rules (issue 17):
   on one side only is a difference.
 * **Speedups** (only a usable one, :func:`kit.results.rules.scorable_speedup`) must agree within their intervals:
   ``same`` when each lies inside the other's interval, ``within noise`` when the intervals overlap or the ratio
-  of the two is inside the task's A/A noise band (``noise_log``, :mod:`kit.results.rules`), else ``different``; a
-  usable speedup on one side only is a difference.
+  of the two is inside the task's A/A noise band (``noise_log``, :mod:`kit.results.rules`) or within both runs'
+  errors and the between-run component ``tau`` (:func:`kit.score.betweenrun.differ`: ``|ln s1 - ln s2| <=
+  z sqrt(se1^2 + se2^2 + 2 tau^2)``; the intervals are over one run's rounds, what moves between runs is not in
+  them), else ``different``; a usable speedup on one side only is a difference.  ``tau`` per task comes from the
+  caller (:func:`kit.bundle.reproduce.between_run`); without one, :func:`kit.score.betweenrun.default_tau`.
 * **fast_p** of a task may differ only inside the noise band: a task that counts for ``fast_p`` on one side
   and not on the other is ``within noise`` when its best speedups agree (the rule above), else ``different``.
   A metric (CSR, FCR, each fast_p per method, :func:`kit.score.metrics.summary`) is ``same`` when equal; a fast_p
@@ -23,13 +26,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import polars as pl
 
 from kit.results import rules as scoring
 from kit.results.records import COMPILED, CORRECT, ErrorKind
-from kit.score import metrics
+from kit.score import betweenrun, metrics
+from kit.score.betweenrun import Tau
 
 SAME, NOISE, DIFFERENT = "same", "within noise", "different"
 NA, SKIPPED = "n/a", "not compared"
@@ -58,15 +63,23 @@ class Speedup:
         return f"{self.value:.3g}x [{self.low:.3g}, {self.high:.3g}]"
 
 
-def speedup_verdict(a: Speedup, b: Speedup, noise_log: float | None = None) -> str:
-    """``same`` / ``within noise`` / ``different`` for two speedups of one candidate or task (module rules)."""
+def speedup_verdict(a: Speedup, b: Speedup, noise_log: float | None = None, tau: float = 0.0,
+                    confidence: float = 0.95) -> str:
+    """``same`` / ``within noise`` / ``different`` for two speedups of one candidate or task from separate runs
+    (module rules); ``tau`` the between-run sd of ln speedup, ``confidence`` the intervals' level."""
     if a.low <= b.value <= a.high and b.low <= a.value <= b.high:
         return SAME
     if max(a.low, b.low) <= min(a.high, b.high):
         return NOISE
     if noise_log is not None and abs(math.log(b.value / a.value)) <= noise_log:
         return NOISE
+    if not betweenrun.differ((a.value, a.low, a.high), (b.value, b.low, b.high), tau, confidence):
+        return NOISE
     return DIFFERENT
+
+
+#: a task id -> the between-run sd to use for it (:class:`kit.score.betweenrun.Tau`)
+TauOf = Callable[[str], Tau]
 
 
 @dataclass
@@ -76,6 +89,8 @@ class BundleComparison:
     one sentence per real difference (what makes ``mkb reproduce`` exit 1)."""
 
     same_hardware: bool
+    tau_of: TauOf = field(default=lambda _t: betweenrun.default_tau())
+    confidence: float = 0.95
     candidates: list[dict[str, Any]] = field(default_factory=list)
     tasks: list[dict[str, Any]] = field(default_factory=list)
     metrics: list[dict[str, Any]] = field(default_factory=list)
@@ -84,6 +99,19 @@ class BundleComparison:
     @property
     def matches(self) -> bool:
         return not self.differences
+
+    def verdict(self, a: Speedup, b: Speedup, task_id: str, noise_log: float | None) -> str:
+        """:func:`speedup_verdict` of task ``task_id``'s speedups with its between-run sd."""
+        return speedup_verdict(a, b, noise_log, self.tau_of(task_id).log_sd, self.confidence)
+
+    def taus_used(self) -> list[str]:
+        """Each distinct between-run sd the speedup rows used, in words (:meth:`kit.score.betweenrun.Tau.text`)
+        with the tasks it served: what ``mkb reproduce`` prints."""
+        by: dict[str, list[str]] = {}
+        for r in self.candidates:
+            if r.get("speedup") in (SAME, NOISE, DIFFERENT) and r.get("speedup_bundle") and r.get("speedup_reproduced"):
+                by.setdefault(self.tau_of(r["task_id"]).text(), []).append(r["task_id"])
+        return [f"{text}: {len(set(ts))} task(s)" for text, ts in by.items()]
 
 
 def _outcomes(status: str | None) -> tuple[str, str]:
@@ -107,10 +135,14 @@ def usable_speedups(records: pl.DataFrame) -> dict[tuple[str, str, str], Speedup
 
 
 def compare(bundle: pl.DataFrame, reproduced: pl.DataFrame, tasks: pl.DataFrame, ps: list[float],
-            noise: dict[str, float] | None = None, same_hardware: bool = True) -> BundleComparison:
+            noise: dict[str, float] | None = None, same_hardware: bool = True, tau_of: TauOf | None = None,
+            confidence: float = 0.95) -> BundleComparison:
     """Compare the reproduced records with the bundle's (both deduplicated, :data:`kit.results.shards.SHARD_SCHEMA`)
-    over the bundle's denominator ``tasks`` and thresholds ``ps`` (module rules)."""
-    out = BundleComparison(same_hardware)
+    over the bundle's denominator ``tasks`` and thresholds ``ps`` (module rules); ``tau_of`` gives each task's
+    between-run sd (None: :func:`kit.score.betweenrun.default_tau` for all), ``confidence`` the intervals' level."""
+    out = BundleComparison(same_hardware, confidence=confidence)
+    if tau_of is not None:
+        out.tau_of = tau_of
     noise = noise or {}
     sa, sb = usable_speedups(bundle), usable_speedups(reproduced)
     status_a = {k[:3]: k[3] for k in bundle.select(*KEY, "status").iter_rows()}
@@ -146,9 +178,11 @@ def _candidate(cmp: BundleComparison, key: tuple[str, str, str], statuses: tuple
         differences.append(f"{name}: a usable speedup only in the {'bundle' if sb is None else 'reproduction'} "
                            f"({(sa or sb).text()}; statuses {a} / {b})")  # type: ignore[union-attr]
     else:
-        row["speedup"] = speedup_verdict(sa, sb, noise_log)
+        row["speedup"] = cmp.verdict(sa, sb, key[1], noise_log)
+        row["tau_log_sd"] = cmp.tau_of(key[1]).log_sd
         if row["speedup"] == DIFFERENT:
-            differences.append(f"{name}: speedup {sa.text()} in the bundle, {sb.text()} in the reproduction")
+            differences.append(f"{name}: speedup {sa.text()} in the bundle, {sb.text()} in the reproduction "
+                               f"({cmp.tau_of(key[1]).text()})")
     return row
 
 
@@ -178,7 +212,7 @@ def _task_rows(out: BundleComparison, a: pl.DataFrame, b: pl.DataFrame, tasks: p
     for key in keys:
         rows = by_task.get(key, [])
         x, y = best_a.get(key), best_b.get(key)
-        agree = x is not None and y is not None and speedup_verdict(x, y, noise.get(key[1])) != DIFFERENT
+        agree = x is not None and y is not None and out.verdict(x, y, key[1], noise.get(key[1])) != DIFFERENT
         fast_verdicts = []
         for p in ps:
             fa, fb = fast["a"].get(key, 0) > p, fast["b"].get(key, 0) > p

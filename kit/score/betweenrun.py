@@ -65,8 +65,8 @@ class Tau:
     def text(self) -> str:
         pct = 100 * math.expm1(self.log_sd)
         if self.scope == "default":
-            return f"between-run sd {pct:.1f} % (default: {self.source})"
-        return f"between-run sd {pct:.1f} % ({self.scope}, {self.runs} runs, from {self.source})"
+            return f"between-run sd {pct:.1f} %, the default: {self.source}"
+        return f"between-run sd {pct:.1f} %, {self.scope} estimate of {self.runs} runs from {self.source}"
 
 
 def _moments(runs: list[tuple[float, float]]) -> tuple[float, int, float] | None:
@@ -175,6 +175,6 @@ def from_calibration(data: Mapping | None, task_id: str | None, source: str) -> 
     return None
 
 
-def default_tau(why: str = "no between-run estimate for this host (mkb calibrate --between-runs)") -> Tau:
+def default_tau(why: str = "no between-run estimate for this host, see mkb calibrate --between-runs") -> Tau:
     """:data:`DEFAULT_LOG_SD`, saying why it is used."""
     return Tau(DEFAULT_LOG_SD, why, 0, "default")
