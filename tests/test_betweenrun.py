@@ -72,3 +72,60 @@ def test_tau_from_a_calibration_file_per_task_then_pooled_then_none():
     assert (t.log_sd, t.scope, t.runs) == (0.04, "pooled", 3)
     assert br.from_calibration({"summary": {}}, "a", "f") is None
     assert "default" in br.default_tau().text() and math.isclose(br.default_tau().log_sd, br.DEFAULT_LOG_SD)
+
+
+def _table_entries(root, tau: float, runs: int, seed: int = 0):
+    """A baseline table of 6 tasks, each measured by ``runs`` separate run directories: a run effect N(0, tau^2)
+    on the log time and 10 rounds of within-run noise (sd 0.03) each."""
+    from kit.baselines import table as btable
+    from kit.baselines.key import BaselineKey, RunnerSettings
+
+    key = BaselineKey({"device": "host", "cpu_model": "CPU A", "arch": "x86_64", "cpus": 2}, "3.2.2", "n1",
+                      RunnerSettings(threads=1, precision="high", warmup=10, iterations=30))
+    rng = np.random.default_rng(seed)
+    for j in range(6):
+        base = math.log(0.5 + j)
+        for i in range(runs):
+            rounds = np.exp(base + rng.normal(0, tau) + rng.normal(0, 0.03, 10)).tolist()
+            btable.add_entry(root, key, btable.Entry(
+                task_id=f"t{j}", task_sha256="d", native_ms=float(np.exp(np.mean(np.log(rounds)))),
+                native_model_ms=1.0, native_round_ms=rounds, native_model_round_ms=rounds, native_op_types={"X": 1},
+                rounds=10, recorded_at=f"2026-01-0{i + 1}T00:00:00", source=f"/runs/r{i}", job_id="j", method="native"))
+    return key.key
+
+
+def test_the_baseline_tables_give_the_native_times_between_run_sd(tmp_path):
+    from kit.baselines.drift import between_run
+    from kit.baselines.table import read_table, table_path
+
+    key = _table_entries(tmp_path, tau=0.08, runs=6)
+    est = between_run(read_table(table_path(tmp_path, key)))
+    assert abs(est["pooled"]["log_sd_raw"] - 0.08) < 0.03, est["pooled"]
+    assert set(est["tasks"]) == {f"t{j}" for j in range(6)} and est["pooled"]["df"] == 30
+
+
+def test_a_reproduction_uses_this_hosts_calibration_then_the_bundles_then_the_tables_then_the_default(tmp_path):
+    import json
+
+    import polars as pl
+
+    from kit.bundle.tau import resolver
+
+    run_dir, bundle, tables = tmp_path / "rep", tmp_path / "bundle", tmp_path / "tables"
+    for d in (run_dir, bundle, tables):
+        d.mkdir()
+    recs = pl.DataFrame({"task_id": ["t0"], "baseline_key": [""]})
+    tau = resolver(run_dir, bundle, recs, tables)("t0")
+    assert tau.scope == "default" and tau.log_sd == br.DEFAULT_LOG_SD and "mkb calibrate" in tau.text()
+    key = _table_entries(tables, tau=0.05, runs=3)
+    tau = resolver(run_dir, bundle, pl.DataFrame({"task_id": ["t0"], "baseline_key": [key]}), tables)("t0")
+    assert tau.scope == "pooled" and "baseline table" in tau.source and tau.runs == 3
+    # a bundle's calibration.json of an older kit (no between_run) is no source; one with it is
+    (bundle / "calibration.json").write_text(json.dumps({"summary": {}, "tasks": []}))
+    assert resolver(run_dir, bundle, recs, tables)("t0").scope == "default"
+    (bundle / "calibration.json").write_text(json.dumps({"between_run": {"pooled": {"log_sd": 0.03, "runs": 4}}}))
+    assert resolver(run_dir, bundle, recs, tables)("t0").source == str(bundle / "calibration.json")
+    (run_dir / "calibration.json").write_text(json.dumps({"between_run": {"pooled": {"log_sd": 0.02, "runs": 3},
+                                                                           "tasks": {"t0": {"log_sd": 0.04, "runs": 5}}}}))
+    tau = resolver(run_dir, bundle, recs, tables)("t0")
+    assert (tau.log_sd, tau.scope, tau.source) == (0.04, "task", str(run_dir / "calibration.json"))

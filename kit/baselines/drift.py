@@ -19,6 +19,7 @@ from pathlib import Path
 import polars as pl
 
 from kit.baselines.table import TableError, read_table, table_path
+from kit.score import betweenrun
 
 #: the band (ln of the ratio of native op times) of a task without an A/A noise figure: ln(1.25).  Measured on
 #: the fixture engine, 3 runs of 2 tasks on the loaded 2-core dev VM (1 thread, 3 rounds x 10 iterations, load
@@ -72,3 +73,22 @@ def _compare(group: pl.DataFrame, table: pl.DataFrame, source: str, key: str,
                     "table_entries": others.height, "ratio": ratio, "band": band, "band_from": band_from,
                     "drifts": abs(math.log(ratio)) > band})
     return out
+
+
+def between_run(table: pl.DataFrame) -> dict:
+    """The between-run sd of native's log op time in baseline table ``table`` (rows of
+    :data:`kit.baselines.table.SCHEMA`): one point per task, task digest and run directory (``source``: the
+    entries a run wrote pooled, ``native_round_ms`` giving its mean log and that mean's se), estimated by
+    :func:`kit.score.betweenrun.estimate` (DerSimonian-Laird).  It is one side's run-to-run movement on this
+    hardware (what a table-timed speedup is exposed to, ``baselines.native_timing = "table"``); empty figures
+    (``pooled`` None) without two runs of a task."""
+    by_task: dict[str, list[tuple[float, float]]] = {}
+    for (task_id, digest, _source), group in table.group_by(["task_id", "task_sha256", "source"]):
+        rounds = [x for rs in group["native_round_ms"].to_list() if rs for x in rs]
+        point = betweenrun.points_from_rounds(rounds)
+        if point is not None:
+            by_task.setdefault(f"{task_id}@{digest}", []).append(point)
+    est = betweenrun.estimate(by_task)
+    # per task id (the digest only kept runs of other task files apart)
+    est["tasks"] = {k.split("@", 1)[0]: v for k, v in est["tasks"].items()}
+    return est

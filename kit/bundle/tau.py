@@ -1,0 +1,72 @@
+"""Which between-run sd a comparison of speedups across runs uses (:mod:`kit.score.betweenrun`), per task, and
+where it came from.
+
+In order, the first that has a figure for the task (its own, else the pooled one):
+
+1. ``calibration.json`` of the reproduction's run directory: an estimate from separate A/A calibrations on this
+   host (``mkb calibrate --between-runs``);
+2. ``calibration.json`` of the bundle (its host; speedups are only compared on the same hardware);
+3. the baseline tables of the reproduction's records (``baseline_key``): the between-run sd of native's log op
+   time on this hardware (:func:`kit.baselines.drift.between_run`).  A proxy: a paired speedup cancels the
+   movement both sides share (frequency, load), one side's time does not, so it errs on the wide side;
+4. :data:`kit.score.betweenrun.DEFAULT_LOG_SD`, said as the default.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+from kit.baselines.drift import between_run as table_between_run
+from kit.baselines.table import TableError, read_table, table_path
+from kit.bundle.compare import TauOf
+from kit.score import betweenrun
+from kit.score.betweenrun import Tau
+
+CALIBRATION_FILE = "calibration.json"
+
+
+def _calibration(path: Path) -> dict | None:
+    """The content of calibration file ``path`` (None when missing or unreadable: it is then no source)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _tables(root: Path | None, records: pl.DataFrame) -> list[tuple[str, dict]]:
+    """``(key, between-run figures)`` of each baseline table the ``records`` name that has a pooled figure."""
+    if root is None or "baseline_key" not in records.columns:
+        return []
+    out = []
+    for key in sorted(k for k in records["baseline_key"].unique().to_list() if k):
+        try:
+            est = table_between_run(read_table(table_path(root, key)))
+        except TableError:
+            continue
+        if est["pooled"] is not None:
+            out.append((key, est))
+    return out
+
+
+def resolver(run_dir: Path, bundle_root: Path, records: pl.DataFrame,
+             tables_root: Path | None) -> TauOf:
+    """A function task id -> :class:`kit.score.betweenrun.Tau` over the sources of the module docstring."""
+    cals = [(p, _calibration(p)) for p in (run_dir / CALIBRATION_FILE, bundle_root / CALIBRATION_FILE)]
+    tables = _tables(tables_root, records)
+
+    def tau_of(task_id: str) -> Tau:
+        for path, data in cals:
+            t = betweenrun.from_calibration(data, task_id, str(path))
+            if t is not None:
+                return t
+        for key, est in tables:
+            t = betweenrun.from_calibration({"between_run": est}, task_id, f"baseline table {key[:12]} (native times)")
+            if t is not None:
+                return t
+        return betweenrun.default_tau()
+
+    return tau_of
