@@ -6,6 +6,7 @@
     mkb check --task ID --files A.hpp A.cpp | --response R.md   one candidate, JSON verdict on stdout ([--no-timing])
     mkb serve --config cfg.toml [--host H] [--port P]           verdicts over HTTP for agents and trainers
     mkb calibrate --config cfg.toml                             the native method on a split (A/A noise floor)
+    mkb calibrate --config cfg.toml --between-runs DIR...       the between-run sd of separate calibrations
     mkb tasks list|generate|audit|tolerances                    the task suite
     mkb tasks import SRC... --out DIR [--official]              problem files / ONNX models -> task folders
     mkb tasks import --official DIR --per-category 1 --out OUT  one pinned file per category (or --only NAME...)
@@ -65,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("calibrate", help="run the native method on every task of the split")
     _add_config(p, required=True)
+    p.add_argument("--between-runs", nargs="+", type=Path, default=None, metavar="DIR",
+                   help="time nothing: estimate the between-run sd from these separate calibrations (run directories "
+                        "or calibration.json files) and this config's, and write it into run.dir's calibration.json")
 
     p = sub.add_parser("tasks", help="the task suite")
     tsub = p.add_subparsers(dest="tasks_cmd", required=True)
@@ -245,9 +249,15 @@ def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
             return serve(args, _config(args, rest))
         if args.cmd == "calibrate":
             cfg = _config(args, rest)
-            from kit.outline.calibrate import calibrate
+            from kit.outline.calibrate import CalibrationError, calibrate, combine
 
-            return calibrate(cfg)
+            if not args.between_runs:
+                return calibrate(cfg)
+            try:
+                return combine(cfg, args.between_runs)
+            except CalibrationError as exc:
+                print(f"mkb: {exc}", file=sys.stderr)
+                return 2
         if args.cmd == "tasks":
             return _tasks(args)
         if args.cmd == "prompts":

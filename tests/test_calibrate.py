@@ -45,3 +45,54 @@ def test_a_calibration_without_timings():
     s = calibrate.summarize([calibrate.task_row(RECORDS[-1])])
     assert s["timed"] == 0 and s["coverage"] is None
     assert calibrate.coverage_line(s) == "A/A coverage: no task was timed"
+
+
+def _calibration_json(path, speedups: dict[str, float], half_log: float = 0.02):
+    """A calibration.json of one separate A/A run: per task its speedup and an interval of half-width
+    ``half_log`` on the log scale."""
+    import json
+
+    from kit.score.noisefloor import summarize
+
+    rows = [calibrate.task_row(_record(t, s, s * math.exp(-half_log), s * math.exp(half_log)))
+            for t, s in speedups.items()]
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "calibration.json").write_text(json.dumps({"summary": summarize(rows), "tasks": rows}))
+
+
+def test_between_runs_combines_separate_calibrations_into_the_run_dirs_file(tmp_path, capsys):
+    """mkb calibrate --between-runs: 5 separate A/A runs of 30 tasks whose speedups move by N(0, 0.05^2) between
+    runs: the pooled figure is near 0.05, per-task figures exist (5 runs), the file keeps its summary."""
+    import json
+
+    import numpy as np
+
+    from kit.cli import main
+    from kit.outline.calibrate import CalibrationError, combine
+    from kit.settings.config import EvalConfig
+
+    rng = np.random.default_rng(7)
+    dirs = []
+    for i in range(5):
+        dirs.append(tmp_path / f"cal-{i}")
+        _calibration_json(dirs[-1], {f"t{j}": float(np.exp(rng.normal(0, 0.05) + rng.normal(0, 0.01)))
+                                     for j in range(30)})
+    cfg = EvalConfig.model_validate({"run": {"dir": str(dirs[0])}})
+    assert combine(cfg, dirs[1:]) == 0
+    data = json.loads((dirs[0] / "calibration.json").read_text())
+    br = data["between_run"]
+    assert abs(br["pooled"]["log_sd"] - 0.05) < 0.012 and br["pooled"]["runs"] == 5 and len(br["tasks"]) == 30
+    assert data["summary"]["timed"] == 30 and len(br["sources"]) == 5
+    assert "between runs: sd of ln speedup" in capsys.readouterr().out
+    with pytest.raises(CalibrationError, match="at least 2"):
+        combine(EvalConfig.model_validate({"run": {"dir": str(tmp_path / "none")}}), [dirs[1]])
+    capsys.readouterr()
+    assert main(["calibrate", "--config", str(_toml(tmp_path, tmp_path / "none")), "--between-runs",
+                 str(tmp_path / "missing")]) == 2
+    assert "not found: " in capsys.readouterr().err
+
+
+def _toml(tmp_path, run_dir):
+    p = tmp_path / "c.toml"
+    p.write_text(f'[run]\ndir = "{run_dir}"\n')
+    return p

@@ -120,14 +120,14 @@ def estimate(by_task: Mapping[str, list[tuple[float, float]]]) -> dict:
 
 def points_from_calibration(data: Mapping, confidence: float = 0.95) -> dict[str, tuple[float, float]]:
     """Task id -> ``(ln speedup, se)`` of one A/A calibration's content ``data`` (``calibration.json``: its
-    ``tasks`` entries with a speedup and an interval; ``se`` from ``log_se`` when stored, else the interval)."""
+    ``tasks`` entries with a speedup and an interval; ``se`` recovered from the interval as :func:`differ`
+    recovers it, so the tau estimated is the excess over the same se the comparison adds it to)."""
     out = {}
     for t in data.get("tasks") or []:
         s, lo, hi = t.get("speedup"), t.get("speedup_ci_low"), t.get("speedup_ci_high")
-        if not s or not lo or not hi or min(s, lo, hi) <= 0:
+        if not s or not lo or not hi or min(s, lo, hi) <= 0 or t.get("untimeable"):
             continue
-        se = t.get("log_se")
-        out[t["task_id"]] = (math.log(s), float(se) if se else log_se(lo, hi, confidence))
+        out[t["task_id"]] = (math.log(s), log_se(lo, hi, confidence))
     return out
 
 
@@ -140,6 +140,17 @@ def points_from_rounds(round_ms: Iterable[float]) -> tuple[float, float] | None:
     m = sum(logs) / len(logs)
     sd = math.sqrt(sum((x - m) ** 2 for x in logs) / (len(logs) - 1))
     return m, sd / math.sqrt(len(logs))
+
+
+def estimate_line(est: Mapping) -> str:
+    """:func:`estimate`'s figures in one sentence, for the console."""
+    p = est.get("pooled")
+    if not p:
+        return "between runs: no task was timed in 2 or more runs, no estimate"
+    return (f"between runs: sd of ln speedup {p['log_sd']:.4f} ({100 * math.expm1(p['log_sd']):.1f} %; "
+            f"DerSimonian-Laird {p['log_sd_raw']:.4f} before the {FLOOR_LOG_SD:g} floor) over {p['tasks']} tasks of "
+            f"up to {p['runs']} runs ({p['df']} degrees of freedom); {len(est.get('tasks') or {})} tasks with "
+            f">= {MIN_TASK_RUNS} runs have their own figure")
 
 
 def z_of(confidence: float) -> float:
