@@ -129,3 +129,29 @@ def test_a_reproduction_uses_this_hosts_calibration_then_the_bundles_then_the_ta
                                                                            "tasks": {"t0": {"log_sd": 0.04, "runs": 5}}}}))
     tau = resolver(run_dir, bundle, recs, tables)("t0")
     assert (tau.log_sd, tau.scope, tau.source) == (0.04, "task", str(run_dir / "calibration.json"))
+
+
+def test_a_table_timed_interval_takes_in_two_runs_between_run_sd(tmp_path):
+    """baselines.native_timing = "table": the candidate timed now, native in another run: the Welch interval
+    widened to sqrt(h^2 + 2 (z tau)^2), tau the table's own (Book.native_tau) or the default."""
+    from kit.baselines.book import Book
+    from kit.baselines.key import RunnerSettings
+    from kit.stages.speedup import unpaired_estimate
+    from kit.suite.tasks import Task
+
+    rng = np.random.default_rng(3)
+    cand, nat = np.exp(rng.normal(0, 0.02, 10)), 2 * np.exp(rng.normal(0, 0.02, 10))
+    plain, wide = unpaired_estimate(cand, nat), unpaired_estimate(cand, nat, between_log_sd=0.06)
+    assert wide.speedup == plain.speedup
+    h0, h1 = math.log(plain.ci_high / plain.ci_low) / 2, math.log(wide.ci_high / wide.ci_low) / 2
+    assert h1 == pytest.approx(math.sqrt(h0**2 + 2 * (1.959964 * 0.06) ** 2), rel=1e-5)
+    book = Book(tmp_path, "table", False, "3.2.2", "n1",
+                RunnerSettings(threads=1, precision="high", warmup=10, iterations=30),
+                hardware=lambda: {"device": "host", "cpu_model": "CPU A", "arch": "x86_64", "cpus": 2})
+    task = Task(id="t0", category="unary", op_type="Exp", mechanism="atomic", split="train", mnn_op_types=["X"],
+                inputs=[{"name": "x", "shape": [4]}], outputs=[{"name": "y", "shape": [4]}], mnn={"files": ["a.cpp"]})
+    assert book.native_tau(task).scope == "default"  # no table yet
+    book._taus.clear()
+    _table_entries(tmp_path, tau=0.1, runs=6)
+    tau = book.native_tau(task)
+    assert tau.scope == "task" and tau.runs == 6 and 0.05 < tau.log_sd < 0.16

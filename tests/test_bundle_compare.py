@@ -10,7 +10,7 @@ import tomllib
 
 import pytest
 
-from kit.bundle.compare import DIFFERENT, NOISE, SAME, SKIPPED, Speedup, compare, speedup_verdict
+from kit.bundle.compare import DIFFERENT, NOISE, SAME, SKIPPED, Between, Speedup, compare, speedup_verdict
 from kit.bundle.configs import config_toml, exact_config
 from kit.results.records import Record, Status
 from kit.results.shards import records_frame
@@ -144,9 +144,9 @@ def test_between_run_sd_decides_the_layernorm_pair_and_keeps_a_20_percent_slower
     later = frame(rec("t1", "s", Status.OK, 0.19, 0.176, 0.205))
     slower = frame(rec("t1", "s", Status.OK, 0.231 * 0.8, 0.21 * 0.8, 0.253 * 0.8))
     calibrated = Tau(0.06, "calibration.json", 5, "pooled")
-    cmp = compare(bundle, later, TASKS, PS, tau_of=lambda _t: calibrated)
+    cmp = compare(bundle, later, TASKS, PS, between=Between(lambda _t: calibrated))
     assert cmp.matches and cmp.candidates[0]["speedup"] == NOISE and cmp.candidates[0]["tau_log_sd"] == 0.06
     assert cmp.taus_used() == ["between-run sd 6.2 %, pooled estimate of 5 runs from calibration.json: 1 task(s)"]
-    assert not compare(bundle, later, TASKS, PS, tau_of=lambda _t: Tau(0.0, "none", 2)).matches
-    cmp = compare(bundle, slower, TASKS, PS, tau_of=lambda _t: calibrated)
+    assert not compare(bundle, later, TASKS, PS, between=Between(lambda _t: Tau(0.0, "none", 2))).matches
+    cmp = compare(bundle, slower, TASKS, PS, between=Between(lambda _t: calibrated))
     assert cmp.candidates[0]["speedup"] == DIFFERENT and "pooled estimate of 5 runs" in cmp.differences[0]

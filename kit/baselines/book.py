@@ -15,11 +15,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from kit.baselines.drift import between_run
 from kit.baselines.key import BaselineKey, RunnerSettings, device_hardware, host_hardware, task_sha256
 from kit.baselines.lookup import NoBaseline, find
-from kit.baselines.table import Entry, TableError, add_entry
+from kit.baselines.table import Entry, TableError, add_entry, read_table, table_path
 from kit.results.outcomes import TimingOutcome
 from kit.results.records import DeviceState
+from kit.score.betweenrun import Tau, default_tau, from_calibration
 from kit.suite.tasks import Task
 
 log = logging.getLogger("kit")
@@ -40,6 +42,7 @@ class Book:
     settings: RunnerSettings
     source: str = ""
     hardware: Callable[[], dict[str, Any]] = field(default=host_hardware)
+    _taus: dict[str, dict] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def table_mode(self) -> bool:
@@ -72,6 +75,19 @@ class Book:
             return find(self.root, self.key_for(device), task.id, task_sha256(task))
         except TableError as exc:
             raise NoBaseline(f"task {task.id}: {exc}") from None
+
+    def native_tau(self, task: Task, device: DeviceState | None = None) -> Tau:
+        """The between-run sd (ln) of ``task``'s native op time in the table of this node (or of ``device``):
+        :func:`kit.baselines.drift.between_run` (its own figure with enough runs, else the table's pooled one),
+        else :data:`kit.score.betweenrun.DEFAULT_LOG_SD`.  Read once per key and worker."""
+        key = self.key_for(device).key
+        if key not in self._taus:
+            try:
+                self._taus[key] = between_run(read_table(table_path(self.root, key)))
+            except TableError:
+                self._taus[key] = {"pooled": None, "tasks": {}}
+        found = from_calibration({"between_run": self._taus[key]}, task.id, f"baseline table {key[:12]}")
+        return found or default_tau("the baseline table has no task measured by 2 runs")
 
     def note(self, task: Task, job_id: str, method: str, timing: TimingOutcome) -> TimingOutcome:
         """``timing`` with the key of the hardware that took it; an interleaved timing's native measurement is

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
+
+from kit.score.betweenrun import DEFAULT_LOG_SD
 
 
 def native_timing_note(records: pl.DataFrame) -> str | None:
@@ -16,7 +20,8 @@ def native_timing_note(records: pl.DataFrame) -> str | None:
         return None
     keys = ", ".join(sorted(set(table["baseline_key"].to_list())))
     line = (f"native times: baseline table {keys} ({table.height} records; only the candidates were timed, "
-            "baselines.native_timing = \"table\")")
+            "baselines.native_timing = \"table\"; intervals widened by the table's between-run sd of native "
+            f"times, or {100 * math.expm1(DEFAULT_LOG_SD):.1f} % without one)")
     interleaved = records.filter(pl.col("native_timing") == "interleaved").height
     if interleaved:
         line += f"; MIXED with {interleaved} records timed interleaved: these speedups are not like for like"

@@ -25,8 +25,8 @@ Rules (issue 17):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -82,6 +82,15 @@ def speedup_verdict(a: Speedup, b: Speedup, noise_log: float | None = None, tau:
 TauOf = Callable[[str], Tau]
 
 
+@dataclass(frozen=True)
+class Between:
+    """How speedups of separate runs are compared: ``tau_of`` gives each task's between-run sd, ``confidence``
+    is the intervals' level."""
+
+    tau_of: TauOf = field(default=lambda _t: betweenrun.default_tau())
+    confidence: float = 0.95
+
+
 @dataclass
 class BundleComparison:
     """The verdicts: ``candidates`` and ``tasks`` rows (dicts; the keys :mod:`kit.bundle.verdict` prints),
@@ -89,8 +98,7 @@ class BundleComparison:
     one sentence per real difference (what makes ``mkb reproduce`` exit 1)."""
 
     same_hardware: bool
-    tau_of: TauOf = field(default=lambda _t: betweenrun.default_tau())
-    confidence: float = 0.95
+    between: Between = field(default_factory=Between)
     candidates: list[dict[str, Any]] = field(default_factory=list)
     tasks: list[dict[str, Any]] = field(default_factory=list)
     metrics: list[dict[str, Any]] = field(default_factory=list)
@@ -102,7 +110,10 @@ class BundleComparison:
 
     def verdict(self, a: Speedup, b: Speedup, task_id: str, noise_log: float | None) -> str:
         """:func:`speedup_verdict` of task ``task_id``'s speedups with its between-run sd."""
-        return speedup_verdict(a, b, noise_log, self.tau_of(task_id).log_sd, self.confidence)
+        return speedup_verdict(a, b, noise_log, self.tau_of(task_id).log_sd, self.between.confidence)
+
+    def tau_of(self, task_id: str) -> Tau:
+        return self.between.tau_of(task_id)
 
     def taus_used(self) -> list[str]:
         """Each distinct between-run sd the speedup rows used, in words (:meth:`kit.score.betweenrun.Tau.text`)
@@ -135,14 +146,12 @@ def usable_speedups(records: pl.DataFrame) -> dict[tuple[str, str, str], Speedup
 
 
 def compare(bundle: pl.DataFrame, reproduced: pl.DataFrame, tasks: pl.DataFrame, ps: list[float],
-            noise: dict[str, float] | None = None, same_hardware: bool = True, tau_of: TauOf | None = None,
-            confidence: float = 0.95) -> BundleComparison:
+            noise: dict[str, float] | None = None, same_hardware: bool = True,
+            between: Between | None = None) -> BundleComparison:
     """Compare the reproduced records with the bundle's (both deduplicated, :data:`kit.results.shards.SHARD_SCHEMA`)
-    over the bundle's denominator ``tasks`` and thresholds ``ps`` (module rules); ``tau_of`` gives each task's
-    between-run sd (None: :func:`kit.score.betweenrun.default_tau` for all), ``confidence`` the intervals' level."""
-    out = BundleComparison(same_hardware, confidence=confidence)
-    if tau_of is not None:
-        out.tau_of = tau_of
+    over the bundle's denominator ``tasks`` and thresholds ``ps`` (module rules); ``between`` gives each task's
+    between-run sd (None: :func:`kit.score.betweenrun.default_tau` for all) and the intervals' level."""
+    out = BundleComparison(same_hardware, between or Between())
     noise = noise or {}
     sa, sb = usable_speedups(bundle), usable_speedups(reproduced)
     status_a = {k[:3]: k[3] for k in bundle.select(*KEY, "status").iter_rows()}

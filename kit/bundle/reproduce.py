@@ -20,7 +20,7 @@ from typing import Any
 
 from kit.bundle import scores
 from kit.bundle.archive import extract
-from kit.bundle.compare import SAME, BundleComparison, compare
+from kit.bundle.compare import SAME, Between, BundleComparison, compare
 from kit.bundle.configs import config_toml
 from kit.bundle.manifest import CANDIDATES, TASKS, BundleError, Manifest, folder_hashes
 from kit.bundle.pack import environment, session_hosts
@@ -78,7 +78,7 @@ def reproduce(bundle: Path, run_dir: Path | None = None, overrides: Sequence[str
     env, same_hw = environment_rows(m, provenance.load(run_dir), reproduced, cfg)
     tau_of = resolver(run_dir, root, reproduced, cfg.baselines.dir or cfg.mnn.cache_dir / "baselines")
     cmp = compare(checked.records, reproduced, denominator, m.config["report"]["fast_p"],
-                  scores.noise_of(root, checked.records), same_hw, tau_of, cfg.timing.confidence)
+                  scores.noise_of(root, checked.records), same_hw, Between(tau_of, cfg.timing.confidence))
     print_verdict(cmp, env)
     print(f"verdict file: {write_verdict(cmp, env, run_dir)}")
     return cmp

@@ -79,7 +79,7 @@ def _against_table(place: TimingPlace, task: Task, candidate: sverify.SideModel,
     except NoBaseline as exc:
         raise StageFailure(Status.TIMING_FAILED, ErrorKind.NO_BASELINE, str(exc)) from None
     key = book.key_for(opened).key
-    out = time_against_table(task, candidate, entry, key, place.timing, setup)
+    out = time_against_table(task, candidate, entry, key, place.timing, setup, book.native_tau(task, opened).log_sd)
     if device is not None and (now := book.key_of(out).key) != key:
         raise StageFailure(Status.TIMING_FAILED, ErrorKind.NO_BASELINE, f"{device.label}: its hardware key changed "
                            f"from {key} (session opened) to {now} (timed runs): cores or their maximum frequencies "

@@ -101,11 +101,14 @@ def welch_interval(a: np.ndarray, b: np.ndarray, confidence: float) -> tuple[flo
     return diff - half, diff + half
 
 
-def unpaired_estimate(candidate_rounds: np.ndarray, native_rounds: np.ndarray, confidence: float = 0.95) -> Estimate:
+def unpaired_estimate(candidate_rounds: np.ndarray, native_rounds: np.ndarray, confidence: float = 0.95,
+                      between_log_sd: float = 0.0) -> Estimate:
     """The speedup of native round medians measured in another timing (a baseline table's) over this timing's
     candidate round medians: ``speedup = geomean(native) / geomean(candidate)``, its interval Welch's on the
     logs (:func:`welch_interval`: the rounds are not paired, so a drift of the host between the two timings does
-    not cancel and is not in the interval either).
+    not cancel), widened by the two runs' between-run sd ``between_log_sd`` (tau, ln scale,
+    :mod:`kit.score.betweenrun`): half-width ``sqrt(h_welch^2 + 2 (z tau)^2)``, ``z`` the normal quantile of
+    ``confidence`` (each side's time moves between runs by tau and the two runs are separate).
 
     Raises:
         ValueError: a median is not positive, or a side has none."""
@@ -113,6 +116,12 @@ def unpaired_estimate(candidate_rounds: np.ndarray, native_rounds: np.ndarray, c
     if c.size == 0 or n.size == 0 or not np.all(c > 0) or not np.all(n > 0):
         raise ValueError(f"round medians must be positive: native {n.tolist()}, candidate {c.tolist()}")
     ci = welch_interval(np.log(n), np.log(c), confidence)
+    if ci is not None and between_log_sd > 0:
+        from statistics import NormalDist
+
+        mid, half = (ci[0] + ci[1]) / 2, (ci[1] - ci[0]) / 2
+        half = math.sqrt(half**2 + 2 * (NormalDist().inv_cdf(0.5 + confidence / 2) * between_log_sd) ** 2)
+        ci = (mid - half, mid + half)
     native_ms, candidate_ms = geomean(n), geomean(c)
     return Estimate(candidate_ms=candidate_ms, native_ms=native_ms, speedup=native_ms / candidate_ms,
                     ci_low=math.exp(ci[0]) if ci else None, ci_high=math.exp(ci[1]) if ci else None)

@@ -6,8 +6,9 @@ side: the same rounds, inputs, checks of its outputs and clock).  The rule of :m
 basis holds against the table's native op types: when the candidate's model executes other op types than the
 table's native model did, both sides fall back to the whole forward (``timing_basis = "model"``, the table's
 ``native_model_round_ms``).  ``speedup = geomean(table round medians) / geomean(candidate round medians)``, its
-interval Welch's over the two sets of rounds (:func:`kit.stages.speedup.unpaired_estimate`): the two timings
-are not paired, so a drift of the machine between them is neither cancelled nor in the interval.  The record
+interval Welch's over the two sets of rounds (:func:`kit.stages.speedup.unpaired_estimate`) widened by the
+between-run sd of the table's native times (``tau_log_sd``, :meth:`kit.baselines.book.Book.native_tau`): the
+two timings are separate runs, so what moves between runs is neither cancelled nor in one run's rounds.  The record
 says ``native_timing = "table"`` and ``baseline_key``; its ``native_samples_ms`` stay empty (no native run).
 """
 
@@ -28,9 +29,10 @@ from kit.suite.tasks import Task
 
 
 def time_against_table(task: Task, candidate: SideModel, entry: Entry, key: str, opts: stiming.TimingOptions,
-                       setup: stiming.TimingSetup) -> TimingOutcome:
+                       setup: stiming.TimingSetup, tau_log_sd: float = 0.0) -> TimingOutcome:
     """Time ``candidate`` alone (as ``opts`` says, where ``setup`` says: :class:`kit.stages.timing.TimingSetup`)
-    and take the native side from ``entry`` of baseline table ``key`` (module docstring).
+    and take the native side from ``entry`` of baseline table ``key`` (module docstring); ``tau_log_sd`` the
+    between-run sd (ln) the interval is widened by.
 
     Returns the candidate's samples (ms), the speedup and its interval against the table's round medians,
     ``native_timing = "table"`` and ``baseline_key = key``.
@@ -51,7 +53,7 @@ def time_against_table(task: Task, candidate: SideModel, entry: Entry, key: str,
         raise StageFailure(Status.TIMING_FAILED, ErrorKind.INTERNAL,
                            f"candidate op time is zero or invalid: op types seen {cand_types}")
     native = np.asarray(entry.native_round_ms if basis == "op" else entry.native_model_round_ms, dtype=np.float64)
-    est = sspeedup.unpaired_estimate(cmed, native, opts.confidence)
+    est = sspeedup.unpaired_estimate(cmed, native, opts.confidence, tau_log_sd)
     flags = ()
     if est.speedup is not None and est.speedup > opts.implausible_speedup:
         flags = (Flag(code=IMPLAUSIBLE_SPEEDUP, reason=f"speedup {est.speedup:.3g}x is above "
