@@ -109,25 +109,25 @@ def test_a_reproduction_uses_this_hosts_calibration_then_the_bundles_then_the_ta
 
     import polars as pl
 
-    from kit.bundle.tau import resolver
+    from kit.baselines.between import resolver
 
     run_dir, bundle, tables = tmp_path / "rep", tmp_path / "bundle", tmp_path / "tables"
     for d in (run_dir, bundle, tables):
         d.mkdir()
     recs = pl.DataFrame({"task_id": ["t0"], "baseline_key": [""]})
-    tau = resolver(run_dir, bundle, recs, tables)("t0")
+    tau = resolver([run_dir, bundle], recs, tables)("t0")
     assert tau.scope == "default" and tau.log_sd == br.DEFAULT_LOG_SD and "mkb calibrate" in tau.text()
     key = _table_entries(tables, tau=0.05, runs=3)
-    tau = resolver(run_dir, bundle, pl.DataFrame({"task_id": ["t0"], "baseline_key": [key]}), tables)("t0")
+    tau = resolver([run_dir, bundle], pl.DataFrame({"task_id": ["t0"], "baseline_key": [key]}), tables)("t0")
     assert tau.scope == "pooled" and "baseline table" in tau.source and tau.runs == 3
     # a bundle's calibration.json of an older kit (no between_run) is no source; one with it is
     (bundle / "calibration.json").write_text(json.dumps({"summary": {}, "tasks": []}))
-    assert resolver(run_dir, bundle, recs, tables)("t0").scope == "default"
+    assert resolver([run_dir, bundle], recs, tables)("t0").scope == "default"
     (bundle / "calibration.json").write_text(json.dumps({"between_run": {"pooled": {"log_sd": 0.03, "runs": 4}}}))
-    assert resolver(run_dir, bundle, recs, tables)("t0").source == str(bundle / "calibration.json")
+    assert resolver([run_dir, bundle], recs, tables)("t0").source == str(bundle / "calibration.json")
     (run_dir / "calibration.json").write_text(json.dumps({"between_run": {"pooled": {"log_sd": 0.02, "runs": 3},
                                                                            "tasks": {"t0": {"log_sd": 0.04, "runs": 5}}}}))
-    tau = resolver(run_dir, bundle, recs, tables)("t0")
+    tau = resolver([run_dir, bundle], recs, tables)("t0")
     assert (tau.log_sd, tau.scope, tau.source) == (0.04, "task", str(run_dir / "calibration.json"))
 
 
@@ -155,3 +155,41 @@ def test_a_table_timed_interval_takes_in_two_runs_between_run_sd(tmp_path):
     _table_entries(tmp_path, tau=0.1, runs=6)
     tau = book.native_tau(task)
     assert tau.scope == "task" and tau.runs == 6 and 0.05 < tau.log_sd < 0.16
+
+
+def _run_dir(path, speedups: dict[str, tuple[float, float, float]], cpu: str = "CPU A"):
+    """A run directory with one ok record per task (speedup and interval) and a provenance naming ``cpu``."""
+    import json
+
+    from kit.results.records import Record, Status
+    from kit.results.shards import ShardWriter
+
+    path.mkdir(parents=True)
+    with ShardWriter(path, "w0", flush_every=10) as w:
+        for t, (v, lo, hi) in speedups.items():
+            w.append(Record(job_id=f"{t}-s", method="m", task_id=t, sample_id="s", candidate_sha256="0" * 64,
+                            config_digest="d", status=Status.OK, speedup=v, speedup_ci_low=lo, speedup_ci_high=hi))
+    (path / "provenance.json").write_text(json.dumps({"cpu_model": cpu, "arch": "x86_64"}))
+
+
+def test_the_report_of_several_runs_names_the_speedups_that_differ_with_the_sd_it_used(tmp_path):
+    import json
+
+    import polars as pl
+
+    from kit.report.acrossruns import across_runs
+    from kit.report.data import read_runs
+
+    table = pl.DataFrame({"task_id": ["t0", "t1", "t2"], "category": ["unary"] * 3, "split": ["train"] * 3})
+    _run_dir(tmp_path / "a", {"t0": BUNDLE, "t1": (1.0, 0.95, 1.05), "t2": (2.0, 1.9, 2.1)})
+    _run_dir(tmp_path / "b", {"t0": REPRO, "t1": (0.8, 0.76, 0.84), "t2": (2.02, 1.9, 2.1)})
+    _run_dir(tmp_path / "c", {"t0": REPRO}, cpu="CPU B")
+    df, note = across_runs(read_runs([tmp_path / "a", tmp_path / "b", tmp_path / "c"], table))
+    assert df["task_id"].to_list() == ["t1"]  # 20 % slower; layernorm's pair and t2 within noise
+    assert "3 speedups compared; 3 with between-run sd 6.2 %, the default" in note and "other hardware): c" in note
+    summary = {"aa_speedup_p05": 0.9, "aa_speedup_p95": 1.1}
+    (tmp_path / "b" / "calibration.json").write_text(json.dumps(
+        {"summary": summary, "tasks": [], "between_run": {"pooled": {"log_sd": 0.01, "runs": 5}}}))
+    df, note = across_runs(read_runs([tmp_path / "a", tmp_path / "b"], table))
+    assert df["task_id"].to_list() == ["t0", "t1"] and "pooled estimate of 5 runs" in note
+    assert across_runs(read_runs([tmp_path / "a"], table))[0].height == 0

@@ -13,7 +13,7 @@ Rules (issue 17):
   errors and the between-run component ``tau`` (:func:`kit.score.betweenrun.differ`: ``|ln s1 - ln s2| <=
   z sqrt(se1^2 + se2^2 + 2 tau^2)``; the intervals are over one run's rounds, what moves between runs is not in
   them), else ``different``; a usable speedup on one side only is a difference.  ``tau`` per task comes from the
-  caller (:func:`kit.bundle.reproduce.between_run`); without one, :func:`kit.score.betweenrun.default_tau`.
+  caller (:func:`kit.baselines.between.resolver`); without one, :func:`kit.score.betweenrun.default_tau`.
 * **fast_p** of a task may differ only inside the noise band: a task that counts for ``fast_p`` on one side
   and not on the other is ``within noise`` when its best speedups agree (the rule above), else ``different``.
   A metric (CSR, FCR, each fast_p per method, :func:`kit.score.metrics.summary`) is ``same`` when equal; a fast_p

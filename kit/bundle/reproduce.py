@@ -6,7 +6,7 @@ hashes; write ``<run dir>/reproduce.toml``, the bundle's config with this machin
 folders, the bundled candidates; ``mnn.source_dir`` and ``mnn.cache_dir`` left to this machine's defaults,
 ``MKB_...`` variables and the overrides); run ``mkb eval`` on it (:func:`kit.outline.evaluate.evaluate`, on the executor
 the config names: running inside the pinned image is that setting's business); then compare
-(:mod:`kit.bundle.compare`, with the between-run sd :mod:`kit.bundle.tau` finds per task), print the verdict,
+(:mod:`kit.bundle.compare`, with the between-run sd :mod:`kit.baselines.between` finds per task), print the verdict,
 which between-run sd it used and from where, and write ``verdict.json``.  The same command again resumes the
 reproduction (the run directory's records are kept).
 """
@@ -18,13 +18,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kit.baselines.between import resolver
 from kit.bundle import scores
 from kit.bundle.archive import extract
 from kit.bundle.compare import SAME, Between, BundleComparison, compare
 from kit.bundle.configs import config_toml
 from kit.bundle.manifest import CANDIDATES, TASKS, BundleError, Manifest, folder_hashes
 from kit.bundle.pack import environment, session_hosts
-from kit.bundle.tau import resolver
 from kit.bundle.validate import check_root
 from kit.bundle.verdict import print_verdict, write_verdict
 from kit.host.machine import HARDWARE_KEYS
@@ -76,7 +76,7 @@ def reproduce(bundle: Path, run_dir: Path | None = None, overrides: Sequence[str
     denominator = scores.denominator(root, checked.records, suite)
     reproduced = read_records(run_dir)
     env, same_hw = environment_rows(m, provenance.load(run_dir), reproduced, cfg)
-    tau_of = resolver(run_dir, root, reproduced, cfg.baselines.dir or cfg.mnn.cache_dir / "baselines")
+    tau_of = resolver([run_dir, root], reproduced, cfg.baselines.dir or cfg.mnn.cache_dir / "baselines")
     cmp = compare(checked.records, reproduced, denominator, m.config["report"]["fast_p"],
                   scores.noise_of(root, checked.records), same_hw, Between(tau_of, cfg.timing.confidence))
     print_verdict(cmp, env)

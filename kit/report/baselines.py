@@ -29,6 +29,11 @@ def _tables(run: Run) -> tuple[dict[str, dict[str, Any]], Path | None]:
     return {k: d.dump() for k, d in by_key.items()}, (roots[0] if roots else None)
 
 
+def tables_root(run: Run) -> Path | None:
+    """The folder of the baseline tables ``run``'s sessions used, when it exists on this machine."""
+    return _tables(run)[1]
+
+
 def _hardware(key: str, described: dict[str, dict[str, Any]], root: Path | None) -> dict[str, Any]:
     """What is known of table ``key``: from provenance, else from the table file's first row, else nothing."""
     if key in described:

@@ -32,6 +32,7 @@ from typing import Any
 
 import polars as pl
 
+from kit.report.acrossruns import across_runs
 from kit.report.baselines import baselines_note, baselines_table, drift_table
 from kit.report.data import ReportError, Run, read_runs
 from kit.report.places import emulated_note, places_note, places_table
@@ -284,6 +285,9 @@ def _sections(
     add("Where the timings ran", places, note=places_note(places))
     add("Baseline tables", baselines_table(runs), note=baselines_note(runs))
     add("Native times drifting from the baseline table", drift_table(runs))
+    if len(runs) > 1:
+        differing, note = across_runs(runs)
+        add("Speedups that differ across runs", differing, note=note)
     add("Provenance", provenance_table(runs))
     return sections.items
 

@@ -1,27 +1,27 @@
 """Which between-run sd a comparison of speedups across runs uses (:mod:`kit.score.betweenrun`), per task, and
-where it came from.
+where it came from (``mkb reproduce``, the report of several runs).
 
 In order, the first that has a figure for the task (its own, else the pooled one):
 
-1. ``calibration.json`` of the reproduction's run directory: an estimate from separate A/A calibrations on this
-   host (``mkb calibrate --between-runs``);
-2. ``calibration.json`` of the bundle (its host; speedups are only compared on the same hardware);
-3. the baseline tables of the reproduction's records (``baseline_key``): the between-run sd of native's log op
-   time on this hardware (:func:`kit.baselines.drift.between_run`).  A proxy: a paired speedup cancels the
-   movement both sides share (frequency, load), one side's time does not, so it errs on the wide side;
-4. :data:`kit.score.betweenrun.DEFAULT_LOG_SD`, said as the default.
+1. the ``calibration.json`` of each run directory given, in order (``mkb reproduce``: the reproduction's, then
+   the bundle's; the report: the later run's, then the earlier's): an estimate from separate A/A calibrations
+   on that host (``mkb calibrate --between-runs``);
+2. the baseline tables of the records (``baseline_key``): the between-run sd of native's log op time on this
+   hardware (:func:`kit.baselines.drift.between_run`).  A proxy: a paired speedup cancels the movement both
+   sides share (frequency, load), one side's time does not, so it errs on the wide side;
+3. :data:`kit.score.betweenrun.DEFAULT_LOG_SD`, said as the default.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
 
 from kit.baselines.drift import between_run as table_between_run
 from kit.baselines.table import TableError, read_table, table_path
-from kit.bundle.compare import TauOf
 from kit.score import betweenrun
 from kit.score.betweenrun import Tau
 
@@ -52,10 +52,10 @@ def _tables(root: Path | None, records: pl.DataFrame) -> list[tuple[str, dict]]:
     return out
 
 
-def resolver(run_dir: Path, bundle_root: Path, records: pl.DataFrame,
-             tables_root: Path | None) -> TauOf:
-    """A function task id -> :class:`kit.score.betweenrun.Tau` over the sources of the module docstring."""
-    cals = [(p, _calibration(p)) for p in (run_dir / CALIBRATION_FILE, bundle_root / CALIBRATION_FILE)]
+def resolver(run_dirs: list[Path], records: pl.DataFrame, tables_root: Path | None) -> Callable[[str], Tau]:
+    """A function task id -> :class:`kit.score.betweenrun.Tau` over the sources of the module docstring
+    (``run_dirs`` in order, then the tables under ``tables_root`` that ``records`` name)."""
+    cals = [(d / CALIBRATION_FILE, _calibration(d / CALIBRATION_FILE)) for d in run_dirs]
     tables = _tables(tables_root, records)
 
     def tau_of(task_id: str) -> Tau:
