@@ -20,6 +20,8 @@ from rich.console import Console
 from rich.table import Table
 
 from kit.baselines import table as btable
+from kit.baselines.drift import between_run
+from kit.score import betweenrun
 
 #: the columns of ``mkb baselines list`` (table column -> heading)
 LIST_COLUMNS = {"key": "key", "hardware": "fingerprint", "fingerprint_id": "fingerprint id", "mnn_version": "MNN",
@@ -128,4 +130,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
         out.add_row(r["task_id"], r["task_sha256"][:12], f"{r['native_ms']:.6g}", str(r["entries"]),
                     f"{r['min_ms']:.6g}", f"{r['max_ms']:.6g}", r["last_recorded_at"], r["op_types"])
     console.print(out)
+    # what a table-timed speedup's interval is widened by (docs/scoring.md, "What an interval covers")
+    console.print(f"native times {betweenrun.estimate_line(between_run(df)).replace('speedup', 'native time')}",
+                  highlight=False)
     return 0
