@@ -7,7 +7,7 @@ that run measured, ``mu_j`` the task's true value, ``u_ij ~ N(0, tau^2)`` the ru
 ``e_ij ~ N(0, se_ij^2)`` the within-run error, ``se_ij`` known from that run's rounds.
 
 **Estimator** (:func:`estimate`): the method of moments of DerSimonian & Laird ("Meta-analysis in clinical
-trials", *Controlled Clinical Trials* 7, 1986, eq. 8), with weights ``w_ij = 1 / se_ij^2`` and a mean of its
+trials", *Controlled Clinical Trials* 7, 1986), with weights ``w_ij = 1 / se_ij^2`` and a mean of its
 own per task (the moment estimator of a random-effects meta-regression on task indicators; Raudenbush,
 "Analyzing effect sizes: random-effects models", in *The Handbook of Research Synthesis and Meta-Analysis*,
 2nd ed., 2009, ch. 16)::
@@ -16,9 +16,11 @@ own per task (the moment estimator of a random-effects meta-regression on task i
     c_j   = sum_i w_ij - sum_i w_ij^2 / sum_i w_ij
     tau^2 = max(0, (sum_j Q_j - sum_j (k_j - 1)) / sum_j c_j)            (k_j runs of task j)
 
-Pooled over every task with at least 2 runs; per task (the same formula with one j) only for a task with at
-least :data:`MIN_TASK_RUNS` runs, and then never below the pooled value's :data:`FLOOR_LOG_SD` floor.  The
-result is ``tau`` (``log_sd``, the standard deviation of a run's effect on the log scale).
+Pooled over every task with at least 2 runs, never below :data:`FLOOR_LOG_SD`; per task (the same formula with
+one j) only for a task with at least :data:`MIN_TASK_RUNS` runs, and never below the pooled figure (with 4
+degrees of freedom a task's estimate is often far below its truth by chance: a task noisier than the rest gets
+its own figure, one that looks quieter does not get a stricter rule).  The result is ``tau`` (``log_sd``, the
+standard deviation of a run's effect on the log scale).
 
 **Use** (:func:`differ`): two speedups of one candidate from separate runs differ when
 ``|ln s1 - ln s2| > z * sqrt(se1^2 + se2^2 + 2 tau^2)``, ``z`` the normal quantile of the confidence and
@@ -99,9 +101,10 @@ def dl_tau2(groups: Iterable[list[tuple[float, float]]]) -> tuple[float, int, in
 
 
 def estimate(by_task: Mapping[str, list[tuple[float, float]]]) -> dict:
-    """The between-run figures of ``by_task`` (task id -> one ``(y, se)`` per separate run): ``{"pooled":
-    {"log_sd", "runs", "tasks", "df"} or None, "tasks": {task_id: {"log_sd", "runs"}}}``, the per-task entries
-    only for tasks with >= :data:`MIN_TASK_RUNS` runs, each at least :data:`FLOOR_LOG_SD` (module docstring)."""
+    """The between-run figures of ``by_task`` (task id -> one ``(y, se)`` per separate run): ``{"method",
+    "pooled": {"log_sd", "log_sd_raw", "runs", "tasks", "df", "points"} or None, "tasks": {task_id: {"log_sd",
+    "log_sd_raw", "runs"}}}``, the per-task entries only for tasks with >= :data:`MIN_TASK_RUNS` runs, each at
+    least the pooled ``log_sd`` (module docstring)."""
     tau2, df, used = dl_tau2(by_task.values())
     pooled = None
     if df:
@@ -113,8 +116,8 @@ def estimate(by_task: Mapping[str, list[tuple[float, float]]]) -> dict:
         if len(g) < MIN_TASK_RUNS:
             continue
         t2, tdf, _n = dl_tau2([g])
-        if tdf:
-            tasks[tid] = {"log_sd": max(FLOOR_LOG_SD, math.sqrt(t2)), "runs": tdf + 1}
+        if tdf and pooled is not None:
+            tasks[tid] = {"log_sd": max(pooled["log_sd"], math.sqrt(t2)), "log_sd_raw": math.sqrt(t2), "runs": tdf + 1}
     return {"method": "DerSimonian-Laird moments, a mean per task", "pooled": pooled, "tasks": tasks}
 
 
@@ -150,7 +153,7 @@ def estimate_line(est: Mapping) -> str:
     return (f"between runs: sd of ln speedup {p['log_sd']:.4f} ({100 * math.expm1(p['log_sd']):.1f} %; "
             f"DerSimonian-Laird {p['log_sd_raw']:.4f} before the {FLOOR_LOG_SD:g} floor) over {p['tasks']} tasks of "
             f"up to {p['runs']} runs ({p['df']} degrees of freedom); {len(est.get('tasks') or {})} tasks with "
-            f">= {MIN_TASK_RUNS} runs have their own figure")
+            f">= {MIN_TASK_RUNS} runs have their own figure (at least the pooled one)")
 
 
 def z_of(confidence: float) -> float:
