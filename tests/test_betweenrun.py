@@ -104,7 +104,7 @@ def test_the_baseline_tables_give_the_native_times_between_run_sd(tmp_path):
     assert set(est["tasks"]) == {f"t{j}" for j in range(6)} and est["pooled"]["df"] == 30
 
 
-def test_a_reproduction_uses_this_hosts_calibration_then_the_bundles_then_the_tables_then_the_default(tmp_path):
+def test_a_reproduction_uses_the_larger_of_the_calibrations_and_the_tables_figure_else_the_default(tmp_path):
     import json
 
     import polars as pl
@@ -120,15 +120,22 @@ def test_a_reproduction_uses_this_hosts_calibration_then_the_bundles_then_the_ta
     key = _table_entries(tables, tau=0.05, runs=3)
     tau = resolver([run_dir, bundle], pl.DataFrame({"task_id": ["t0"], "baseline_key": [key]}), tables)("t0")
     assert tau.scope == "pooled" and "baseline table" in tau.source and tau.runs == 3
+    table_sd = tau.log_sd
     # a bundle's calibration.json of an older kit (no between_run) is no source; one with it is
     (bundle / "calibration.json").write_text(json.dumps({"summary": {}, "tasks": []}))
     assert resolver([run_dir, bundle], recs, tables)("t0").scope == "default"
-    (bundle / "calibration.json").write_text(json.dumps({"between_run": {"pooled": {"log_sd": 0.03, "runs": 4}}}))
+    (bundle / "calibration.json").write_text(json.dumps({"between_run": {"pooled": {"log_sd": 0.3, "runs": 4}}}))
     assert resolver([run_dir, bundle], recs, tables)("t0").source == str(bundle / "calibration.json")
+    # the first calibration with a figure is the calibrations' source: this host's, its task's own figure
     (run_dir / "calibration.json").write_text(json.dumps({"between_run": {"pooled": {"log_sd": 0.02, "runs": 3},
-                                                                           "tasks": {"t0": {"log_sd": 0.04, "runs": 5}}}}))
+                                                                           "tasks": {"t0": {"log_sd": 0.4, "runs": 5}}}}))
     tau = resolver([run_dir, bundle], recs, tables)("t0")
-    assert (tau.log_sd, tau.scope, tau.source) == (0.04, "task", str(run_dir / "calibration.json"))
+    assert (tau.log_sd, tau.scope, tau.source) == (0.4, "task", str(run_dir / "calibration.json"))
+    # the larger of it and the tables' figure: an A/A figure below what native's times move is not used
+    with_key = pl.DataFrame({"task_id": ["t0"], "baseline_key": [key]})
+    tau = resolver([run_dir, bundle], with_key, tables)("t1")  # t1: the pooled A/A figure 0.02, the table's larger
+    assert table_sd > 0.02 and tau.log_sd == pytest.approx(table_sd) and "baseline table" in tau.source
+    assert resolver([run_dir, bundle], with_key, tables)("t0").log_sd == 0.4  # t0's own A/A figure is larger
 
 
 def test_a_table_timed_interval_takes_in_two_runs_between_run_sd(tmp_path):

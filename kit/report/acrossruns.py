@@ -1,7 +1,7 @@
 """The report of several runs: each task's best usable speedup of a method in a later run against the first run
 that has it, judged as ``mkb reproduce`` judges one candidate's (:mod:`kit.score.betweenrun`): different only
 when ``|ln s1 - ln s2| > z sqrt(se1^2 + se2^2 + 2 tau^2)``, the between-run sd ``tau`` per task from the runs'
-``calibration.json`` (later run first), the baseline tables, else the default
+``calibration.json`` (later run first) and the baseline tables, the larger, else the default
 (:func:`kit.baselines.between.resolver`).  Only runs of the same hardware (``cpu_model``, ``arch`` of their
 provenance) are compared; the section lists the speedups that differ and says which tau it used."""
 
