@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.serve:
         from kit.bench.servecost import serve_cost  # FastAPI and uvicorn: the serve extra
 
-        return serve_cost(args.tasks.split(",") if args.tasks else None, args.rounds or 2, args.repeats)
+        return serve_cost(args.tasks.split(",") if args.tasks else None, args.rounds or 4, args.repeats)
     if args.throughput:
         throughput(tuple(int(w) for w in args.workers.split(",")), fewest=not args.default_only,
                    mode="serial" if args.serial else "ray", warm_up=not args.no_warm_up)
