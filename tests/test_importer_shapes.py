@@ -94,3 +94,29 @@ def test_widened_gather_elements_indices_cover_the_negative_half(tmp_path):
     from kit.suite.audit import audit, failed
 
     assert failed(audit(out, native=False)) == []  # ORT and the reference take negative indices alike
+
+
+def test_widening_covers_gather_nd_and_one_hot_indices_negatives_included():
+    from onnx import numpy_helper
+
+    from kit.suite.importer.shapeinputs import bound_indices, widen_indices
+    from kit.suite.tasks import TensorSpec
+
+    g = helper.make_graph(
+        [helper.make_node("GatherND", ["x", "nd"], ["y"]), helper.make_node("OneHot", ["oh", "depth", "vals"], ["z"])],
+        "indices", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 5, 3]),
+                    helper.make_tensor_value_info("nd", TensorProto.INT64, [4, 2]),
+                    helper.make_tensor_value_info("oh", TensorProto.INT64, [6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3]),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, [6, 7])],
+        [numpy_helper.from_array(np.array([7], np.int64), "depth"),
+         numpy_helper.from_array(np.array([0, 1], np.float32), "vals")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
+    specs = [TensorSpec(name="x", shape=[5, 5, 3]),
+             TensorSpec(name="nd", shape=[4, 2], dtype="int64", distribution="integers", low=0, high=9),
+             TensorSpec(name="oh", shape=[6], dtype="int64", distribution="integers", low=0, high=9)]
+    bounded = {s.name: (s.low, s.high) for s in bound_indices(model, specs)}
+    assert bounded["nd"] == (0, 4) and bounded["oh"] == (0, 6)  # each index tuple names two axes of 5; depth 7
+    widened, notes = widen_indices(model, specs)
+    assert {s.name: (s.low, s.high) for s in widened if s.dtype == "int64"} == {"nd": (-5, 4), "oh": (-7, 6)}
+    assert len(notes) == 2 and "--widen-inputs" in notes[0]

@@ -248,7 +248,7 @@ def build_task(src: Source, opts: Options, stage: Path, split: str = "train") ->
         task = Task(id=tid, category=category, op_type=red.target_op, opset=OPSET, mechanism="composite", split=split,
                     description=desc, mnn_op_types=["*"], tolerance={"atol": opts.atol, "rtol": opts.rtol, "reason": opts.tolerance_reason},
                     inputs=specs, outputs=outputs, mnn={"new_files": ["provisional"]}, source=source,
-                    edges=declare(red.target_op, specs))
+                    edges=declare(red.target_op, specs, model))
         folder = stage / category / tid
         py = model_py if model_py is not None else onnx_model_py(task)
         task = _write(folder, task, model, py)
