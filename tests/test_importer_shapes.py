@@ -120,3 +120,28 @@ def test_widening_covers_gather_nd_and_one_hot_indices_negatives_included():
     widened, notes = widen_indices(model, specs)
     assert {s.name: (s.low, s.high) for s in widened if s.dtype == "int64"} == {"nd": (-5, 4), "oh": (-7, 6)}
     assert len(notes) == 2 and "--widen-inputs" in notes[0]
+
+
+@pytest.mark.slow
+def test_a_dynamic_dimension_is_fixed_with_dim_and_a_bad_one_is_named(tmp_path, capsys):
+    from kit.cli import main
+
+    g = helper.make_graph([helper.make_node("Softmax", ["x"], ["y"], axis=1)], "softmax_dyn",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 16])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 16])])
+    src = _save(g, 20, tmp_path / "softmax_dyn.onnx")
+    report = import_sources(find_sources([src]), tmp_path / "none", Options(probe_native=False), jobs=1, n_test=0)
+    ((_, kind, why),) = report.left_out
+    assert kind == "unsupported_input" and "--dim N=N" in why  # without --dim: the flag is named
+    assert main(["tasks", "import", str(src), "--out", str(tmp_path / "q"), "--dim", "Q=8", "--no-native"]) == 2
+    assert "--dim Q=8: no input of the ONNX models imported has a dimension named 'Q'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["tasks", "import", str(src), "--out", str(tmp_path / "bad"), "--dim", "N=eight"])
+    assert exc.value.code == 2 and "--dim 'N=eight': give NAME=N" in capsys.readouterr().err
+    out = tmp_path / "out"
+    assert main(["tasks", "import", str(src), "--out", str(out), "--dim", "N=8", "--no-native"]) == 0
+    task = load_task(next(out.rglob("softmax_dyn")))
+    assert task.inputs[0].shape == [8, 16] and task.outputs[0].shape == [8, 16]
+    assert "N: dynamic dimension fixed to 8 (--dim N=8)" in task.source.input_evidence
+    assert [d.dim_value for d in onnx.load(str(task.onnx_path)).graph.input[0].type.tensor_type.shape.dim] == [8, 16]
+    assert [(e.name, e.axis) for e in task.edges] == [("large_magnitude", None), ("size_one_axes", 1)]
