@@ -92,8 +92,8 @@ DENORMAL_INPUTS: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
 }
 #: the scale of a product's other factor: a subnormal (< 2**-126) times it is a normal number below 1
 DENORMAL_SCALE = np.float32(2.0**126)
-#: ``size_one_axes``: op type -> (the attribute naming its axis, its default) for the ops with an ``axis``
-#: attribute; the Reduce ops and CumSum take theirs from a constant input (:func:`op_axis`)
+#: ``size_one_axes``: op type -> the default of its ``axis`` attribute, for the ops that have one; the Reduce ops
+#: and CumSum take theirs from a constant input (:func:`op_axis`)
 AXIS_ATTR: dict[str, int] = {"Softmax": -1, "LogSoftmax": -1, "Hardmax": -1, "LpNormalization": -1, "ArgMax": 0,
                              "ArgMin": 0}
 
