@@ -27,13 +27,14 @@ TASK = "argmax_axis1_keep_4d"
 def test_last_maximum_on_ties_is_ok_for_fcr_and_fails_strict_fcr_on_the_real_tree(tmp_path):
     cands = tmp_path / "candidates"
     shutil.copytree(ROOT / "candidates" / "edges" / TASK / "last_on_ties", cands / TASK / "last_on_ties")
+    # seeds 1 and 2: seed 0's draw has one tied maximum among its 12544 columns, which this kernel rightly fails
     cfg = load_config(write_config(
         tmp_path / "cfg.toml", run_dir=tmp_path / "run", tasks_dir=ROOT / "tasks", ids=[TASK], method="edges",
-        candidates=cands, verify={"trials": 2, "extra_threads": []}, timing={"enabled": False}))
+        candidates=cands, verify={"trials": 2, "seed": 1, "extra_threads": []}, timing={"enabled": False}))
     assert evaluate(cfg) == 0
     records = scan(cfg.run.dir).collect()
     (rec,) = records.iter_rows(named=True)
-    assert rec["status"] == "ok", rec  # right on the distribution
+    assert rec["status"] == "ok", (rec["error_kind"], rec["error_message"], rec["trials"])  # right on the distribution
     sets = {e["name"]: e for e in rec["edge_sets"]}
     assert set(sets) == {"ties", "denormals", "size_one_axes"}
     assert (sets["ties"]["ok"], sets["ties"]["native_ok"]) == (False, True), sets["ties"]
