@@ -152,7 +152,10 @@ def _add_import(tsub) -> None:  # noqa: ANN001 - argparse's private subparsers t
                    help="inputs + parameters + outputs per task, larger problems are scaled down (MiB; default 64, "
                         "--official 1024: the paper's shapes are kept)")
     q.add_argument("--memory-limit-gib", type=float, default=8.0, help="address-space limit of each export (GiB)")
-    q.add_argument("--widen-inputs", action="store_true", help="make float input ranges symmetric around zero")
+    q.add_argument("--widen-inputs", action="store_true",
+                   help="make float input ranges symmetric around zero and index ranges cover negative indices")
+    q.add_argument("--dim", action="append", type=_dim_arg, default=[], metavar="NAME=N",
+                   help="fix the dynamic dimension NAME (its dim_param) of an ONNX model's inputs to N (repeatable)")
     q.add_argument("--tolerance", type=float, default=None,
                    help="atol = rtol of every imported task (default 1e-2, the paper's pipelines' tolerance)")
     q.add_argument("--id-prefix", default=None, help="prefix of every task id (--official: 'paper_')")
@@ -163,6 +166,16 @@ def _add_import(tsub) -> None:  # noqa: ANN001 - argparse's private subparsers t
     q.add_argument("--resume", action="store_true", help="continue an interrupted import into --out")
     q.add_argument("--retry", action="store_true", help="as --resume, and try the left-out sources again")
     q.add_argument("--n-test", type=int, default=None, help="test tasks of the split (default 40/190 of them)")
+
+
+def _dim_arg(text: str) -> tuple[str, int]:
+    """``--dim NAME=N`` -> (NAME, N); argparse says the error, naming the flag (exit 2)."""
+    from kit.suite.importer.cli import parse_dim
+
+    try:
+        return parse_dim(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 from conftest_fixture import FIXTURE_ROOT
 from evalcfg import write_config
@@ -52,12 +53,47 @@ def test_ties_special_values_and_large_magnitude_draw_what_they_name():
 def test_the_built_in_suite_declares_edges_by_op_class():
     tasks = load_suite(TASKS)
     with_edges = [t for t in tasks if t.edges]
-    assert len(with_edges) == 51
+    assert len(with_edges) == 91
     for t in tasks:
-        assert [e.name for e in t.edges] == [e.name for e in edges.declare(t.op_type, t.inputs)], t.id
+        assert t.edges == edges.declare(t.op_type, t.inputs, onnx.load(str(t.onnx_path))), t.id
     assert {e.name for t in tasks for e in t.edges} == set(edges.EDGE_OPS)
     # constant indices are the model's own: the scatter task's only integer tensor is an initializer
     assert not any(e.name == "negative_indices" for e in _task("scatter_nd_rows").edges)
+
+
+def test_denormals_are_subnormal_and_a_product_keeps_them_visible():
+    tiny = np.float32(2.0**-126)  # the smallest normal float32
+    log = _task("log_4d")
+    (spec,) = [e for e in log.edges if e.name == "denormals"]
+    x = edges.edge_inputs(log, spec, 0)["x"]
+    assert ((x > 0) & (x < tiny)).all()  # positive distribution: positive subnormals only
+    mm = _task("matmul_2d_rect")
+    (spec,) = [e for e in mm.edges if e.name == "denormals"]
+    got = edges.edge_inputs(mm, spec, 0)
+    assert spec.inputs == ["a"] and (np.abs(got["a"]) < tiny).all() and (got["a"] < 0).any()
+    assert np.array_equal(got["b"], make_inputs(mm, 0)["b"] * edges.DENORMAL_SCALE)  # the other factor scaled
+    y = got["a"].astype(np.float64) @ got["b"].astype(np.float64)
+    assert np.abs(y).max() > 1.0  # the exact products are normal: a flushing kernel's zeros fail any tolerance
+    # Relu-like ops and sums: a flush changes the result by < 1.2e-38, so they get no set
+    assert not _task("relu_4d").edges
+    assert edges.declare("ReduceSum", [mm.inputs[0]]) == []
+    assert edges.declare("Gemm", _task("gemm_const_b").inputs) == []  # B is a constant: nothing to scale
+
+
+def test_size_one_axes_cut_the_ops_axis_and_the_reference_takes_the_shape():
+    from kit.suite.reference import run_reference
+
+    softmax = _task("softmax_axis1_4d")
+    (spec,) = [e for e in softmax.edges if e.name == "size_one_axes"]
+    assert spec.axis == 1
+    x = edges.edge_inputs(softmax, spec, 2)["x"]
+    assert x.shape == (4, 1, 32, 64)
+    assert any(np.array_equal(x, sl) for sl in np.split(make_inputs(softmax, 2)["x"], 64, axis=1))
+    assert np.allclose(run_reference(softmax.onnx_path, {"x": x})["y"], 1.0)  # a softmax over one element
+    total = _task("reduce_sum_all")  # reduces every axis: the last one is cut
+    assert [e.axis for e in total.edges if e.name == "size_one_axes"] == [1]
+    assert not [e for e in _task("topk_last_largest").edges if e.name == "size_one_axes"]  # K > 1 needs the axis
+    assert [e.name for e in edges.declare("Softmax", softmax.inputs)] == ["large_magnitude"]  # no model, no axis
 
 
 def test_an_edge_set_on_a_missing_or_wrong_input_is_refused(tmp_path):
@@ -68,6 +104,12 @@ def test_an_edge_set_on_a_missing_or_wrong_input_is_refused(tmp_path):
     with pytest.raises(TaskError, match=r"edges \(ties\): 'nope' is not an input"):
         load_task(folder)
     assert EdgeSpec(name="ties", inputs=["x"]).why == ""
+    toml.write_text(toml.read_text().replace('inputs = ["nope"]', 'inputs = ["x"]\naxis = 1'))
+    with pytest.raises(TaskError, match=r"axis is given for size_one_axes, and only for it"):
+        load_task(folder)
+    toml.write_text(toml.read_text().replace('name = "ties"', 'name = "size_one_axes"').replace("axis = 1", "axis = 7"))
+    with pytest.raises(TaskError, match=r"axis 7 is not an axis of 'x'"):
+        load_task(folder)
 
 
 @pytest.mark.slow

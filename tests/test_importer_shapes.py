@@ -66,7 +66,7 @@ def test_k_as_input_topk_and_an_opset_16_grid_sample_import_and_pass_the_audit(t
     assert [i.name for i in topk.inputs] == ["x"] and topk.outputs[0].shape[0] == 4
     assert any("fixed to" in e for e in topk.source.input_evidence)
     # declared as the built-in suite's are, and at the paper's pipelines' tolerance with its reason
-    assert [(e.name, e.inputs) for e in topk.edges] == [("ties", ["x"])]
+    assert [(e.name, e.inputs) for e in topk.edges] == [("ties", ["x"]), ("denormals", ["x"])]
     assert (topk.tolerance.atol, topk.tolerance.rtol) == (PAPER_TOLERANCE, PAPER_TOLERANCE) == (1e-2, 1e-2)
     assert "--testdir" in topk.tolerance.reason
     grid = onnx.load(str(next(out.rglob("grid_sample16")) / "model.onnx"))
@@ -94,3 +94,54 @@ def test_widened_gather_elements_indices_cover_the_negative_half(tmp_path):
     from kit.suite.audit import audit, failed
 
     assert failed(audit(out, native=False)) == []  # ORT and the reference take negative indices alike
+
+
+def test_widening_covers_gather_nd_and_one_hot_indices_negatives_included():
+    from onnx import numpy_helper
+
+    from kit.suite.importer.shapeinputs import bound_indices, widen_indices
+    from kit.suite.tasks import TensorSpec
+
+    g = helper.make_graph(
+        [helper.make_node("GatherND", ["x", "nd"], ["y"]), helper.make_node("OneHot", ["oh", "depth", "vals"], ["z"])],
+        "indices", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 5, 3]),
+                    helper.make_tensor_value_info("nd", TensorProto.INT64, [4, 2]),
+                    helper.make_tensor_value_info("oh", TensorProto.INT64, [6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3]),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, [6, 7])],
+        [numpy_helper.from_array(np.array([7], np.int64), "depth"),
+         numpy_helper.from_array(np.array([0, 1], np.float32), "vals")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
+    specs = [TensorSpec(name="x", shape=[5, 5, 3]),
+             TensorSpec(name="nd", shape=[4, 2], dtype="int64", distribution="integers", low=0, high=9),
+             TensorSpec(name="oh", shape=[6], dtype="int64", distribution="integers", low=0, high=9)]
+    bounded = {s.name: (s.low, s.high) for s in bound_indices(model, specs)}
+    assert bounded["nd"] == (0, 4) and bounded["oh"] == (0, 6)  # each index tuple names two axes of 5; depth 7
+    widened, notes = widen_indices(model, specs)
+    assert {s.name: (s.low, s.high) for s in widened if s.dtype == "int64"} == {"nd": (-5, 4), "oh": (-7, 6)}
+    assert len(notes) == 2 and "--widen-inputs" in notes[0]
+
+
+@pytest.mark.slow
+def test_a_dynamic_dimension_is_fixed_with_dim_and_a_bad_one_is_named(tmp_path, capsys):
+    from kit.cli import main
+
+    g = helper.make_graph([helper.make_node("Softmax", ["x"], ["y"], axis=1)], "softmax_dyn",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 16])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 16])])
+    src = _save(g, 20, tmp_path / "softmax_dyn.onnx")
+    report = import_sources(find_sources([src]), tmp_path / "none", Options(probe_native=False), jobs=1, n_test=0)
+    ((_, kind, why),) = report.left_out
+    assert kind == "unsupported_input" and "--dim N=N" in why  # without --dim: the flag is named
+    assert main(["tasks", "import", str(src), "--out", str(tmp_path / "q"), "--dim", "Q=8", "--no-native"]) == 2
+    assert "--dim Q=8: no input of the ONNX models imported has a dimension named 'Q'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["tasks", "import", str(src), "--out", str(tmp_path / "bad"), "--dim", "N=eight"])
+    assert exc.value.code == 2 and "--dim 'N=eight': give NAME=N" in capsys.readouterr().err
+    out = tmp_path / "out"
+    assert main(["tasks", "import", str(src), "--out", str(out), "--dim", "N=8", "--no-native"]) == 0
+    task = load_task(next(out.rglob("softmax_dyn")))
+    assert task.inputs[0].shape == [8, 16] and task.outputs[0].shape == [8, 16]
+    assert "N: dynamic dimension fixed to 8 (--dim N=8)" in task.source.input_evidence
+    assert [d.dim_value for d in onnx.load(str(task.onnx_path)).graph.input[0].type.tensor_type.shape.dim] == [8, 16]
+    assert [(e.name, e.axis) for e in task.edges] == [("large_magnitude", None), ("size_one_axes", 1)]

@@ -319,7 +319,8 @@ def run_edges(task: Task, model: Path, side: Side, runner: Path, scratch: Path,
     ``opts.seed``; one runner process, one forward per set, at ``opts.run.threads``) and compare each with ONNX
     Runtime as a trial is (:func:`trial_verdict`).  A set's failure does not fail the job: it is recorded
     (``ok`` False, the reason) and strict correctness counts it (:func:`kit.results.records.edges_pass`).
-    A crash or timeout of the process fails every set; ``native_ok`` is left None (the caller fills it).
+    Sets of another input shape (``size_one_axes``) run in a runner process of their own (one shape per
+    process).  A crash or timeout of a process fails its sets; ``native_ok`` is left None (the caller fills it).
 
     Raises:
         StageFailure: the runner stopped a forward for its conduct (an input written, a thread or process
@@ -332,18 +333,26 @@ def run_edges(task: Task, model: Path, side: Side, runner: Path, scratch: Path,
     with np.errstate(all="ignore"):
         expected = [run_reference(task.onnx_path, dict(one)) for one in inputs]
     base = replace(opts.run, warmup=0, iterations=0, op_types=("*",), timeout_s=opts.run_timeout_s, cpus=())
-    res = run_checked(side.runner or runner, model, inputs, out_names, side.lib_dir, base, scratch)
-    fail = process_failure(res.proc, "runner (edge sets)")
-    if fail is not None and fail.kind in _CONDUCT_KINDS:
-        raise fail
-    if fail is not None:
-        return tuple(EdgeSet(name=e.name, ok=False, reason=fail.message[:300]) for e in task.edges)
-    verdicts = []
-    for e, outputs, ref in zip(task.edges, res.output_sets, expected):
-        with np.errstate(all="ignore"):
-            t, _ = trial_verdict(task, opts.seed, opts.run.threads, outputs, ref, out_names)
-        verdicts.append(EdgeSet(name=e.name, ok=t.ok, reason=t.reason[:300]))
-    return tuple(verdicts)
+    groups: dict[tuple, list[int]] = {}  # the runner takes one shape per process: a size-1 axis runs apart
+    for k, one in enumerate(inputs):
+        groups.setdefault(tuple((n, a.shape) for n, a in sorted(one.items())), []).append(k)
+    verdicts: dict[int, EdgeSet] = {}
+    for g, members in enumerate(groups.values()):
+        where = scratch if len(groups) == 1 else scratch / f"shape{g}"
+        res = run_checked(side.runner or runner, model, [inputs[k] for k in members], out_names, side.lib_dir, base,
+                          where)
+        fail = process_failure(res.proc, "runner (edge sets)")
+        if fail is not None and fail.kind in _CONDUCT_KINDS:
+            raise fail
+        for k, outputs in zip(members, res.output_sets if fail is None else [None] * len(members)):
+            e = task.edges[k]
+            if outputs is None:
+                verdicts[k] = EdgeSet(name=e.name, ok=False, reason=fail.message[:300])
+                continue
+            with np.errstate(all="ignore"):
+                t, _ = trial_verdict(task, opts.seed, opts.run.threads, outputs, expected[k], out_names)
+            verdicts[k] = EdgeSet(name=e.name, ok=t.ok, reason=t.reason[:300])
+    return tuple(verdicts[k] for k in range(len(task.edges)))
 
 
 #: verification after timing draws its seeds from ``verify.seed + REVERIFY_SEED_OFFSET + salt``: other inputs

@@ -117,7 +117,7 @@ def task_files(td: TaskDef, split: str) -> dict[str, bytes]:
     model = build_onnx(td, shapes)
     tgt = target_for(td)
     desc = _description(td, tgt.mechanism)
-    toml = dumps_task(td, split=split, description=desc, shapes=shapes, target=tgt)
+    toml = dumps_task(td, split=split, description=desc, shapes=shapes, target=tgt, model=model)
     return {
         "task.toml": toml.encode(),
         "model.py": render_model_py(td, shapes, desc).encode(),

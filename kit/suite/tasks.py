@@ -91,17 +91,20 @@ class Tolerance(StrictModel):
 
 
 #: the edge input sets a task may declare (:mod:`kit.suite.edges` draws them and says which op classes get which)
-EDGE_SET_NAMES: tuple[str, ...] = ("ties", "negative_indices", "special_values", "large_magnitude")
+EDGE_SET_NAMES: tuple[str, ...] = ("ties", "negative_indices", "special_values", "large_magnitude", "denormals",
+                                   "size_one_axes")
 
 
 class EdgeSpec(StrictModel):
     """An edge input set of the task (``[[edges]]``): ``name`` (one of :data:`EDGE_SET_NAMES`), the graph
     ``inputs`` it rewrites (the others keep the distribution's draw) and ``why`` the op needs it.  Verification
-    runs every declared set after the distribution's trials (:func:`kit.stages.verify.run_edges`)."""
+    runs every declared set after the distribution's trials (:func:`kit.stages.verify.run_edges`).  ``axis``
+    (``size_one_axes`` only, which needs it): the axis of each input cut to length 1, in [0, rank)."""
 
-    name: Literal["ties", "negative_indices", "special_values", "large_magnitude"]
+    name: Literal["ties", "negative_indices", "special_values", "large_magnitude", "denormals", "size_one_axes"]
     inputs: list[str] = Field(min_length=1)
     why: str = ""
+    axis: int | None = Field(default=None, ge=0)
 
 
 class MnnTarget(StrictModel):
@@ -197,6 +200,11 @@ class Task(StrictModel):
                 wanted = "int" if e.name == "negative_indices" else "float"
                 if not by_name[name].dtype.startswith(wanted):
                     raise ValueError(f"edges ({e.name}): input {name!r} is {by_name[name].dtype}, the set needs {wanted}")
+                if (e.name == "size_one_axes") != (e.axis is not None):
+                    raise ValueError(f"edges ({e.name}): axis is given for size_one_axes, and only for it")
+                if e.axis is not None and e.axis >= len(by_name[name].shape):
+                    raise ValueError(f"edges ({e.name}): axis {e.axis} is not an axis of {name!r} "
+                                     f"(rank {len(by_name[name].shape)})")
         if not self.mnn.files and not self.mnn.new_files:
             raise ValueError("mnn.files and mnn.new_files are both empty: a candidate could place no file")
         return self

@@ -17,8 +17,10 @@ _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _v = toml_value
 
 
-def dumps_task(td: TaskDef, *, split: str, description: str, shapes: dict[str, list[int]], target) -> str:
-    """``task.toml`` text for ``td``; ``target`` is a :class:`kit.suite.mnn_targets.OpSite`."""
+def dumps_task(td: TaskDef, *, split: str, description: str, shapes: dict[str, list[int]], target,
+               model=None) -> str:  # noqa: ANN001 - an onnx.ModelProto
+    """``task.toml`` text for ``td``; ``target`` is a :class:`kit.suite.mnn_targets.OpSite`; ``model``: the
+    task's ONNX model, which says the op's axis (``size_one_axes``, :func:`kit.suite.edges.declare`)."""
     lines = [
         f"id = {_v(td.id)}",
         f"category = {_v(td.category)}",
@@ -48,8 +50,9 @@ def dumps_task(td: TaskDef, *, split: str, description: str, shapes: dict[str, l
                   f"low = {_v(float(i.low))}", f"high = {_v(float(i.high))}"]
     for o in td.outputs:
         lines += ["", "[[outputs]]", f"name = {_v(o.name)}", f"shape = {_v(shapes[o.name])}", f"dtype = {_v(o.dtype)}"]
-    for e in declare(td.op, td.inputs):
+    for e in declare(td.op, td.inputs, model):
         lines += ["", "[[edges]]", f"name = {_v(e.name)}", f"inputs = {_v(list(e.inputs))}", f"why = {_v(e.why)}"]
+        lines += [f"axis = {e.axis}"] if e.axis is not None else []
     return "\n".join(lines) + "\n"
 
 

@@ -25,6 +25,7 @@ from kit.suite.importer import specs as inp
 from kit.suite.importer.onnxsrc import onnx_model_py, sample_feeds
 from kit.suite.importer.problem import BUDGET_BYTES, EXPORT_MEMORY_BYTES, ImportFailure, export_problem
 from kit.suite.importer.reduce import reduce_graph, run_ort
+from kit.suite.importer.onnxsrc import fix_dims
 from kit.suite.importer.shapeinputs import fix_shape_inputs, widen_indices
 from kit.suite.spec import IR_VERSION, OPSET
 from kit.suite.tasks import (
@@ -78,6 +79,8 @@ class Options:
     rtol: float = PAPER_TOLERANCE
     tolerance_reason: str = PAPER_TOLERANCE_REASON
     seed: int = 0
+    #: ``--dim NAME=N``: (dim_param, length) pairs fixing dynamic dimensions of a given ONNX model's inputs
+    dims: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -171,10 +174,11 @@ def _exported(src: Source, work: Path, opts: Options):
             onnx.checker.check_model(raw, full_check=True)
         except Exception as exc:  # noqa: BLE001 - onnx raises several types
             raise ImportFailure("bad_model", f"onnx.checker / load failed: {str(exc)[:300]}") from None
+        dims = fix_dims(raw, dict(opts.dims))
         raw = _at_opset(raw)
         specs, feeds = sample_feeds(raw, opts.seed)
         specs, feeds, fixed = fix_shape_inputs(raw, specs, feeds)
-        evidence = [f"{s.name}: graph input, default range (no get_inputs)" for s in specs] + fixed
+        evidence = [f"{s.name}: graph input, default range (no get_inputs)" for s in specs] + dims + fixed
         return raw, feeds, None, specs, {"exporter": "given", "input_evidence": evidence}
     exp = export_problem(src.path, work, budget_bytes=opts.budget_bytes, memory_limit_bytes=opts.memory_limit_bytes,
                          seed=opts.seed)
@@ -248,7 +252,7 @@ def build_task(src: Source, opts: Options, stage: Path, split: str = "train") ->
         task = Task(id=tid, category=category, op_type=red.target_op, opset=OPSET, mechanism="composite", split=split,
                     description=desc, mnn_op_types=["*"], tolerance={"atol": opts.atol, "rtol": opts.rtol, "reason": opts.tolerance_reason},
                     inputs=specs, outputs=outputs, mnn={"new_files": ["provisional"]}, source=source,
-                    edges=declare(red.target_op, specs))
+                    edges=declare(red.target_op, specs, model))
         folder = stage / category / tid
         py = model_py if model_py is not None else onnx_model_py(task)
         task = _write(folder, task, model, py)

@@ -57,6 +57,46 @@ def missing_modules(sources) -> list[str]:  # noqa: ANN001 - a list of kit.suite
     return [m for m in wanted if importlib.util.find_spec(m) is None]
 
 
+def parse_dim(text: str) -> tuple[str, int]:
+    """``NAME=N`` (``--dim``) -> (NAME, N).
+
+    Raises:
+        ValueError: not NAME=N with a non-empty NAME and N a positive integer (the message names the flag).
+    """
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip() or not value.strip().isdigit() or int(value) <= 0:
+        raise ValueError(f"--dim {text!r}: give NAME=N, NAME a dynamic dimension's name (dim_param) of an ONNX "
+                         "model's input and N a positive integer (e.g. --dim N=8)")
+    return name.strip(), int(value)
+
+
+def check_dims(dims: list[tuple[str, int]], sources) -> dict[str, int]:  # noqa: ANN001 - Source list
+    """``--dim`` pairs as a mapping, each name a dynamic dimension of some ONNX source's inputs.
+
+    Raises:
+        ValueError: a name given twice with two values, or one no ONNX source has (the message names the flag
+            and the names the models have).
+    """
+    from kit.suite.importer.onnxsrc import dynamic_dims
+
+    out: dict[str, int] = {}
+    for name, n in dims:
+        if out.get(name, n) != n:
+            raise ValueError(f"--dim {name}: given twice ({out[name]} and {n})")
+        out[name] = n
+    if not out:
+        return out
+    have: set[str] = set()
+    for src in sources:
+        if src.path.suffix == ".onnx":
+            have |= dynamic_dims(src.path)
+    for name in out:
+        if name not in have:
+            raise ValueError(f"--dim {name}={out[name]}: no input of the ONNX models imported has a dimension named "
+                             f"{name!r} (their named dynamic dimensions: {', '.join(sorted(have)) or 'none'})")
+    return out
+
+
 def _tolerance(args: argparse.Namespace) -> dict:
     """The Options fields of ``--tolerance`` (atol = rtol, with its reason), or none: the paper's default."""
     if getattr(args, "tolerance", None) is None:
@@ -76,6 +116,7 @@ def run_import(args: argparse.Namespace) -> int:
 
     try:
         sources, prefix = _sources(args)
+        dims = check_dims(getattr(args, "dim", None) or [], sources)
         missing = missing_modules(sources)
         if missing:  # said once, before any file (each one would fail on it)
             print(f"mkb: importing needs the kit's `tasks` extra, which this Python lacks ({', '.join(missing)} "
@@ -86,7 +127,7 @@ def run_import(args: argparse.Namespace) -> int:
         opts = Options(budget_bytes=int(budget_mib * (1 << 20)),
                        memory_limit_bytes=int(args.memory_limit_gib * (1 << 30)), widen_inputs=args.widen_inputs,
                        id_prefix=prefix if args.id_prefix is None else args.id_prefix, mnn_root=args.mnn_dir,
-                       converter=args.converter, probe_native=not args.no_native,
+                       converter=args.converter, probe_native=not args.no_native, dims=tuple(sorted(dims.items())),
                        **_tolerance(args))
         with Progress(transient=True) as prog:
             bar = prog.add_task("import", total=len(sources))

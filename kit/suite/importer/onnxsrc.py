@@ -3,7 +3,7 @@
 A given ONNX model has no ``get_inputs``: float inputs are drawn uniform in [-1, 1), integer inputs in
 [0, 9] (an index-safe default for dimensions of at least 10; the indices of Gather, GatherElements and
 ScatterElements in [0, s - 1] of the axis they index), bool inputs by a fair coin; every input must
-have a static shape.  Its ``model.py`` is KernelBench-format and runs the task's own ``model.onnx`` (next to
+have a static shape, or one made static on the command line (``--dim NAME=N``: :func:`fix_dims`).  Its ``model.py`` is KernelBench-format and runs the task's own ``model.onnx`` (next to
 it) with ``onnx.reference`` — the reference *is* the graph; there is no PyTorch source to show.
 """
 
@@ -20,6 +20,30 @@ from kit.suite.tasks import Task, TensorSpec
 
 _ELEM = {onnx.TensorProto.FLOAT: "float32", onnx.TensorProto.INT32: "int32", onnx.TensorProto.INT64: "int64",
          onnx.TensorProto.BOOL: "bool"}
+
+
+def dynamic_dims(path) -> set[str]:  # noqa: ANN001 - a Path
+    """The named dynamic dimensions (dim_param) of the graph inputs of the ONNX model at ``path`` (empty for
+    a file that does not load: the import says why)."""
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception:  # noqa: BLE001 - onnx raises several types; the import reports the file
+        return set()
+    return {d.dim_param for vi in model.graph.input for d in vi.type.tensor_type.shape.dim
+            if d.dim_param and not d.HasField("dim_value")}
+
+
+def fix_dims(model: onnx.ModelProto, dims: dict[str, int]) -> list[str]:
+    """Give every dimension named in ``dims`` (dim_param -> length) of ``model``'s inputs, outputs and value
+    infos that length (in place); one note per name the model has ("N: dynamic dimension fixed to 8 (--dim
+    N=8)")."""
+    used: set[str] = set()
+    for vi in [*model.graph.input, *model.graph.output, *model.graph.value_info]:
+        for d in vi.type.tensor_type.shape.dim:
+            if d.dim_param in dims and not d.HasField("dim_value"):
+                used.add(d.dim_param)
+                d.dim_value = dims[d.dim_param]  # a oneof: clears the dim_param
+    return [f"{n}: dynamic dimension fixed to {dims[n]} (--dim {n}={dims[n]})" for n in sorted(used)]
 
 
 def graph_input_specs(model: onnx.ModelProto) -> list[TensorSpec]:
@@ -39,7 +63,11 @@ def graph_input_specs(model: onnx.ModelProto) -> list[TensorSpec]:
                                                      f"{onnx.TensorProto.DataType.Name(tt.elem_type)}")
         dims = [d.dim_value if d.HasField("dim_value") else 0 for d in tt.shape.dim]
         if any(d <= 0 for d in dims):
-            raise ImportFailure("unsupported_input", f"input {vi.name} has a dynamic shape {dims} (give static dims)")
+            names = [d.dim_param or "?" if not d.HasField("dim_value") else str(d.dim_value) for d in tt.shape.dim]
+            free = [d.dim_param for d in tt.shape.dim if d.dim_param and not d.HasField("dim_value")]
+            how = f"fix it with --dim {free[0]}=N" if free else "an unnamed dimension: give the model static dims"
+            raise ImportFailure("unsupported_input", f"input {vi.name} has a dynamic shape [{', '.join(names)}] "
+                                                     f"({how})")
         dtype = _ELEM[tt.elem_type]
         if dtype == "bool":
             specs.append(TensorSpec(name=vi.name, shape=dims, dtype=dtype, distribution="bool", low=0, high=1))

@@ -66,26 +66,44 @@ def _axis_len(node: onnx.NodeProto, specs: list[TensorSpec]) -> int:
 
 
 #: op type -> (position of the index input, position of the data input it indexes) (ONNX operator docs)
-INDEX_INPUTS: dict[str, tuple[int, int]] = {"Gather": (1, 0), "GatherElements": (1, 0), "ScatterElements": (1, 0)}
+INDEX_INPUTS: dict[str, tuple[int, int]] = {"Gather": (1, 0), "GatherElements": (1, 0), "ScatterElements": (1, 0),
+                                            "GatherND": (1, 0), "OneHot": (0, 1)}
+
+
+def _index_length(node: onnx.NodeProto, idx: int, shapes: dict[str, list[int]], consts: dict[str, np.ndarray],
+                  index_shape: list[int]) -> int | None:
+    """The length s of what input ``idx`` of ``node`` indexes (legal indices [-s, s - 1]), or None.  Gather*,
+    ScatterElements: the data input's ``axis``; GatherND: the shortest of the data axes an index tuple names
+    (after ``batch_dims``; equal lengths give the whole legal range); OneHot: its constant ``depth``."""
+    where = INDEX_INPUTS.get(node.op_type)
+    if where is None or idx != where[0] or len(node.input) <= where[1]:
+        return None
+    attrs = {a.name: a.i for a in node.attribute if a.type == onnx.AttributeProto.INT}
+    if node.op_type == "OneHot":
+        depth = consts.get(node.input[where[1]])
+        return int(np.ravel(depth)[0]) if depth is not None and depth.size == 1 else None
+    data = shapes.get(node.input[where[1]])
+    if data is None:
+        return None
+    if node.op_type == "GatherND":
+        batch = attrs.get("batch_dims", 0)
+        named = data[batch:batch + index_shape[-1]] if index_shape else []
+        return min(named) if named else None
+    return data[attrs.get("axis", 0)]
 
 
 def index_ranges(model: onnx.ModelProto, specs: list[TensorSpec]) -> dict[str, int]:
-    """Integer graph inputs used only as the indices of Gather, GatherElements or ScatterElements along an axis
-    of a graph input: name -> that axis' length s (the legal indices are [-s, s - 1])."""
+    """Integer graph inputs used only as indices (:data:`INDEX_INPUTS`: Gather, GatherElements, ScatterElements
+    and GatherND into a graph input, OneHot's indices of a constant depth): name -> the length s they index
+    (the legal indices are [-s, s - 1])."""
     shapes = {s.name: s.shape for s in specs}
+    consts = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
     out: dict[str, int] = {}
     for spec in specs:
         if spec.dtype not in ("int32", "int64"):
             continue
-        lengths = set()
-        for node in model.graph.node:
-            for idx, name in enumerate(node.input):
-                if name != spec.name:
-                    continue
-                where = INDEX_INPUTS.get(node.op_type)
-                data = shapes.get(node.input[where[1]]) if where and idx == where[0] else None
-                axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
-                lengths.add(data[axis] if data is not None else None)
+        lengths = {_index_length(node, idx, shapes, consts, list(spec.shape))
+                   for node in model.graph.node for idx, name in enumerate(node.input) if name == spec.name}
         if lengths and None not in lengths and len(lengths) == 1:
             out[spec.name] = lengths.pop()
     return out
