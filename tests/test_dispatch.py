@@ -608,3 +608,23 @@ def _serve_gives_eval_statuses(cluster: dict, cfg: EvalConfig, evaluated: dict[s
             assert {s: c.get(f"/v1/checks/{i}").json()["status"] for s, i in ids.items()} == evaluated
     finally:
         restarted.stop()
+
+
+def test_serve_ray_worker_retries_a_dead_actor_then_records_worker_lost(cluster, tmp_path):
+    """`mkb serve`'s Ray worker (kit.dispatch.serving.RayPlace) as the driver: an actor that dies during a check is
+    replaced and the check tried again (attempts 2), one that dies on every try is `worker_lost`, a job function
+    that raises is a `harness_error`; the place goes on with a new actor after each."""
+    from kit.dispatch.serving import RayPlaces
+
+    cfg = _cfg(tmp_path, workers=1, timing_resource="aarch64", max_retries=1, address=cluster["address"])
+    pool = RayPlaces(cfg, setup_fn=setup_state, job_fn=work)
+    (place,) = pool.open()
+    try:
+        got = {j.sample_id: place.run(j) for j in _jobs(cfg, ["die1-a", "dieall-b", "raise-c", "ok-1"])}
+    finally:
+        pool.close()
+    assert {s: (r.status, r.attempts) for s, r in got.items()} == {
+        "die1-a": (Status.OK, 2), "dieall-b": (Status.WORKER_LOST, 2), "raise-c": (Status.HARNESS_ERROR, 1),
+        "ok-1": (Status.OK, 1)}
+    assert "job function bug in raise-c" in got["raise-c"].error_message
+    assert _node_of(got["ok-1"].worker, cluster["arm_nodes"] | cluster["x86_nodes"]) in cluster["arm_nodes"]
