@@ -296,7 +296,8 @@ NEEDS_TOOLS = pytest.mark.skipif(not (shutil.which("cmake") and shutil.which("ni
 def test_end_to_end_fixture_engine(cluster, tmp_path, capsys):
     """The production path: `mkb eval`'s outline (kit.outline.evaluate.evaluate) with the default setup
     (kit.job.worker.setup_worker: pristine tree, workspace w<i>, native build) and kit.job.pipeline.run_job in two actors
-    on the aarch64 node, on the fixture engine's samples."""
+    on the aarch64 node, on the fixture engine's samples; then the same samples through `mkb serve` on the cluster
+    (:func:`_serve_gives_eval_statuses`, over the warm cache)."""
     from kit.outline.evaluate import evaluate
 
     cfg = _fixture_cfg(tmp_path, workers=2, timing_resource="aarch64")
@@ -314,6 +315,7 @@ def test_end_to_end_fixture_engine(cluster, tmp_path, capsys):
     assert "sample: CSR" in capsys.readouterr().out
     prov = json.loads((cfg.run.dir / "provenance.json").read_text())
     assert prov["engine"] == "fixture" and prov["dispatch"]["workers"] == 2
+    _serve_gives_eval_statuses(cluster, cfg, got)
 
 
 def _fixture_cfg(tmp_path: Path, **dispatch) -> EvalConfig:
@@ -563,3 +565,66 @@ def test_a_ray_client_address_without_ray_client_says_what_to_install(monkeypatc
     cfg = EvalConfig(dispatch={"mode": "ray", "address": f"ray://127.0.0.1:{port}"})
     with pytest.raises(dispatch.DispatchError, match="nothing answers"):
         dispatch.connect(cfg)
+
+
+
+def _serve_gives_eval_statuses(cluster: dict, cfg: EvalConfig, evaluated: dict[str, str]) -> None:
+    """`mkb serve` with ``cfg`` naming the Ray cluster (dispatch.address), over the cache an evaluation of the
+    same samples warmed: its checks run on two build actors on the aarch64 node (records in their shards, the
+    dispatch in provenance.json), a correctness-only check too, an identical submission comes from the cache;
+    every verdict is the evaluation's status (``evaluated``); a service started again keeps the verdicts."""
+    from serving import TOKEN, Running, files_of
+
+    from kit.serve.server import service
+
+    cfg = cfg.model_copy(update={"run": cfg.run.model_copy(update={"dir": cfg.run.dir.with_name("served")}),
+                                 "dispatch": cfg.dispatch.model_copy(update={"address": cluster["address"]})})
+    root = FIXTURE_ROOT / "candidates" / "sample" / "fx_argmax"
+    running = Running(service(cfg, TOKEN, port=0, queue_limit=8))
+    try:
+        with running.client() as c:
+            ids = {d.name: c.post("/v1/checks", json={"task_id": "fx_argmax", "files": files_of(d), "method": "sample",
+                                                      "sample_id": d.name}).json()["id"] for d in root.iterdir()}
+            quick = c.post("/v1/checks", json={"task_id": "fx_argmax", "files": files_of(root / "correct"),
+                                               "options": {"timing": False}}).json()["id"]
+            views = {s: c.get(f"/v1/checks/{i}", params={"wait": 300}).json() for s, i in ids.items()}
+            quick_view = c.get(f"/v1/checks/{quick}", params={"wait": 300}).json()
+            again = c.post("/v1/checks", json={"task_id": "fx_argmax", "files": files_of(root / "correct"),
+                                               "method": "other"}).json()
+            workers = c.get("/v1/stats").json()["workers"]
+    finally:
+        running.stop()
+    assert {s: v["status"] for s, v in views.items()} == evaluated
+    assert workers == 2 and again["cached"] and again["id"] == ids["correct"]
+    assert quick_view["timing"] is False and quick_view["ended_in"] == "verify", quick_view
+    rows = _records(cfg.run.dir)
+    assert sorted(r["sample_id"] for r in rows) == sorted(ids) and all(r["attempts"] == 1 for r in rows)
+    nodes = cluster["arm_nodes"] | cluster["x86_nodes"]
+    assert {_node_of(r["worker"], nodes) for r in rows} <= cluster["arm_nodes"]
+    assert json.loads((cfg.run.dir / "provenance.json").read_text())["dispatch"]["workers"] == 2
+    restarted = Running(service(cfg, TOKEN, port=0, workers=0, queue_limit=8))  # no worker: only what is kept
+    try:
+        with restarted.client() as c:
+            assert {s: c.get(f"/v1/checks/{i}").json()["status"] for s, i in ids.items()} == evaluated
+    finally:
+        restarted.stop()
+
+
+def test_serve_ray_worker_retries_a_dead_actor_then_records_worker_lost(cluster, tmp_path):
+    """`mkb serve`'s Ray worker (kit.dispatch.serving.RayPlace) as the driver: an actor that dies during a check is
+    replaced and the check tried again (attempts 2), one that dies on every try is `worker_lost`, a job function
+    that raises is a `harness_error`; the place goes on with a new actor after each."""
+    from kit.dispatch.serving import RayPlaces
+
+    cfg = _cfg(tmp_path, workers=1, timing_resource="aarch64", max_retries=1, address=cluster["address"])
+    pool = RayPlaces(cfg, setup_fn=setup_state, job_fn=work)
+    (place,) = pool.open()
+    try:
+        got = {j.sample_id: place.run(j) for j in _jobs(cfg, ["die1-a", "dieall-b", "raise-c", "ok-1"])}
+    finally:
+        pool.close()
+    assert {s: (r.status, r.attempts) for s, r in got.items()} == {
+        "die1-a": (Status.OK, 2), "dieall-b": (Status.WORKER_LOST, 2), "raise-c": (Status.HARNESS_ERROR, 1),
+        "ok-1": (Status.OK, 1)}
+    assert "job function bug in raise-c" in got["raise-c"].error_message
+    assert _node_of(got["ok-1"].worker, cluster["arm_nodes"] | cluster["x86_nodes"]) in cluster["arm_nodes"]

@@ -65,6 +65,6 @@ Engine: the real MNN tree when ``MKB_MNN__SOURCE_DIR`` is set (task ``--task``, 
     python -m kit.bench --cold-cache [--arch x86_64 --arch aarch64] [--tasks ID,ID] [--rounds 1]
     python -m kit.bench --adb-cost [--task ID] [--repeats 3]   (the cross toolchain and qemu-user-static)
     python -m kit.bench --input-check-cost [--tasks ID,ID] [--repeats 3]
-    python -m kit.bench --serve [--tasks ID,ID] [--rounds 2] [--repeats 3]
+    python -m kit.bench --serve [--tasks ID,ID] [--rounds 2] [--repeats 3] [--ray-address HOST:PORT]
     python -m kit.bench --throughput [--workers 1,2]   (Ray needs loopback networking)
 """

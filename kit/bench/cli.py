@@ -55,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--serve", action="store_true", help="run the service benchmark instead: verdicts per hour "
                     "through mkb serve vs mkb eval on the same candidates, one worker; POST-to-verdict p50/p95 "
                     "(--tasks, --rounds default 2, --repeats)")
+    ap.add_argument("--ray-address", default=None, help="serve: run both modes on this Ray cluster (dispatch.address: "
+                    "auto, HOST:PORT) instead of serially in this process")
     ap.add_argument("--throughput", action="store_true", help="run the throughput benchmark instead: candidates per "
                     "hour of the sample set at the default protocol, cache-cold, 1 and 2 workers, split by stage, "
                     "beside the same at the fewest timing rounds (2)")
@@ -66,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.serve:
         from kit.bench.servecost import serve_cost  # FastAPI and uvicorn: the serve extra
 
-        return serve_cost(args.tasks.split(",") if args.tasks else None, args.rounds or 4, args.repeats)
+        return serve_cost(args.tasks.split(",") if args.tasks else None, args.rounds or 4, args.repeats,
+                          args.ray_address)
     if args.throughput:
         throughput(tuple(int(w) for w in args.workers.split(",")), fewest=not args.default_only,
                    mode="serial" if args.serial else "ray", warm_up=not args.no_warm_up)

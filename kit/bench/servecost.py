@@ -12,6 +12,10 @@ comment naming the round and mode, so no check is answered from the service's ca
 serve/eval of verdicts per hour is taken within each round; their geometric mean over an even number of rounds
 (each order as often) is quoted (target >= 0.95).
 
+With ``--ray-address ADDR`` both run on that Ray cluster (``dispatch.mode = "ray"``, ``dispatch.address``): ``eval``
+over :class:`kit.dispatch.RayExecutor` (one build worker), ``serve`` with one build actor
+(:mod:`kit.dispatch.serving`), the actors started outside the measured time in both.
+
 Then, on the warm service, ``--repeats`` correctness-only checks of the first task's ``correct`` sample, one
 after the other (each unique): seconds from POST to verdict, p50 and p95.
 """
@@ -30,10 +34,9 @@ import httpx
 import numpy as np
 
 from kit.bench.common import real_engine, sample_root, write_config
-from kit.outline.evaluate import execute
+from kit.outline.evaluate import execute, executor_for
 from kit.run.plan import plan_jobs
 from kit.run.rundir import prepare, release
-from kit.run.serial_executor import SerialExecutor
 from kit.serve.server import service
 from kit.settings.config import EvalConfig, load_config
 from kit.suite.tasks import load_suite
@@ -70,7 +73,7 @@ def _eval(cfg: EvalConfig) -> tuple[float, dict]:
     run_dir = prepare(cfg)
     try:
         plan = plan_jobs(cfg, tasks, {t.id for t in tasks}, None)
-        done = execute(plan.jobs, plan.done, run_dir, SerialExecutor(cfg), label="bench")
+        done = execute(plan.jobs, plan.done, run_dir, executor_for(cfg), label="bench")
     finally:
         release(run_dir)
     from kit.results.shards import read_records
@@ -117,8 +120,11 @@ def _timed_check(c: httpx.Client, task: str, files: dict, tag: str) -> float:
     return time.monotonic() - t
 
 
-def serve_cost(tasks: list[str] | None, rounds: int, repeats: int) -> int:
-    """Benchmark 9 (see the module docstring)."""
+def serve_cost(tasks: list[str] | None, rounds: int, repeats: int, ray_address: str | None = None) -> int:
+    """Benchmark 9 (see the module docstring); ``ray_address``: the Ray cluster both modes run on (None: serial,
+    in this process)."""
+    dispatch = (["--dispatch.mode", "serial"] if ray_address is None
+                else ["--dispatch.mode", "ray", "--dispatch.address", ray_address, "--dispatch.workers", "1"])
     real = real_engine()
     root = sample_root(real)
     tasks = tasks or sorted(p.name for p in root.iterdir() if p.is_dir())
@@ -134,7 +140,7 @@ def serve_cost(tasks: list[str] | None, rounds: int, repeats: int) -> int:
                 cands = _write(_unique(samples, f"round {r} {mode}"), tmp / f"c{r}{mode}")
                 text = base.replace(f'ids = ["{tasks[0]}"]', ids).replace(str(tmp / "none"), str(cands))
                 (tmp / f"{r}{mode}.toml").write_text(text.replace(f'dir = "{tmp / "run"}"', f'dir = "{tmp / f"run{r}{mode}"}"'))
-                cfg = load_config(tmp / f"{r}{mode}.toml", ["--dispatch.mode", "serial", "--report.enabled", "false"])
+                cfg = load_config(tmp / f"{r}{mode}.toml", [*dispatch, "--report.enabled", "false"])
                 if mode == "eval":
                     work_s, statuses[mode] = _eval(cfg)
                 else:
@@ -146,7 +152,8 @@ def serve_cost(tasks: list[str] | None, rounds: int, repeats: int) -> int:
             same = sum(statuses["eval"].get(k) == v for k, v in statuses["serve"].items())
             rows.append(f"round {r}: eval {vph['eval']:.0f}/h, serve {vph['serve']:.0f}/h, ratio {ratios[-1]:.3f}; "
                         f"{same}/{len(samples)} statuses equal")
-    print(f"engine: {'MNN' if real else 'fixture'}; {len(samples)} candidates of {len(tasks)} task(s); 1 worker")
+    where = f"on the Ray cluster at {ray_address}" if ray_address else "in this process"
+    print(f"engine: {'MNN' if real else 'fixture'}; {len(samples)} candidates of {len(tasks)} task(s); 1 worker {where}")
     print("\n".join(rows))
     # the mode that runs second in a round was faster in every round measured (by 20-40 % on a 2-core host, cause
     # not pinned down); the order alternates, so over an even number of rounds the geometric mean cancels it

@@ -9,6 +9,8 @@ Ray code of the kit.
 * :mod:`~kit.dispatch.slots`: the driver's worker slots, the Ray options of their actors, whether the run can go
   on with the workers left, what a failed setup raises;
 * :mod:`~kit.dispatch.executor`: :class:`RayExecutor`, what :mod:`kit.outline.evaluate` runs pending jobs with.
+* :mod:`~kit.dispatch.serving`: the build workers of ``mkb serve`` on the config's Ray cluster, one check at a
+  time each, for the service's threads (:mod:`kit.serve.engine`).
 * :mod:`~kit.dispatch.launcher`: Ray cluster launcher YAMLs checked offline against Ray's schema and the
   workers a kit config asks for (``python -m kit.dispatch.launcher``; docs/cloud.md).
 

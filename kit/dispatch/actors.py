@@ -17,6 +17,7 @@ import os
 import platform
 import socket
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import ray
@@ -69,6 +70,8 @@ class Actor:
         self.node_id = ray.get_runtime_context().get_node_id()
         self.name = name.format(node=self.node_id[:8])
         self.state = None
+        #: the state of the job running now (``state``, or a copy under another config: JobActor.run)
+        self.current: Any = None
         self.setup_error = None
 
     def ready(self) -> dict[str, Any]:
@@ -89,7 +92,7 @@ class Actor:
     def stage(self) -> str:
         """The stage of the job running now ("build", "verify", "time"; "" if none or unknown).  Answered
         while a job runs (the actor has a second thread for it)."""
-        return str(getattr(self.state, "stage", "") or "")
+        return str(getattr(self.current, "stage", "") or "")
 
     def close(self) -> None:
         """Release the workspace locks (the process exit would release them too)."""
@@ -104,15 +107,22 @@ class JobActor(Actor):
     def __init__(self, cfg: EvalConfig, index: int, setup_fn: SetupFn, job_fn: JobFn) -> None:
         self._start(cfg, f"n{{node}}.w{index}")
         self.job_fn = job_fn
+        self._views: dict[str, Any] = {}  # config digest -> the state under that config (run's cfg)
         try:
-            self.state = setup_fn(cfg, index, self.name)
+            self.state = self.current = setup_fn(cfg, index, self.name)
         except Exception as exc:  # noqa: BLE001 - re-raised by ready()/run() so the driver sees its type
             self.setup_error = exc
 
-    def run(self, job: Job) -> Record:
+    def run(self, job: Job, cfg: EvalConfig | None = None) -> Record:
+        """``job_fn(job, state)``; ``cfg``: another config for this job (``mkb serve``'s correctness-only lane:
+        the state's dataclass copied with it, ``timing.enabled = false``), None: the actor's."""
         if self.setup_error is not None:
             raise self.setup_error
-        return self.job_fn(job, self.state)
+        state = self.state
+        if cfg is not None and (key := cfg.digest()) != self.cfg.digest():
+            state = self._views.setdefault(key, replace(state, cfg=cfg))
+        self.current = state
+        return self.job_fn(job, state)
 
     def build(self, job: Job) -> tuple[Record | BuildHalf, Built | None]:
         """(record, None) when the job ended here, else (what the build half measured, the artefacts for a
@@ -129,9 +139,10 @@ class JobActor(Actor):
             raise self.setup_error
         return native_bundle(self.state.native)
 
-    def provenance(self) -> Session:
-        """This session's provenance on this worker's node (:func:`kit.run.provenance.collect`)."""
-        return collect(self.cfg, self.state if isinstance(self.state, Worker) else None)
+    def provenance(self, cfg: EvalConfig | None = None) -> Session:
+        """This session's provenance on this worker's node (:func:`kit.run.provenance.collect`) under ``cfg``
+        (None: the actor's config)."""
+        return collect(cfg or self.cfg, self.state if isinstance(self.state, Worker) else None)
 
 
 class TimeActor(Actor):
@@ -142,7 +153,7 @@ class TimeActor(Actor):
         self._start(cfg, f"n{{node}}.t{index}")
         self.time_fn = time_fn
         try:
-            self.state = setup_timing_worker(cfg, index, self.name, native_key, native)
+            self.state = self.current = setup_timing_worker(cfg, index, self.name, native_key, native)
         except Exception as exc:  # noqa: BLE001 - re-raised by ready() so the driver sees its type
             self.setup_error = exc
 

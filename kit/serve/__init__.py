@@ -4,7 +4,8 @@
 - :mod:`~kit.serve.reward`, :mod:`~kit.serve.verdict`: a record's verdict, the stage it ended in, its reward;
 - :mod:`~kit.serve.lane`: a run directory the service writes (shards, provenance, the journal of accepted checks);
 - :mod:`~kit.serve.checks`: the checks known, the cache, the bounded queue, times to verdict;
-- :mod:`~kit.serve.engine`: worker threads running checks through the kit's pipeline;
+- :mod:`~kit.serve.engine`: worker threads running checks through the kit's pipeline (here, or on the config's
+  Ray cluster: :mod:`kit.dispatch.serving`);
 - :mod:`~kit.serve.tasks`, :mod:`~kit.serve.routes`, :mod:`~kit.serve.app`: what a model may see of a task; the
   routes; the app and its guard (token, body size);
 - :mod:`~kit.serve.server`, :mod:`~kit.serve.cli`: the token, the socket, uvicorn; the command.

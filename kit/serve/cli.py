@@ -15,7 +15,8 @@ def add_parser(sub) -> None:  # noqa: ANN001 - argparse's private subparsers typ
     p.add_argument("--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST}: this "
                                                         "machine only)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: a free one)")
-    p.add_argument("--workers", type=int, default=1, help="checks run at once, each in a workspace of its own")
+    p.add_argument("--workers", type=int, default=None, help="checks run at once, each in a workspace of its own "
+                   "(default 1; on the config's Ray cluster, dispatch.workers actors)")
     p.add_argument("--queue", type=int, default=64, help="checks that may wait; more are refused (429)")
 
 
@@ -23,7 +24,7 @@ def run(args: argparse.Namespace, cfg) -> int:  # noqa: ANN001 - an EvalConfig (
     """Check the numbers, then serve (:func:`kit.serve.server.serve`).  Returns the exit code."""
     from kit.settings.config import ConfigError
 
-    if args.workers < 1:
+    if args.workers is not None and args.workers < 1:
         raise ConfigError(f"--workers: at least 1, got {args.workers}")
     if args.queue < 1:
         raise ConfigError(f"--queue: at least 1, got {args.queue}")

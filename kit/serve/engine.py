@@ -10,6 +10,11 @@ executor does; each record goes into its lane's shards (:mod:`kit.serve.lane`) a
 
 Opening the engine reads each lane's records (finished checks, answered again after a restart) and queues the
 journal's checks that have none yet, before setting up the workers.
+
+Where the checks run: when the config names a Ray cluster (``dispatch.mode = "ray"`` with ``dispatch.address``:
+:func:`on_ray`), each worker thread hands its checks to a Ray build worker of the cluster
+(:class:`kit.dispatch.serving.RayPlace`, ``mkb eval``'s actor); otherwise the thread runs them in a build worker
+of this process.  Queue, cache, journal and records are this process's either way.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from kit import candidates as kcand
 from kit.candidates.model import text_sha256
@@ -28,6 +34,7 @@ from kit.job.record import Job, job_from, lost_record, rejected_record
 from kit.job.worker import Worker, setup_worker
 from kit.mnn.source import ensure_pristine
 from kit.results.records import Record, Status
+from kit.run import provenance as prov
 from kit.serve.checks import Check, Registry
 from kit.serve.lane import JournalEntry, Lane, no_timing_config
 from kit.serve.models import CheckRequest, CheckView, Stats
@@ -42,23 +49,39 @@ REFUSED_SHARD = "serve"
 COMPACT_EVERY = 64
 
 
+def on_ray(cfg: EvalConfig) -> bool:
+    """Whether the service's checks run on a Ray cluster's actors: the config names one (``dispatch.mode =
+    "ray"`` with ``dispatch.address``).  An embedded Ray (no address, or ``processes``) would only add its
+    start-up and a process hop to the same cores: the service's own threads run those."""
+    return cfg.dispatch.mode == "ray" and cfg.dispatch.address is not None
+
+
+def _on_actor(job: Job, place: Any) -> Record | None:
+    """The job function of a Ray worker thread: the check on the place's actor (None: abandoned at close)."""
+    return place.run(job)
+
+
 class UnknownTask(Exception):
     """A check names a task the service does not serve (not in the config's task selection)."""
 
 
 class Engine:
     """Checks in, verdicts out (module docstring).  ``workers``: worker threads, each with a build worker of its own
-    (the first free workspace); ``queue_limit``: checks that may wait; ``setup`` and ``job_fn``: as
-    :class:`kit.run.serial_executor.SerialExecutor`'s.  :meth:`open` before use, :meth:`close` after.
+    (the first free workspace), or on a Ray cluster (:func:`on_ray`) each with an actor, capped by the cluster's
+    CPUs; None: 1 here, ``dispatch.workers`` on Ray.  ``queue_limit``: checks that may wait; ``setup`` and
+    ``job_fn``: as :class:`kit.run.serial_executor.SerialExecutor`'s (this process's workers only).
+    :meth:`open` before use, :meth:`close` after.
 
     Raises:
-        kit.settings.config.ConfigError: several workers where a worker's container or adb device is the
-            process's (``container.mode = "docker"``, ``[device]``)."""
+        kit.settings.config.ConfigError: several workers in this process where a worker's container or adb
+            device is the process's (``container.mode = "docker"``, ``[device]``)."""
 
-    def __init__(self, cfg: EvalConfig, workers: int = 1, queue_limit: int = 64,
+    def __init__(self, cfg: EvalConfig, workers: int | None = None, queue_limit: int = 64,
                  setup: Callable[[EvalConfig], Worker] = setup_worker,
                  job_fn: Callable[[Job, Worker], Record] = run_job) -> None:
-        if workers > 1 and (cfg.container.mode != "host" or cfg.device.kind == "adb"):
+        self.on_ray = on_ray(cfg)
+        workers = workers if workers is not None else (cfg.dispatch.workers if self.on_ray else 1)
+        if workers > 1 and not self.on_ray and (cfg.container.mode != "host" or cfg.device.kind == "adb"):
             # the container a worker's commands run in, and an adb device, are this process's, not a thread's
             raise ConfigError("--workers: one worker per service with container.mode = \"docker\" or an adb "
                               "[device]; start a service per worker instead")
@@ -68,9 +91,10 @@ class Engine:
         self.registry = Registry(queue_limit)
         self.n_workers = workers
         self.mnn_root: Path | None = None
-        self._setup, self._job_fn = setup, job_fn
+        self._setup, self._job_fn = setup, (_on_actor if self.on_ray else job_fn)
         self._lanes: dict[bool, Lane] = {}
-        self._workers: list[Worker] = []
+        self._workers: list[Any] = []  # Worker, or kit.dispatch.serving.RayPlace on Ray
+        self._pool: Any = None  # kit.dispatch.serving.RayPlaces on Ray
         self._threads: list[threading.Thread] = []
 
     # ------------------------------------------------------------------------------------------- life
@@ -81,20 +105,27 @@ class Engine:
 
         Raises:
             kit.settings.config.ConfigError: a run directory holds another config's records or is in use.
-            what :func:`kit.job.worker.setup_worker` raises (nothing is left open then)."""
+            what :func:`kit.job.worker.setup_worker` raises (nothing is left open then); on Ray, what
+            :meth:`kit.dispatch.serving.RayPlaces.open` raises."""
         try:
             self.lane(True)
             if no_timing_config(self.cfg).run.dir.is_dir():
                 self.lane(False)
-            for _ in range(self.n_workers):
-                self._workers.append(self._setup(self.cfg))
+            if self.on_ray and self.n_workers:
+                from kit.dispatch.serving import RayPlaces  # imports Ray: only for a service that uses it
+
+                pool = RayPlaces(self.cfg, self.n_workers)
+                self._workers, self._pool = pool.open(), pool
+            else:
+                for _ in range(self.n_workers):
+                    self._workers.append(self._setup(self.cfg))
             self.mnn_root = ensure_pristine(self.cfg.mnn).root
         except BaseException:
             self.close()
             raise
         for lane in list(self._lanes.values()):  # an engine without workers runs nothing: no session noted
             if self._workers:
-                lane.start_session(self._workers[0])
+                self._start_session(lane)
         for i, worker in enumerate(self._workers):
             t = threading.Thread(target=self._work, args=(worker,), name=f"mkb-serve-{i}", daemon=True)
             t.start()
@@ -111,6 +142,8 @@ class Engine:
         if not self._threads:  # never started: the workers set up so far are released here
             for w in self._workers:
                 w.release()
+        if self._pool is not None:  # the Ray actors ended (a check still on one is abandoned: journaled)
+            self._pool.close()
         for lane in self._lanes.values():
             lane.close()
 
@@ -124,7 +157,7 @@ class Engine:
                 self._lanes[timing] = lane
                 self._restore(lane)
                 if self._threads:  # opened while serving: its session noted now
-                    lane.start_session(self._workers[0])
+                    self._start_session(lane)
             return self._lanes[timing]
 
     def _restore(self, lane: Lane) -> None:
@@ -144,6 +177,15 @@ class Engine:
         if records or unfinished:
             log.info("%s: %d finished check(s) kept, %d accepted one(s) queued again", lane.run_dir, len(records),
                      len(unfinished))
+
+    def _start_session(self, lane: Lane) -> None:
+        """Note this session in ``lane``'s provenance: the facts of the first worker's node (on Ray, its
+        actor's, and the dispatch as ``mkb eval`` notes it)."""
+        first = self._workers[0]
+        if self._pool is not None:
+            lane.start_session(first.session, self._pool.dispatch())
+        else:
+            lane.start_session(lambda cfg: prov.collect(cfg, first))
 
     # ---------------------------------------------------------------------------------------- checks
 
@@ -211,6 +253,8 @@ class Engine:
                 check.place = place
                 assert check.job is not None
                 rec = self._run(check.job, place)
+                if rec is None:  # abandoned by a closing Ray pool: still in the journal, run at the next start
+                    break
                 assert check.entry is not None
                 lane.write(place.name, rec, check.entry)
                 self.registry.finish(check, rec)
@@ -226,7 +270,7 @@ class Engine:
             if lane.finished_since_compact >= COMPACT_EVERY:
                 lane.compact([c.entry for c in self.registry.pending(lane) if c.entry is not None])
 
-    def _run(self, job: Job, place: Worker) -> Record:
+    def _run(self, job: Job, place: Worker) -> Record | None:
         """``job_fn(job, place)``; a fault of the kit outside the pipeline's own mapping is a harness error."""
         try:
             return self._job_fn(job, place)

@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kit.results.records import Record
 from kit.results.shards import RecordSink, read_records
@@ -25,9 +25,6 @@ from kit.run import provenance as prov
 from kit.run.rundir import prepare as prepare_run_dir
 from kit.run.rundir import release as release_run_dir
 from kit.settings.config import EvalConfig
-
-if TYPE_CHECKING:
-    from kit.job.worker import Worker
 
 JOURNAL_FILE = "serve-journal.jsonl"
 #: the candidates of the recorded checks, one JSONL candidate source per method (``<method>.jsonl``)
@@ -137,13 +134,14 @@ class Lane:
             f.flush()
             os.fsync(f.fileno())
 
-    def start_session(self, worker: Worker) -> None:
-        """Note this session in ``provenance.json`` (once; ``worker``: the first build worker, whose native build
-        the facts name), the config's task selection, and the sources of the candidates received so far.  The
-        session's config has no candidate source of its own: the service evaluates only what it receives."""
+    def start_session(self, facts: Callable[[EvalConfig], prov.Session], dispatch: prov.Dispatch | None = None) -> None:
+        """Note this session in ``provenance.json`` (once; ``facts(cfg)``: the session under ``cfg`` on the first
+        build worker's node, whose native build they name; ``dispatch``: the Ray workers', None in this process),
+        the config's task selection, and the sources of the candidates received so far.  The session's config has
+        no candidate source of its own: the service evaluates only what it receives."""
         sessions_cfg = self.cfg.model_copy(update={"candidates": self.cfg.candidates.model_copy(update={"sources": []})})
         with self._lock:
-            self._notes.start(prov.collect(sessions_cfg, worker))
+            self._notes.start(facts(sessions_cfg), dispatch)
             prov.note_selection(self.run_dir, self.cfg)
             for path in sorted((self.run_dir / SOURCES_DIR).glob("*.jsonl")):
                 prov.note_source(self.run_dir, path.stem, path)

@@ -75,7 +75,7 @@ class Service:
         self.server.should_exit = True
 
 
-def service(cfg: EvalConfig, token: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, workers: int = 1,
+def service(cfg: EvalConfig, token: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, workers: int | None = None,
             queue_limit: int = 64, engine_factory: Callable[..., Engine] = Engine) -> Service:
     """Open the engine (its run directories, restored checks, workers) and bind the socket: a :class:`Service`
     ready to :meth:`~Service.run`.
@@ -94,12 +94,14 @@ def service(cfg: EvalConfig, token: str, host: str = DEFAULT_HOST, port: int = D
     return Service(engine, uvicorn.Server(config), sock)
 
 
-def serve(cfg: EvalConfig, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, workers: int = 1,
+def serve(cfg: EvalConfig, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, workers: int | None = None,
           queue_limit: int = 64) -> int:
     """``mkb serve``: print where it listens (and a generated token, once), serve until interrupted.  Returns 0."""
     token, generated = token_from_env()
     svc = service(cfg, token, host, port, workers, queue_limit)
-    print(f"mkb serve: {svc.url} ({workers} worker(s), queue of {queue_limit}; records in {cfg.run.dir})",
+    where = f" on the Ray cluster at {cfg.dispatch.address}" if svc.engine.on_ray else ""
+    print(f"mkb serve: {svc.url} ({svc.engine.stats().workers} worker(s){where}, queue of {queue_limit}; records in "
+          f"{cfg.run.dir})",
           file=sys.stderr, flush=True)
     if generated:
         print(f"mkb serve: token (send 'Authorization: Bearer <token>'; set {TOKEN_ENV} to choose it): {token}",
