@@ -26,6 +26,7 @@ import pytest
 from conftest_fixture import FIXTURE_ROOT, copy_fixture_engine
 from serving import TOKEN, Running, files_of
 
+from kit.bench.chatserver import Act, StubServer, answer
 from kit.cli import main
 from kit.results.shards import scan
 from kit.serve import engine as serve_engine
@@ -281,6 +282,43 @@ def test_an_episode_keeps_its_best_step(batch, served):
     assert steps[2]["method"] == "agent" and steps[2]["sample_id"] == f"{eid}-2"
     assert view["steps"] == [s["id"] for s in steps] and view["best"]["id"] == steps[1]["id"]
     assert view["best"]["reward"] >= 0.5
+
+
+def _response(folder: Path) -> str:
+    """A model's answer carrying ``folder``'s files as named code blocks (what the kit's parser reads)."""
+    blocks = [f"```cpp\n// {f.name}\n{f.read_text()}```" for f in sorted(folder.iterdir())]
+    return "Here is the kernel.\n\n" + "\n\n".join(blocks)
+
+
+def test_the_agent_loop_of_docs_serve_md_runs_as_written(served, tmp_path, monkeypatch, capsys):
+    """docs/serve.md's agent loop, run as the page gives it (the service's address, a fixture task and the token
+    file put in) against a scripted OpenAI-compatible model whose first answer does not compile and whose
+    answers to feedback are correct: four turns, the compiler's error fed back once, the best turn correct."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "serve.md").read_text()
+    code = page.split("## An agent loop", 1)[1].split("```python\n", 1)[1].split("```\n", 1)[0]
+    assert len(code.strip().splitlines()) <= 22  # the issue's "20-line agent loop", imports included
+    for shown, here in (("http://127.0.0.1:8765/v1", served.svc.url + "/v1"), ('"argmax_axis1_keep_4d"', '"fx_argmax"')):
+        assert shown in code
+        code = code.replace(shown, here)
+    fed_back = []
+
+    def model(last: str, _n: int) -> Act:
+        if last.startswith("Your kernel ended in"):
+            fed_back.append(last)
+            return answer(_response(SAMPLES / "fx_argmax" / "correct"))
+        return answer(_response(SAMPLES / "fx_argmax" / "compile_error"))
+
+    (tmp_path / "token.txt").write_text(TOKEN + "\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-agent-loop")
+    with StubServer(model) as llm:
+        monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
+        exec(compile(code, "docs/serve.md", "exec"), {"__name__": "agent_loop"})  # noqa: S102 - the page's code
+    lines = capsys.readouterr().out.splitlines()
+    turns = [ln.split()[:2] for ln in lines if ln[:1].isdigit()]
+    assert turns == [["0", "compile_error"], ["1", "ok"], ["2", "ok"], ["3", "ok"]], lines
+    assert fed_back[0].startswith("Your kernel ended in build: compile_error"), fed_back[0][:200]
+    assert lines[-1].startswith("best: ") and lines[-1].split()[2] == "ok", lines[-1]
 
 
 def test_a_restart_keeps_finished_verdicts_and_runs_the_accepted_ones(batch, served, config):
