@@ -190,9 +190,8 @@ def test_a_kernel_running_off_an_empty_batch_fails_the_empty_axes_set_only(
     assert got["correct"]["edge_sets"] == [{"name": "empty_axes", "ok": True, "native_ok": True, "reason": ""}]
     (empty,) = got["last_apart"]["edge_sets"]
     assert (empty["name"], empty["ok"], empty["native_ok"]) == ("empty_axes", False, True), empty
+    assert "signal 11" in empty["reason"]  # SIGSEGV: n - 1 wrapped to SIZE_MAX
     frame = pl.DataFrame({"task_id": ["fx_exp"], "category": ["unary"], "split": ["train"]})
-    rows = {r["sample_id"]: r for r in records.iter_rows(named=True)}
-    assert rows["last_apart"]["status"] == "ok"
     for sample, strict in (("correct", 1.0), ("last_apart", 0.0)):
         one = records.filter(pl.col("sample_id") == sample)
         row = metrics.summary(one, frame, ps=(1.0,)).row(0, named=True)
