@@ -36,9 +36,15 @@ The sets and the op classes that get them:
   (one slice of the distribution's draw, picked at random): another input shape than the task's, which the
   runner feeds MNN as a resize (one runner process per shape) and ONNX Runtime gets a copy of the model with
   that dimension left free (:func:`kit.suite.reference.run_reference`).  Ops whose other inputs or
-  attributes depend on that length (TopK's K, pooling windows, LayerNorm's scale) do not get it.  Empty
-  (size-0) axes are not drawn: :class:`~kit.suite.tasks.TensorSpec` and the runner's protocol take only
-  dimensions > 0, and MNN 3.2.2's Module API does not promise a zero-sized tensor through a resize.
+  attributes depend on that length (TopK's K, pooling windows, LayerNorm's scale) do not get it.
+- ``empty_axes`` (the element-wise ops of :data:`EMPTY_UNARY` and :data:`EMPTY_BINARY`, Softmax, LogSoftmax,
+  ArgMax, ArgMin, Transpose, the Reduce ops): the first axis the op does not work along (``EdgeSpec.axis``:
+  0 for element-wise ops and Transpose; for the others the first axis :func:`op_axes` does not name) cut to
+  length 0, run like ``size_one_axes``: ONNX gives an empty result of the op's shape, which ONNX Runtime
+  computes for every built-in task that gets the set.  Element-wise inputs of a lower rank or of length 1
+  there keep their draw (they broadcast to 0); a constant or inner value that would not broadcast, or a
+  reduction of every axis, and the set is not declared.  :class:`~kit.suite.tasks.TensorSpec` keeps
+  dimensions > 0: only the set's arrays are empty.
 """
 
 from __future__ import annotations
@@ -255,7 +261,8 @@ def declare(op_type: str, inputs: Iterable, model: onnx.ModelProto | None = None
     ``large_magnitude`` rewrite the first input when it is float32, ``special_values`` every float32 input,
     ``negative_indices`` every integer input drawn from 0, ``denormals`` the inputs of :data:`DENORMAL_INPUTS`,
     ``size_one_axes`` the first input along the op's axis (only with ``model``, the task's ONNX model, which
-    says the axis).  Empty for an op type of no class."""
+    says the axis), ``empty_axes`` the inputs :func:`_empty` names (Softmax, ArgMax and the Reduce ops only
+    with ``model``).  Empty for an op type of no class."""
     inputs = list(inputs)
     out = []
     for name, ops in EDGE_OPS.items():
