@@ -379,11 +379,13 @@ def test_runner_reports_errors_with_exit_3_and_usage_with_exit_2(
 ) -> None:
     task = tasks["fx_exp"]
     _, model = convert(engine, task)
-    in_dir = engine.work / "bad_in"
     shape = tuple(task.inputs[0].shape)
-    write_tensors(in_dir, {"x": np.zeros((*shape[:-1], shape[-1] - 1), np.float32)})  # wrong shape
-    res = _run([engine.runner, model, in_dir, engine.work / "bad_out", "--outputs", "y"], engine.work)
+    two = engine.work / "two_shapes_in"  # the first set's shape resizes the model; a second one is refused
+    write_tensors(two / "0", {"x": np.zeros((0, *shape[1:]), np.float32)})
+    write_tensors(two / "1", {"x": np.zeros(shape, np.float32)})
+    res = _run([engine.runner, model, two, engine.work / "bad_out", "--outputs", "y"], engine.work)
     assert res.returncode == 3 and "does not match" in res.stderr
+    in_dir = engine.work / "bad_in"
     write_tensors(in_dir, {"x": np.zeros(shape, np.float32)})
     res = _run([engine.runner, model, in_dir, engine.work / "bad_out", "--outputs", "nope"], engine.work)
     assert res.returncode == 3 and "'nope' is not an output" in res.stderr

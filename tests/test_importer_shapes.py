@@ -144,4 +144,4 @@ def test_a_dynamic_dimension_is_fixed_with_dim_and_a_bad_one_is_named(tmp_path, 
     assert task.inputs[0].shape == [8, 16] and task.outputs[0].shape == [8, 16]
     assert "N: dynamic dimension fixed to 8 (--dim N=8)" in task.source.input_evidence
     assert [d.dim_value for d in onnx.load(str(task.onnx_path)).graph.input[0].type.tensor_type.shape.dim] == [8, 16]
-    assert [(e.name, e.axis) for e in task.edges] == [("large_magnitude", None), ("size_one_axes", 1)]
+    assert [(e.name, e.axis) for e in task.edges] == [("large_magnitude", None), ("size_one_axes", 1), ("empty_axes", 0)]

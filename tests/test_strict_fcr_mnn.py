@@ -36,7 +36,7 @@ def test_last_maximum_on_ties_is_ok_for_fcr_and_fails_strict_fcr_on_the_real_tre
     (rec,) = records.iter_rows(named=True)
     assert rec["status"] == "ok", (rec["error_kind"], rec["error_message"], rec["trials"])  # right on the distribution
     sets = {e["name"]: e for e in rec["edge_sets"]}
-    assert set(sets) == {"ties", "denormals", "size_one_axes"}
+    assert set(sets) == {"ties", "denormals", "size_one_axes", "empty_axes"}
     assert (sets["ties"]["ok"], sets["ties"]["native_ok"]) == (False, True), sets["ties"]
     assert "integer elements differ" in sets["ties"]["reason"]
     tasks = pl.DataFrame({"task_id": [TASK], "category": ["reduction"], "split": ["train"]})

@@ -228,8 +228,9 @@ def _edge_sets(worker: Worker, task: Task, candidate: sverify.SideModel, scratch
     if not task.edges:
         return ()
     runner = worker.native.runner
-    sets = sverify.run_edges(task, candidate.model, candidate.side, runner, scratch / "edges", worker.settings.verify)
     native = worker.native_models.edge_verdicts(task, runner, scratch / "edges-native")
+    sets = sverify.run_edges(task, candidate.model, candidate.side, runner, scratch / "edges", worker.settings.verify,
+                             frozenset(n for n, ok in native.items() if not ok))
     return tuple(e.model_copy(update={"native_ok": native.get(e.name)}) for e in sets)
 
 

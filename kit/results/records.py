@@ -140,7 +140,7 @@ class Trial(BaseModel):
 
 class EdgeSet(BaseModel):
     """One edge input set of the task (:mod:`kit.suite.edges`) run by verification: ``name`` (``ties``,
-    ``negative_indices``, ``special_values``, ``large_magnitude``, ``denormals``, ``size_one_axes``), whether the
+    ``negative_indices``, ``special_values``, ``large_magnitude``, ``denormals``, ``size_one_axes``, ``empty_axes``), whether the
     candidate's outputs matched ONNX Runtime (``ok``; ``reason`` when not), and whether native MNN's did (``native_ok``; None: not run).  A set
     native fails is recorded, never held against the candidate (:func:`edges_pass`)."""
 

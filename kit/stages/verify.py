@@ -314,17 +314,19 @@ _CONDUCT_KINDS = frozenset({ErrorKind.INPUT_MODIFIED, ErrorKind.THREADS_LEFT, Er
 
 
 def run_edges(task: Task, model: Path, side: Side, runner: Path, scratch: Path,
-              opts: VerifyOptions) -> tuple[EdgeSet, ...]:
+              opts: VerifyOptions, native_failed: frozenset[str] = frozenset()) -> tuple[EdgeSet, ...]:
     """Run ``model`` on every edge input set ``task`` declares (:func:`kit.suite.edges.edge_inputs` at
     ``opts.seed``; one runner process, one forward per set, at ``opts.run.threads``) and compare each with ONNX
     Runtime as a trial is (:func:`trial_verdict`).  A set's failure does not fail the job: it is recorded
     (``ok`` False, the reason) and strict correctness counts it (:func:`kit.results.records.edges_pass`).
-    Sets of another input shape (``size_one_axes``) run in a runner process of their own (one shape per
-    process).  A crash or timeout of a process fails its sets; ``native_ok`` is left None (the caller fills it).
+    Sets of another input shape (``size_one_axes``, ``empty_axes``) run in a runner process of their own (one
+    shape per process).  A crash or timeout of a process fails its sets; ``native_ok`` is left None (the caller
+    fills it).  ``native_failed``: the sets native MNN fails, never held against a candidate: a process whose
+    every set is one of them fails its sets even for its conduct, not the job.
 
     Raises:
         StageFailure: the runner stopped a forward for its conduct (an input written, a thread or process
-            left, a forbidden call, a resource limit), as in :func:`verify`.
+            left, a forbidden call, a resource limit), as in :func:`verify`, on a set native MNN does not fail.
     """
     if not task.edges:
         return ()
@@ -333,7 +335,7 @@ def run_edges(task: Task, model: Path, side: Side, runner: Path, scratch: Path,
     with np.errstate(all="ignore"):
         expected = [run_reference(task.onnx_path, dict(one)) for one in inputs]
     base = replace(opts.run, warmup=0, iterations=0, op_types=("*",), timeout_s=opts.run_timeout_s, cpus=())
-    groups: dict[tuple, list[int]] = {}  # the runner takes one shape per process: a size-1 axis runs apart
+    groups: dict[tuple, list[int]] = {}  # the runner takes one shape per process: a cut axis runs apart
     for k, one in enumerate(inputs):
         groups.setdefault(tuple((n, a.shape) for n, a in sorted(one.items())), []).append(k)
     verdicts: dict[int, EdgeSet] = {}
@@ -342,7 +344,8 @@ def run_edges(task: Task, model: Path, side: Side, runner: Path, scratch: Path,
         res = run_checked(side.runner or runner, model, [inputs[k] for k in members], out_names, side.lib_dir, base,
                           where)
         fail = process_failure(res.proc, "runner (edge sets)")
-        if fail is not None and fail.kind in _CONDUCT_KINDS:
+        if fail is not None and fail.kind in _CONDUCT_KINDS and any(task.edges[k].name not in native_failed
+                                                                     for k in members):
             raise fail
         for k, outputs in zip(members, res.output_sets if fail is None else [None] * len(members)):
             e = task.edges[k]

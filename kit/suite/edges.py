@@ -36,9 +36,15 @@ The sets and the op classes that get them:
   (one slice of the distribution's draw, picked at random): another input shape than the task's, which the
   runner feeds MNN as a resize (one runner process per shape) and ONNX Runtime gets a copy of the model with
   that dimension left free (:func:`kit.suite.reference.run_reference`).  Ops whose other inputs or
-  attributes depend on that length (TopK's K, pooling windows, LayerNorm's scale) do not get it.  Empty
-  (size-0) axes are not drawn: :class:`~kit.suite.tasks.TensorSpec` and the runner's protocol take only
-  dimensions > 0, and MNN 3.2.2's Module API does not promise a zero-sized tensor through a resize.
+  attributes depend on that length (TopK's K, pooling windows, LayerNorm's scale) do not get it.
+- ``empty_axes`` (the element-wise ops of :data:`EMPTY_UNARY` and :data:`EMPTY_BINARY`, Softmax, LogSoftmax,
+  ArgMax, ArgMin, Transpose, the Reduce ops): the first axis the op does not work along (``EdgeSpec.axis``:
+  0 for element-wise ops and Transpose; for the others the first axis :func:`op_axes` does not name) cut to
+  length 0, run like ``size_one_axes``: ONNX gives an empty result of the op's shape, which ONNX Runtime
+  computes for every built-in task that gets the set.  Element-wise inputs of a lower rank or of length 1
+  there keep their draw (they broadcast to 0); a constant or inner value that would not broadcast, or a
+  reduction of every axis, and the set is not declared.  :class:`~kit.suite.tasks.TensorSpec` keeps
+  dimensions > 0: only the set's arrays are empty.
 """
 
 from __future__ import annotations
@@ -53,6 +59,13 @@ from onnx import numpy_helper
 from kit.suite.inputs import make_inputs
 from kit.suite.tasks import EdgeSpec, Task, TensorSpec
 
+#: ``empty_axes``: element-wise ops of one input (no axis of their own: the first axis is cut)
+EMPTY_UNARY = frozenset({"Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Ceil", "Celu", "Cos", "Cosh", "Erf",
+                         "Exp", "Floor", "HardSigmoid", "LeakyRelu", "Log", "Neg", "Not", "Reciprocal", "Relu", "Round",
+                         "Sigmoid", "Sign", "Sin", "Sinh", "Sqrt", "Tan", "Tanh"})
+#: ``empty_axes``: element-wise ops of several (broadcast) inputs
+EMPTY_BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "And", "Or", "Xor", "Equal", "Greater",
+                          "Less", "GreaterOrEqual", "LessOrEqual", "Where"})
 #: edge set → the op types that get it
 EDGE_OPS: dict[str, frozenset[str]] = {
     "ties": frozenset({"ArgMax", "ArgMin", "TopK", "MaxPool", "GlobalMaxPool"}),
@@ -69,6 +82,9 @@ EDGE_OPS: dict[str, frozenset[str]] = {
     "size_one_axes": frozenset({"Softmax", "LogSoftmax", "Hardmax", "ArgMax", "ArgMin", "CumSum", "LpNormalization",
                                 "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
                                 "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}),
+    "empty_axes": frozenset({*EMPTY_UNARY, *EMPTY_BINARY, "Softmax", "LogSoftmax", "ArgMax", "ArgMin", "Transpose",
+                             "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+                             "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}),
 }
 #: why each set matters, written into ``[[edges]] why``
 WHY: dict[str, str] = {
@@ -78,6 +94,8 @@ WHY: dict[str, str] = {
     "large_magnitude": "exp overflows float32 above 88.7: the maximum must be subtracted first",
     "denormals": "subnormal floats are kept by ONNX (gradual underflow); a kernel that flushes them to zero differs",
     "size_one_axes": "the op's axis of length 1 (another input shape than the task's): a kernel must not assume more",
+    "empty_axes": "an axis the op does not work along of length 0 (an empty batch): ONNX gives an empty result of "
+                  "that shape",
 }
 #: the values ``special_values`` writes, in turn
 SPECIAL = np.array([np.nan, np.inf, -np.inf, -0.0], dtype=np.float32)
@@ -113,29 +131,49 @@ def _node(op_type: str, model: onnx.ModelProto | None) -> onnx.NodeProto | None:
     return next((n for n in model.graph.node if n.op_type == op_type), None)
 
 
+def _given_axes(node: onnx.NodeProto, model: onnx.ModelProto) -> list[int] | None:
+    """The axes ``node`` names (may be negative): its ``axis`` attribute (default by :data:`AXIS_ATTR`), or for
+    the Reduce ops the constant ``axes`` (input 1 or the attribute; [] when none are given) and CumSum's
+    constant axis input.  None when they are not constants of the model (a graph input)."""
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    if node.op_type in AXIS_ATTR:
+        return [int(attrs.get("axis", AXIS_ATTR[node.op_type]))]
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    consts = {n.output[0]: numpy_helper.to_array(n.attribute[0].t) for n in model.graph.node
+              if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value"}
+    src = node.input[1] if len(node.input) > 1 and node.input[1] else ""
+    if src and src not in inits and src not in consts:
+        return None
+    return [int(a) for a in np.ravel(inits.get(src, consts.get(src, attrs.get("axes", []))))]
+
+
+def _reduces_nothing(node: onnx.NodeProto) -> bool:
+    """Whether ``node`` with no axes given leaves its input as it is (``noop_with_empty_axes``; CumSum has none)."""
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    return bool(attrs.get("noop_with_empty_axes", 0)) or node.op_type == "CumSum"
+
+
 def op_axis(node: onnx.NodeProto, model: onnx.ModelProto, rank: int) -> int | None:
     """The axis (in [0, rank)) ``node`` works along for ``size_one_axes``: its ``axis`` attribute (default by
     :data:`AXIS_ATTR`), or for the Reduce ops the first of the constant ``axes`` (input 1 or the attribute; the
     last axis when it reduces them all) and CumSum's constant axis input.  None when the axis is not a
     constant of the model (a graph input) or a reduction with empty axes reduces nothing
     (``noop_with_empty_axes``)."""
-    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-    if node.op_type in AXIS_ATTR:
-        axis = int(attrs.get("axis", AXIS_ATTR[node.op_type]))
-    else:
-        inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
-        consts = {n.output[0]: numpy_helper.to_array(n.attribute[0].t) for n in model.graph.node
-                  if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value"}
-        src = node.input[1] if len(node.input) > 1 and node.input[1] else ""
-        if src and src not in inits and src not in consts:
-            return None
-        axes = [int(a) for a in np.ravel(inits.get(src, consts.get(src, attrs.get("axes", []))))]
-        if not axes:
-            if attrs.get("noop_with_empty_axes", 0) or node.op_type == "CumSum":
-                return None
-            axes = [rank - 1]
-        axis = axes[0]
+    axes = _given_axes(node, model)
+    if axes is None or (not axes and _reduces_nothing(node)):
+        return None
+    axis = axes[0] if axes else rank - 1
     return axis % rank if -rank <= axis < rank else None
+
+
+def op_axes(node: onnx.NodeProto, model: onnx.ModelProto, rank: int) -> list[int] | None:
+    """Every axis (in [0, rank)) ``node`` works along (:func:`op_axis`'s sources; all of them for a reduction
+    with no axes given), None where :func:`op_axis` is None or an axis is out of range."""
+    axes = _given_axes(node, model)
+    if axes is None or (not axes and _reduces_nothing(node)):
+        return None
+    axes = axes or list(range(rank))
+    return [a % rank for a in axes] if all(-rank <= a < rank for a in axes) else None
 
 
 def _graph_positions(op_type: str, inputs: list, model: onnx.ModelProto | None) -> dict[int, object]:
@@ -172,13 +210,59 @@ def _size_one(op_type: str, inputs: list, model: onnx.ModelProto | None) -> tupl
     return [first.name], axis
 
 
+def _const_shapes(model: onnx.ModelProto | None) -> dict[str, tuple[int, ...]]:
+    """Initializer name -> its shape (empty without a model)."""
+    return {} if model is None else {i.name: tuple(i.dims) for i in model.graph.initializer}
+
+
+def _empty_broadcast(op_type: str, inputs: list, model: onnx.ModelProto | None) -> tuple[list[str], int | None]:
+    """``empty_axes`` of an element-wise op of several inputs: axis 0 of the graph inputs of the highest rank
+    whose first dimension is the largest (the others broadcast to 0: lower ranks, or 1 there), or ([], None)
+    when a constant or an inner value of that rank has a first dimension above 1 (it would not broadcast)."""
+    node = _node(op_type, model)
+    fed = _graph_positions(op_type, inputs, model)
+    consts = _const_shapes(model)
+    shapes = [tuple(s.shape) for s in fed.values()]
+    rank = max((len(s) for s in shapes), default=0)
+    if rank == 0:
+        return [], None
+    top = max(s[0] for s in shapes if len(s) == rank)
+    if node is not None:
+        for name in node.input:
+            if not name or any(s.name == name for s in fed.values()):
+                continue
+            shape = consts.get(name)
+            if shape is None or len(shape) > rank or (len(shape) == rank and shape[0] > 1):
+                return [], None
+    return [s.name for s in fed.values() if len(s.shape) == rank and s.shape[0] == top], 0
+
+
+def _empty(op_type: str, inputs: list, model: onnx.ModelProto | None) -> tuple[list[str], int | None]:
+    """(the inputs ``empty_axes`` cuts to length 0, the axis), or ([], None): the first axis the op does not
+    work along (element-wise ops and Transpose: axis 0; Softmax, ArgMax, the Reduce ops: the first axis not
+    named by :func:`op_axes`, which needs ``model``), of the first input (several element-wise inputs:
+    :func:`_empty_broadcast`)."""
+    if op_type in EMPTY_BINARY:
+        return _empty_broadcast(op_type, inputs, model)
+    first = _graph_positions(op_type, inputs, model).get(0)
+    if first is None or not first.shape:
+        return [], None
+    if op_type in EMPTY_UNARY or op_type == "Transpose":
+        return [first.name], 0
+    node = _node(op_type, model)
+    axes = op_axes(node, model, len(first.shape)) if node is not None else None
+    free = [a for a in range(len(first.shape)) if axes is not None and a not in axes]
+    return ([first.name], free[0]) if free else ([], None)
+
+
 def declare(op_type: str, inputs: Iterable, model: onnx.ModelProto | None = None) -> list[EdgeSpec]:
     """The edge sets a task of ``op_type`` with ``inputs`` (:class:`~kit.suite.tasks.TensorSpec` or
     :class:`kit.suite.spec.In`, in graph order) gets, in :data:`EDGE_OPS` order: ``ties`` and
     ``large_magnitude`` rewrite the first input when it is float32, ``special_values`` every float32 input,
     ``negative_indices`` every integer input drawn from 0, ``denormals`` the inputs of :data:`DENORMAL_INPUTS`,
     ``size_one_axes`` the first input along the op's axis (only with ``model``, the task's ONNX model, which
-    says the axis).  Empty for an op type of no class."""
+    says the axis), ``empty_axes`` the inputs :func:`_empty` names (Softmax, ArgMax and the Reduce ops only
+    with ``model``).  Empty for an op type of no class."""
     inputs = list(inputs)
     out = []
     for name, ops in EDGE_OPS.items():
@@ -191,6 +275,8 @@ def declare(op_type: str, inputs: Iterable, model: onnx.ModelProto | None = None
             names = _denormal_names(op_type, inputs, model)
         elif name == "size_one_axes":
             names, axis = _size_one(op_type, inputs, model)
+        elif name == "empty_axes":
+            names, axis = _empty(op_type, inputs, model)
         else:
             names = [i.name for i in inputs if _wanted(name, i)]
         if names:
@@ -238,6 +324,9 @@ def _rewrite(name: str, spec: TensorSpec, base: np.ndarray, rng: np.random.Gener
         assert axis is not None, "size_one_axes needs its axis (kit.suite.tasks.EdgeSpec checks it)"
         pick = int(rng.integers(0, base.shape[axis]))
         return np.ascontiguousarray(np.take(base, [pick], axis=axis))
+    if name == "empty_axes":
+        assert axis is not None, "empty_axes needs its axis (kit.suite.tasks.EdgeSpec checks it)"
+        return np.ascontiguousarray(np.take(base, np.arange(0), axis=axis))
     out = base.copy().reshape(-1)
     k = max(len(SPECIAL), out.size // 64)
     where = rng.choice(out.size, size=min(k, out.size), replace=False)

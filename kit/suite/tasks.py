@@ -92,16 +92,21 @@ class Tolerance(StrictModel):
 
 #: the edge input sets a task may declare (:mod:`kit.suite.edges` draws them and says which op classes get which)
 EDGE_SET_NAMES: tuple[str, ...] = ("ties", "negative_indices", "special_values", "large_magnitude", "denormals",
-                                   "size_one_axes")
+                                   "size_one_axes", "empty_axes")
+
+#: the edge sets that cut an axis of their inputs (``EdgeSpec.axis``): another input shape than the task's
+AXIS_EDGE_SETS: frozenset[str] = frozenset({"size_one_axes", "empty_axes"})
 
 
 class EdgeSpec(StrictModel):
     """An edge input set of the task (``[[edges]]``): ``name`` (one of :data:`EDGE_SET_NAMES`), the graph
     ``inputs`` it rewrites (the others keep the distribution's draw) and ``why`` the op needs it.  Verification
     runs every declared set after the distribution's trials (:func:`kit.stages.verify.run_edges`).  ``axis``
-    (``size_one_axes`` only, which needs it): the axis of each input cut to length 1, in [0, rank)."""
+    (``size_one_axes`` and ``empty_axes`` only, which need it): the axis of each input cut to length 1 (to
+    length 0), in [0, rank)."""
 
-    name: Literal["ties", "negative_indices", "special_values", "large_magnitude", "denormals", "size_one_axes"]
+    name: Literal["ties", "negative_indices", "special_values", "large_magnitude", "denormals", "size_one_axes",
+                  "empty_axes"]
     inputs: list[str] = Field(min_length=1)
     why: str = ""
     axis: int | None = Field(default=None, ge=0)
@@ -198,10 +203,11 @@ class Task(StrictModel):
                 if name not in by_name:
                     raise ValueError(f"edges ({e.name}): {name!r} is not an input of the task")
                 wanted = "int" if e.name == "negative_indices" else "float"
-                if not by_name[name].dtype.startswith(wanted):
+                if e.name != "empty_axes" and not by_name[name].dtype.startswith(wanted):  # a shape only: any dtype
                     raise ValueError(f"edges ({e.name}): input {name!r} is {by_name[name].dtype}, the set needs {wanted}")
-                if (e.name == "size_one_axes") != (e.axis is not None):
-                    raise ValueError(f"edges ({e.name}): axis is given for size_one_axes, and only for it")
+                if (e.name in AXIS_EDGE_SETS) != (e.axis is not None):
+                    raise ValueError(f"edges ({e.name}): axis is given for size_one_axes and empty_axes, and only "
+                                     "for them")
                 if e.axis is not None and e.axis >= len(by_name[name].shape):
                     raise ValueError(f"edges ({e.name}): axis {e.axis} is not an axis of {name!r} "
                                      f"(rank {len(by_name[name].shape)})")

@@ -5,7 +5,8 @@
 //              [--checked K] [--pid-ns 0|1]
 //
 // An input set is a directory with manifest.txt, one line per input "name dtype ndim d0 d1 ..." (dtype
-// float32|int32), and <name>.bin per input (raw little-endian, C order).  in_dir is one set (in_dir/manifest.txt,
+// float32|int32), and <name>.bin per input (raw little-endian, C order); the first set's shapes may differ from the
+// model's (the inputs are resized, dimensions of 0 included) and every set must keep them.  in_dir is one set (in_dir/manifest.txt,
 // outputs to out_dir) or several, in_dir/0/, in_dir/1/, ... (outputs of set k to out_dir/k/).  --iterations 0
 // (default): one run per set, in order.  N > 0: W warm-up runs, then N timed runs (N >= S sets): timed run i < S
 // on set i, whose outputs are written; every other run on fresh inputs derived from the sets before it (each
@@ -261,7 +262,9 @@ struct InputData {
     std::vector<char> bytes;
 };
 
-bool readInputs(const std::string& dir, Net* net, std::vector<InputData>* data, std::string* err) {
+// first: the process's first input set, whose shapes the model takes (a shape other than the declared one resizes
+// the input, as MNN's Module does with shapeMutable; a dimension may be 0); every later set must keep them.
+bool readInputs(const std::string& dir, Net* net, std::vector<InputData>* data, std::string* err, bool first) {
     std::ifstream manifest(dir + "/manifest.txt");
     if (!manifest) {
         *err = "cannot open " + dir + "/manifest.txt";
@@ -283,7 +286,7 @@ bool readInputs(const std::string& dir, Net* net, std::vector<InputData>* data, 
         }
         std::vector<int> dims(ndim);
         for (int& d : dims) {
-            if (!(in >> d) || d <= 0) {
+            if (!(in >> d) || d < 0) {
                 *err = where + "bad dimension";
                 return false;
             }
@@ -300,10 +303,11 @@ bool readInputs(const std::string& dir, Net* net, std::vector<InputData>* data, 
             *err = where + "unsupported dtype " + dtype;
             return false;
         }
-        if (type != t->type() || dims != t->shape()) {
-            *err = where + "input '" + name + "' does not match the model's declared type/shape";
+        if (type != t->type() || (dims != t->shape() && !first)) {
+            *err = where + "input '" + name + "' does not match the model's type or the first set's shape";
             return false;
         }
+        if (dims != t->shape()) t->resize(dims, type);  // before Net::prepare, which infers the other shapes
         std::ifstream bin(dir + "/" + name + ".bin", std::ios::binary);
         std::vector<char> bytes((std::istreambuf_iterator<char>(bin)), std::istreambuf_iterator<char>());
         if (!bin.good() && !bin.eof()) {
@@ -337,11 +341,11 @@ bool readSets(const Options& o, Net* net, std::vector<Set>* sets, std::string* e
     struct stat st;
     if (::stat((o.inDir + "/manifest.txt").c_str(), &st) == 0) {
         sets->push_back({{}, o.outDir});
-        return readInputs(o.inDir, net, &sets->back().inputs, err);
+        return readInputs(o.inDir, net, &sets->back().inputs, err, true);
     }
     for (int k = 0; ::stat((o.inDir + "/" + std::to_string(k) + "/manifest.txt").c_str(), &st) == 0; ++k) {
         sets->push_back({{}, o.outDir + "/" + std::to_string(k)});
-        if (!readInputs(o.inDir + "/" + std::to_string(k), net, &sets->back().inputs, err)) return false;
+        if (!readInputs(o.inDir + "/" + std::to_string(k), net, &sets->back().inputs, err, k == 0)) return false;
     }
     if (sets->empty()) *err = "no " + o.inDir + "/manifest.txt nor " + o.inDir + "/0/manifest.txt";
     return !sets->empty();
