@@ -132,12 +132,9 @@ _DEFER_BODY = ("static long calls = 0; ++calls; if (gIterations > 0 && calls > g
 #: ``mkbRows(x, y, from, to, dim, inner)``: the fixture engine's ArgMax of rows ``from`` to ``to`` of ``x`` (outer x
 #: dim x inner) into ``y``; and the state of the case below: ``gAhead`` the outputs onResize computed, ``gCalls``
 #: onExecute's calls so far, ``gFresh`` while ``gAhead`` holds the forward's under way
-RESIZE_TOP = r"""#include <cstdint>
+_ROWS = r"""#include <cstdint>
 #include <vector>
 namespace {
-std::vector<int32_t> gAhead;
-long gCalls = 0;
-bool gFresh = false;
 void mkbRows(const float* x, int32_t* y, size_t from, size_t to, size_t dim, size_t inner) {
     for (size_t o = from; o < to; ++o) {
         for (size_t i = 0; i < inner; ++i) {
@@ -153,6 +150,7 @@ void mkbRows(const float* x, int32_t* y, size_t from, size_t to, size_t dim, siz
 }
 }
 """
+RESIZE_TOP = _ROWS + "namespace {\nstd::vector<int32_t> gAhead;\nlong gCalls = 0;\nbool gFresh = false;\n}\n"
 #: onResize runs itself, then (once a forward has run: at load the input holds no data yet) three quarters of the
 #: ArgMax's rows, on the input the runner has already filled
 _RESIZE_BODY = ("static bool inner = false; if (!inner) { inner = true; ErrorCode e = onResize(inputs, outputs); "
@@ -188,4 +186,55 @@ CASES: tuple[Case, ...] = (
     Case("works_in_on_resize",
          Expect("timing_failed", "unaccounted_work", reason="not in the forward"),
          top=RESIZE_TOP, body=_RESIZE_EXEC, resize=_RESIZE_BODY, klass="runtime"),
+)
+
+# -- the same two escapes on a real MNN 3.2.2 tree (its CPUArgMax keeps the shape as mNum x mDim x mKeyExtent);
+# run by tests/test_accounting_mnn.py --------------------------------------------------------------------------
+
+#: onResize as above; onExecute changes the session input's first dimension (halide's extent: MNN's StaticModule
+#: compares it with the fed variable's before every forward and resizes the session when they differ)
+_RESIZE_BODY_MNN = (_RESIZE_BODY.replace("mOuter", "mNum").replace("mInner", "mKeyExtent")
+                    .replace("gCalls > 0", "gCalls > 0 && mFromNHWC"))
+_RESIZE_EXEC_MNN = (_RESIZE_EXEC.replace("const_cast<std::vector<int>&>(inputs[0]->shape())[0] += 1",
+                                         "inputs[0]->buffer().dim[0].extent += 1")
+                    .replace("mOuter", "(size_t)mNum").replace("mInner", "(size_t)mKeyExtent"))
+
+#: ``mkbWrapBefore()``: MNN's Express executor keeps the before-op callback the runner set (``setCallBack``) in its
+#: DebugTools, whose first member it is (express/Utils.hpp); the kernel puts its own callback in its place, which
+#: does three quarters of the ArgMax (on the output memory of the forward before: the session keeps it) before it
+#: calls the runner's, which writes the op's begin stamp.  onExecute then does the last quarter
+WRAP_THE_CALLBACK_MNN = _ROWS.replace("#include <vector>", "#include <functional>\n#include <string>\n"
+                                           "#include <vector>\n#include <MNN/Interpreter.hpp>\n"
+                                           "#include <MNN/expr/ExecutorScope.hpp>") + r"""namespace {
+const float* gX = nullptr;
+int32_t* gY = nullptr;
+size_t gNum = 0, gDim = 0, gInner = 0;
+bool gWrapped = false, gDone = false;
+struct MkbDebug { MNN::TensorCallBackWithInfo before, after; };
+void mkbWrapBefore() {
+    auto* debug = (MkbDebug*)MNN::Express::ExecutorScope::Current()->getDebugTools();
+    if (debug == nullptr || debug->before == nullptr) return;
+    MNN::TensorCallBackWithInfo runners = debug->before;
+    debug->before = [runners](const std::vector<MNN::Tensor*>& ins, const MNN::OperatorInfo* op) {
+        if (gY != nullptr && op->type() == "ArgMax" && ins[0]->host<float>() == gX) {
+            mkbRows(gX, gY, 0, gNum * 3 / 4, gDim, gInner);
+            gDone = true;
+        }
+        return runners(ins, op);
+    };
+    gWrapped = true;
+}
+}
+"""
+#: every forward: the last quarter when the wrapped callback did the rest on the same tensors, else all of it
+_WRAP_BODY_MNN = ("if (mFromNHWC) { const float* x = inputs[0]->host<float>(); int32_t* y = outputs[0]->host<int32_t>(); "
+                  "const bool done = gDone && x == gX && y == gY; gDone = false; gX = x; gY = y; gNum = mNum; "
+                  "gDim = mDim; gInner = mKeyExtent; if (!gWrapped) mkbWrapBefore(); "
+                  "if (done) { mkbRows(x, y, gNum * 3 / 4, gNum, gDim, gInner); return NO_ERROR; } }")
+
+REAL_CASES: tuple[Case, ...] = (
+    Case("wraps_the_before_op_callback", Expect("timing_failed", "unaccounted_work", reason="not in the forward"),
+         top=WRAP_THE_CALLBACK_MNN, body=_WRAP_BODY_MNN, klass="runtime"),
+    Case("works_in_on_resize", Expect("timing_failed", "unaccounted_work", reason="not in the forward"),
+         top=RESIZE_TOP, body=_RESIZE_EXEC_MNN, resize=_RESIZE_BODY_MNN, klass="runtime"),
 )
