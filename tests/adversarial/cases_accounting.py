@@ -200,19 +200,25 @@ _RESIZE_EXEC_MNN = (_RESIZE_EXEC.replace("const_cast<std::vector<int>&>(inputs[0
                     .replace("mOuter", "(size_t)mNum").replace("mInner", "(size_t)mKeyExtent"))
 
 #: ``mkbWrapBefore()``: MNN's Express executor keeps the before-op callback the runner set (``setCallBack``) in its
-#: DebugTools, whose first member it is (express/Utils.hpp); the kernel puts its own callback in its place, which
+#: DebugTools, whose first member it is (express/Utils.hpp), and the current executor is one call away (a weak
+#: reference by its mangled name: libMNN does not link the Express library, the runner does); the kernel puts its own callback in its place, which
 #: does three quarters of the ArgMax (on the output memory of the forward before: the session keeps it) before it
 #: calls the runner's, which writes the op's begin stamp.  onExecute then does the last quarter
 WRAP_THE_CALLBACK_MNN = _ROWS.replace("#include <vector>", "#include <functional>\n#include <string>\n"
                                            "#include <vector>\n#include <MNN/Interpreter.hpp>\n"
-                                           "#include <MNN/expr/ExecutorScope.hpp>") + r"""namespace {
+                                           "#include <MNN/expr/Executor.hpp>") + r"""
+// ExecutorScope::Current() of libMNN_Express, which the candidate's libMNN does not link: resolved in the runner
+const std::shared_ptr<MNN::Express::Executor> mkbCurrentExecutor()
+    __asm__("_ZN3MNN7Express13ExecutorScope7CurrentEv") __attribute__((weak));
+namespace {
 const float* gX = nullptr;
 int32_t* gY = nullptr;
 size_t gNum = 0, gDim = 0, gInner = 0;
 bool gWrapped = false, gDone = false;
 struct MkbDebug { MNN::TensorCallBackWithInfo before, after; };
 void mkbWrapBefore() {
-    auto* debug = (MkbDebug*)MNN::Express::ExecutorScope::Current()->getDebugTools();
+    if (&mkbCurrentExecutor == nullptr) return;
+    auto* debug = (MkbDebug*)mkbCurrentExecutor()->getDebugTools();
     if (debug == nullptr || debug->before == nullptr) return;
     MNN::TensorCallBackWithInfo runners = debug->before;
     debug->before = [runners](const std::vector<MNN::Tensor*>& ins, const MNN::OperatorInfo* op) {
