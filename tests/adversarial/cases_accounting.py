@@ -1,7 +1,8 @@
 """Hostile candidates that move their work out of the stamped intervals (issue 26, "a measurement the process
 cannot edit"), for the fixture engine's ArgMax task: caught by :mod:`kit.stages.accounting`, not by the stamp
 stream.  Run by tests/test_accounting.py at the default protocol (10 rounds of 10 + 30 forwards): the rule is a
-statistic over the rounds, which the corpus's short protocol (2 rounds of 1 + 5) cannot carry.
+statistic over the rounds, which the corpus's short protocol (2 rounds of 1 + 5) cannot carry.  ``REAL_CASES``:
+two of them in the form of MNN 3.2.2's own CPUArgMax.cpp, run by tests/test_accounting_mnn.py the same way.
 """
 
 from __future__ import annotations
