@@ -2,8 +2,8 @@
 each with the status, error kind, flags and reason the kit must give it.
 
 A case is a change of the engine's own ``CPUArgMax.cpp`` (read from the engine tree at test time, so no kernel is
-copied here): code at file scope after the includes (``top``) and at the start of ``onExecute`` (``body``), or
-whole files (``files``) for the bad-input cases.  Cases that try to leave something behind name it in
+copied here): code at file scope after the includes (``top``), at the start of ``onExecute`` (``body``) and of
+``onResize`` (``resize``), or whole files (``files``) for the bad-input cases.  Cases that try to leave something behind name it in
 ``leaves``: paths that must not exist after the run, and a marker that must not appear in any record.
 
 Classes (issue 18): static rejections of the source, rejections of the built library's symbols, what only the
@@ -61,6 +61,7 @@ class Case:
     expect: Expect
     top: str = ""
     body: str = ""
+    resize: str = ""  # code at the start of ``onResize``
     files: dict[str, bytes] | None = None  # whole files instead of the kernel template
     drop: str = ""  # text removed from the kernel template
     leaves: tuple[str, ...] = ()  # host paths that must not exist after the run
@@ -82,6 +83,10 @@ def kernel(engine: Path, case: Case) -> dict[str, bytes]:
     head = re.search(r"ErrorCode CPUArgMax::onExecute\([^)]*\)\s*\{\n", text)
     assert head, "CPUArgMax::onExecute not found"
     text = text[:head.end()] + case.body + "\n" + text[head.end():]
+    if case.resize:
+        head = re.search(r"ErrorCode CPUArgMax::onResize\([^)]*\)\s*\{\n", text)
+        assert head, "CPUArgMax::onResize not found"
+        text = text[:head.end()] + case.resize + "\n" + text[head.end():]
     if case.drop:
         assert case.drop in text
         text = text.replace(case.drop, "")

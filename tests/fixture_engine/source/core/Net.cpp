@@ -92,6 +92,7 @@ Net* Net::createFromFile(const char* path, std::string* err) {
             t->resize(dims, type);
             if (kind == "input") {
                 net->mInputs.push_back(name);
+                net->mInputShapes.push_back(dims);
             } else {
                 for (size_t i = 0; i < t->elementSize() && !r.bad; ++i) {
                     if (type == DataType::Float32) t->host<float>()[i] = r.real();
@@ -200,6 +201,24 @@ bool Net::run(const OpCallback& before, const OpCallback& after, std::string* er
     if (mExecutions.size() != mPlan.size() || mPlan.empty()) {
         *err = "run() before a successful prepare()";
         return false;
+    }
+    bool changed = false;
+    for (size_t i = 0; i < mInputs.size(); ++i) {
+        Tensor* t = getTensor(mInputs[i]);
+        if (t->shape() != mInputShapes[i]) {
+            t->reshape(mInputShapes[i]);
+            changed = true;
+        }
+    }
+    for (size_t i = 0; i < mPlan.size(); ++i) {
+        const Op& op = mPlan[i];
+        std::vector<Tensor*> ins, outs;
+        for (int t : op.inputIndexes) ins.push_back(mTensors[t].get());
+        for (int t : op.outputIndexes) outs.push_back(mTensors[t].get());
+        if (changed && mExecutions[i]->onResize(ins, outs) != NO_ERROR) {
+            *err = std::string("onResize failed for ") + opTypeName(op.type) + " '" + op.name + "'";
+            return false;
+        }
     }
     for (size_t i = 0; i < mPlan.size(); ++i) {
         const Op& op = mPlan[i];

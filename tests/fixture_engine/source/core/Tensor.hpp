@@ -22,6 +22,10 @@ public:
     // Sets shape and type and (re)allocates zeroed storage.
     void resize(const std::vector<int>& shape, DataType type);
 
+    // Sets the shape back to ``shape`` (the same element count), storage and type kept: the engine's resize of a
+    // changed input (Net::run).
+    void reshape(const std::vector<int>& shape) { mShape = shape; }
+
     bool allocated() const { return mAllocated; }
     DataType type() const { return mType; }
     const std::vector<int>& shape() const { return mShape; }

@@ -260,6 +260,7 @@ bool parseInt(const char* s, int minValue, int* out) {
 struct InputData {
     std::string name;
     std::vector<char> bytes;
+    std::vector<int> dims;  // as its manifest gives them (the model's declared shape: a kernel may change the tensor's)
 };
 
 // first: the process's first input set, whose shapes the model takes (a shape other than the declared one resizes
@@ -319,7 +320,7 @@ bool readInputs(const std::string& dir, Net* net, std::vector<InputData>* data, 
                    std::to_string(t->size());
             return false;
         }
-        data->push_back({name, std::move(bytes)});
+        data->push_back({name, std::move(bytes), dims});
         seen.insert(name);
     }
     for (const auto& n : net->inputNames()) {
@@ -740,8 +741,8 @@ int runMain(int argc, char** argv) {
             const Tensor* t = net->getTensor(x.name);
             names.push_back(x.name);
             in.bytes.push_back(x.bytes);
-            in.manifest += x.name + " " + dataTypeName(t->type()) + " " + std::to_string(t->dimensions());
-            for (int d : t->shape()) in.manifest += " " + std::to_string(d);
+            in.manifest += x.name + " " + dataTypeName(t->type()) + " " + std::to_string(x.dims.size());
+            for (int d : x.dims) in.manifest += " " + std::to_string(d);
             in.manifest += "\n";
         }
         if (!writeTensors(names, in, dir + "/in", &err) || !writeOutputs(o, checked[j].second, dir + "/out", &err)) {
