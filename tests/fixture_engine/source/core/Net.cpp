@@ -92,7 +92,6 @@ Net* Net::createFromFile(const char* path, std::string* err) {
             t->resize(dims, type);
             if (kind == "input") {
                 net->mInputs.push_back(name);
-                net->mInputShapes.push_back(dims);
             } else {
                 for (size_t i = 0; i < t->elementSize() && !r.bad; ++i) {
                     if (type == DataType::Float32) t->host<float>()[i] = r.real();
@@ -154,6 +153,9 @@ bool Net::prepare(int threads, Precision precision, std::string* err) {
     mBackend.reset(new Backend(threads, precision));
     mPlan.clear();
     mExecutions.clear();
+    // the shapes the model is prepared for: the file's, or those a caller set before (the runner's first set)
+    mInputShapes.clear();
+    for (const std::string& name : mInputs) mInputShapes.push_back(getTensor(name)->shape());
     auto tensorsOf = [this](const std::vector<int>& idx) {
         std::vector<Tensor*> v;
         for (int i : idx) v.push_back(mTensors[i].get());

@@ -34,7 +34,7 @@ public:
     // Shapes, geometry lowering, kernel creation and onResize.  Inputs keep their declared shapes.
     bool prepare(int threads, Precision precision, std::string* err);
     // Executes every op in order; callbacks (may be empty) run just before and after each op.  First, as MNN's
-    // StaticModule does, an input whose shape differs from its declared one gets it back and every kernel is
+    // StaticModule does, an input whose shape differs from the one prepare() saw gets it back and every kernel is
     // resized (onResize), outside the callbacks.
     bool run(const OpCallback& before, const OpCallback& after, std::string* err);
 
@@ -45,7 +45,7 @@ private:
     std::vector<std::unique_ptr<Tensor>> mTensors;
     std::map<std::string, int> mNames;
     std::vector<std::string> mInputs, mOutputs;
-    std::vector<std::vector<int>> mInputShapes;  // as declared, in mInputs' order
+    std::vector<std::vector<int>> mInputShapes;  // as prepared (prepare()), in mInputs' order
     std::vector<Op> mOps;       // as loaded
     std::vector<Op> mPlan;      // after geometry lowering
     std::vector<std::unique_ptr<Execution>> mExecutions;
