@@ -59,13 +59,15 @@ def test_a_command_starts_in_its_directory_when_it_sees_it_else_in_its_private_t
 
 @BWRAP
 def test_no_network_and_nothing_outlives_the_command(tmp_path):
+    # a sleep no other process on the host runs (a plain `sleep 30` of another program was seen here)
+    sleeper = f"sleep 30.{os.getpid() % 1000:03d}{time.monotonic_ns() % 1000:03d}"
     res = proc.run(["bash", "-c", "ls /sys/class/net 2>/dev/null || cat /proc/net/dev; "
-                                  f"(sleep 30; echo late > {tmp_path}/out/late) & disown; echo started"],
+                                  f"({sleeper}; echo late > {tmp_path}/out/late) & disown; echo started"],
                    confine=_confined(tmp_path), timeout_s=20)
     assert res.ok and "started" in res.stdout
     assert "eth" not in res.stdout and "ens" not in res.stdout  # loopback only
     time.sleep(0.5)
-    assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p) == "sleep 30"]
+    assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p) == sleeper]
     assert not (tmp_path / "out" / "late").exists()
 
 
