@@ -108,3 +108,10 @@ def test_a_cast_of_a_graph_input_is_a_declared_helper_but_not_elsewhere():
                    [("x", F, [3, 5])], [("y", TensorProto.INT32, [3, 5])])
     with pytest.raises(ImportFailure, match="2 nodes left"):
         reduce_graph(inner, _feeds(inner))
+
+
+def test_a_lone_reshape_is_the_target_not_a_helper_of_itself():
+    m = _model([helper.make_node("Reshape", ["x", "shape"], ["y"])], [("x", F, [2, 6])], [("y", F, [3, 4])],
+               [("shape", np.array([3, 4], np.int64))])
+    red = reduce_graph(m, _feeds(m))
+    assert (red.target_op, red.helpers) == ("Reshape", [])

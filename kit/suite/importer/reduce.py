@@ -146,7 +146,9 @@ def reduce_graph(raw: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> Reduced:
     if diff:
         raise ImportFailure("irreducible", f"reduction changed the results ({diff}); steps: {'; '.join(steps)}")
     target = compute[0] if len(compute) == 1 else ops[0]
-    return Reduced(model, target, steps, exported, [n.op_type for n in helper_nodes])
+    # a graph of one shape-only node (a Reshape task) has that node as its target, not as a helper of itself
+    helpers = [n.op_type for n in helper_nodes] if len(ops) > 1 else []
+    return Reduced(model, target, steps, exported, helpers)
 
 
 def _helpers(model: onnx.ModelProto) -> list[onnx.NodeProto]:
