@@ -68,7 +68,7 @@ def test_k_as_input_topk_and_an_opset_16_grid_sample_import_and_pass_the_audit(t
     # declared as the built-in suite's are, and at the paper's pipelines' tolerance with its reason
     assert [(e.name, e.inputs) for e in topk.edges] == [("ties", ["x"]), ("denormals", ["x"])]
     assert (topk.tolerance.atol, topk.tolerance.rtol) == (PAPER_TOLERANCE, PAPER_TOLERANCE) == (1e-2, 1e-2)
-    assert "--testdir" in topk.tolerance.reason
+    assert "--testdir" in topk.tolerance.reason and topk.tolerance.method == "paper"
     grid = onnx.load(str(next(out.rglob("grid_sample16")) / "model.onnx"))
     assert [a.s for a in grid.graph.node[0].attribute if a.name == "mode"] == [b"linear"]
     from kit.suite.audit import audit, failed

@@ -78,6 +78,8 @@ class Options:
     atol: float = PAPER_TOLERANCE
     rtol: float = PAPER_TOLERANCE
     tolerance_reason: str = PAPER_TOLERANCE_REASON
+    #: who set the tolerance (:class:`kit.suite.tasks.Tolerance`'s ``method``): the paper's default or ``--tolerance``
+    tolerance_method: str = "paper"
     seed: int = 0
     #: ``--dim NAME=N``: (dim_param, length) pairs fixing dynamic dimensions of a given ONNX model's inputs
     dims: tuple[tuple[str, int], ...] = ()
@@ -250,7 +252,9 @@ def build_task(src: Source, opts: Options, stage: Path, split: str = "train") ->
                             **fields)
         desc = f"{red.target_op} imported from {src.name}" + (f" ({src.upstream})" if src.upstream else "") + "."
         task = Task(id=tid, category=category, op_type=red.target_op, opset=OPSET, mechanism="composite", split=split,
-                    description=desc, mnn_op_types=["*"], tolerance={"atol": opts.atol, "rtol": opts.rtol, "reason": opts.tolerance_reason},
+                    description=desc, mnn_op_types=["*"],
+                    tolerance={"atol": opts.atol, "rtol": opts.rtol, "reason": opts.tolerance_reason,
+                               "method": opts.tolerance_method},
                     inputs=specs, outputs=outputs, mnn={"new_files": ["provisional"]}, source=source,
                     edges=declare(red.target_op, specs, model))
         folder = stage / category / tid

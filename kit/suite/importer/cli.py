@@ -102,7 +102,8 @@ def _tolerance(args: argparse.Namespace) -> dict:
     if getattr(args, "tolerance", None) is None:
         return {}
     return {"atol": args.tolerance, "rtol": args.tolerance,
-            "tolerance_reason": f"given on the command line (mkb tasks import --tolerance {args.tolerance:g})"}
+            "tolerance_reason": f"given on the command line (mkb tasks import --tolerance {args.tolerance:g})",
+            "tolerance_method": "given"}
 
 
 def run_import(args: argparse.Namespace) -> int:
