@@ -90,6 +90,18 @@ def test_between_runs_combines_separate_calibrations_into_the_run_dirs_file(tmp_
     assert main(["calibrate", "--config", str(_toml(tmp_path, tmp_path / "none")), "--between-runs",
                  str(tmp_path / "missing")]) == 2
     assert "not found: " in capsys.readouterr().err
+    # a run.dir not made yet gets its calibration.json; a folder without one is named with the file it lacks; a
+    # JSON file that is not a calibration is refused
+    fresh = tmp_path / "fresh" / "run"
+    assert combine(EvalConfig.model_validate({"run": {"dir": str(fresh)}}), dirs[1:3]) == 0
+    assert "between_run" in json.loads((fresh / "calibration.json").read_text())
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "other.json").write_text("{}")
+    with pytest.raises(CalibrationError) as err:
+        combine(EvalConfig.model_validate({"run": {"dir": str(tmp_path / "none")}}),
+                [dirs[1], dirs[2], tmp_path / "empty", tmp_path / "other.json"])
+    assert f"not found: {tmp_path / 'empty' / 'calibration.json'}" in str(err.value)
+    assert "other.json: not a calibration.json" in str(err.value)
 
 
 def _toml(tmp_path, run_dir):

@@ -79,16 +79,18 @@ def combine(cfg: EvalConfig, runs: list[Path]) -> int:
 
     Raises:
         CalibrationError: fewer than 2 distinct readable calibrations, or one given is not a calibration."""
-    own = _calibration_file(cfg.run.dir)
+    own = cfg.run.dir / "calibration.json"  # run.dir is a folder, made below if it is not there yet
     files = list(dict.fromkeys(p.resolve() for p in [*(_calibration_file(r) for r in runs), own] if p.exists()))
     bad, datas = [], []
     for f in files:
         try:
             data = json.loads(f.read_text(encoding="utf-8"))
+            if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
+                raise ValueError("not a calibration.json of mkb calibrate (no 'tasks' list)")
             datas.append((f, data, betweenrun.points_from_calibration(data, cfg.timing.confidence)))
         except (OSError, ValueError, TypeError, AttributeError, KeyError) as exc:
             bad.append(f"{f}: {exc}")
-    missing = [str(r) for r in runs if not _calibration_file(r).exists()]
+    missing = [str(_calibration_file(r)) for r in runs if not _calibration_file(r).exists()]
     if bad or missing or len(datas) < 2:
         raise CalibrationError("--between-runs needs at least 2 separate calibrations (run directories of mkb "
                                f"calibrate, or their calibration.json); {len(datas)} read" +
