@@ -201,3 +201,13 @@ def test_a_checkout_that_differs_from_the_pins_is_refused(tmp_path):
     srcs = official_sources(tmp_path, pins)
     assert [(s.name, s.category, s.upstream) for s in srcs][0] == ("Unary/Abs.py", "unary", "o/r@" + "0" * 40
                                                                    + ":d/Unary/Abs.py")
+
+
+def test_a_source_that_does_not_exist_is_named_as_missing(tmp_path):
+    from kit.suite.importer.problem import ImportFailure
+
+    with pytest.raises(ImportFailure, match="no such file or folder"):
+        find_sources([tmp_path / "nosuch.onnx"])
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(ImportFailure, match="not a .py problem file"):
+        find_sources([tmp_path / "notes.txt"])

@@ -129,3 +129,12 @@ def test_old_task_toml_without_the_new_fields_loads(tmp_path):
     task = load_task(dst)
     assert task.tolerance.method == "" and task.tolerance.accumulation_length == 0 and task.tolerance.reason == ""
     assert task.tolerance.paper_atol == PAPER_ATOL
+
+
+@pytest.mark.torch
+def test_an_empty_folder_is_refused_by_name(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from kit.cli import main
+
+    assert main(["tasks", "tolerances", "--dir", str(tmp_path)]) == 2
+    assert f"--dir {tmp_path}: no task folders" in capsys.readouterr().err

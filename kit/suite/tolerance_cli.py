@@ -60,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
     except TaskError as exc:
         print(f"mkb: {exc}", file=sys.stderr)
         return 2
+    if not tasks:
+        print(f"mkb: --dir {args.dir}: no task folders in it (mkb tasks generate or mkb tasks import writes them)",
+              file=sys.stderr)
+        return 2
     rows = []
     with Progress(transient=True) as prog:
         bar = prog.add_task("derive", total=len(tasks))

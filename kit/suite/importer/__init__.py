@@ -63,6 +63,8 @@ def find_sources(paths: list[Path], upstream: Callable[[Path], str] | None = Non
             for sub in sorted(d for d in p.iterdir() if d.is_dir() and not d.name.startswith((".", "_"))):
                 for f in sorted(sub.glob("*.py")) + sorted(sub.glob("*.onnx")):
                     add(f, f"{sub.name}/{f.name}", category_of(sub.name))
+        elif not p.exists():
+            raise ImportFailure("bad_file", f"{p}: no such file or folder")
         else:
             raise ImportFailure("bad_file", f"{p}: not a .py problem file, an .onnx model or a folder")
     return out
