@@ -26,9 +26,7 @@ import polars as pl
 from kit.baselines.drift import between_run as table_between_run
 from kit.baselines.table import TableError, read_table, table_path
 from kit.score import betweenrun
-from kit.score.betweenrun import Tau
-
-CALIBRATION_FILE = "calibration.json"
+from kit.score.betweenrun import CALIBRATION_FILE, Tau
 
 
 def _calibration(path: Path) -> dict | None:

@@ -32,6 +32,7 @@ from kit.run.rundir import prepare as prepare_run_dir
 from kit.run.rundir import release as release_run_dir
 from kit.run.serial_executor import SerialExecutor
 from kit.score import betweenrun
+from kit.score.betweenrun import CALIBRATION_FILE
 from kit.score.noisefloor import coverage_line, summarize, task_row
 from kit.settings.config import EvalConfig
 from kit.suite.tasks import check_selected, load_suite
@@ -56,7 +57,7 @@ def calibrate(cfg: EvalConfig) -> int:
     selected = {t.id for t in tasks}  # this selection's tasks only, not every task calibrated there before
     rows = [task_row(r) for r in read_records(run_dir).iter_rows(named=True) if r["task_id"] in selected]
     summary = summarize(rows, cfg.timing.confidence)
-    (cfg.run.dir / "calibration.json").write_text(json.dumps({"summary": summary, "tasks": rows}, indent=1))
+    (cfg.run.dir / CALIBRATION_FILE).write_text(json.dumps({"summary": summary, "tasks": rows}, indent=1))
     print(json.dumps(summary, indent=1))
     print(coverage_line(summary))
     failing = [r["task_id"] for r in rows if not r["native_passes"]]
@@ -70,7 +71,7 @@ class CalibrationError(Exception):
 
 
 def _calibration_file(path: Path) -> Path:
-    return path / "calibration.json" if path.is_dir() else path
+    return path / CALIBRATION_FILE if path.is_dir() else path
 
 
 def combine(cfg: EvalConfig, runs: list[Path]) -> int:
@@ -79,7 +80,7 @@ def combine(cfg: EvalConfig, runs: list[Path]) -> int:
 
     Raises:
         CalibrationError: fewer than 2 distinct readable calibrations, or one given is not a calibration."""
-    own = cfg.run.dir / "calibration.json"  # run.dir is a folder, made below if it is not there yet
+    own = cfg.run.dir / CALIBRATION_FILE  # run.dir is a folder, made below if it is not there yet
     files = list(dict.fromkeys(p.resolve() for p in [*(_calibration_file(r) for r in runs), own] if p.exists()))
     bad, datas = [], []
     for f in files:

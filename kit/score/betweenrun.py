@@ -40,6 +40,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from statistics import NormalDist
 
+#: the file of a run directory that holds an A/A calibration and its between-run estimate (``mkb calibrate``)
+CALIBRATION_FILE = "calibration.json"
 #: the fewest runs of one task for a per-task tau (fewer: the pooled one); 5 runs give 4 degrees of freedom
 MIN_TASK_RUNS = 5
 #: the least tau ever used from an estimate (ln scale, 1 %): a DerSimonian-Laird estimate is 0 whenever the runs

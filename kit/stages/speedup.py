@@ -117,10 +117,10 @@ def unpaired_estimate(candidate_rounds: np.ndarray, native_rounds: np.ndarray, c
         raise ValueError(f"round medians must be positive: native {n.tolist()}, candidate {c.tolist()}")
     ci = welch_interval(np.log(n), np.log(c), confidence)
     if ci is not None and between_log_sd > 0:
-        from statistics import NormalDist
+        from kit.score.betweenrun import z_of
 
         mid, half = (ci[0] + ci[1]) / 2, (ci[1] - ci[0]) / 2
-        half = math.sqrt(half**2 + 2 * (NormalDist().inv_cdf(0.5 + confidence / 2) * between_log_sd) ** 2)
+        half = math.sqrt(half**2 + 2 * (z_of(confidence) * between_log_sd) ** 2)
         ci = (mid - half, mid + half)
     native_ms, candidate_ms = geomean(n), geomean(c)
     return Estimate(candidate_ms=candidate_ms, native_ms=native_ms, speedup=native_ms / candidate_ms,
