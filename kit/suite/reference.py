@@ -46,6 +46,16 @@ def _free_session(path: str, mtime_ns: int, free: tuple[str, ...]) -> ort.Infere
                                 providers=["CPUExecutionProvider"])
 
 
+def run_model(model: onnx.ModelProto, inputs: dict[str, np.ndarray], names: list[str]) -> dict[str, np.ndarray]:
+    """Outputs ``names`` of an in-memory ``model`` on ``inputs``, with the session options verification's reference
+    uses (one thread, no graph optimization); no session cache (a derived copy of a task's model, run once).
+
+    Raises:
+        onnxruntime exceptions for a model ORT cannot load or run."""
+    sess = ort.InferenceSession(model.SerializeToString(), sess_options=_options(), providers=["CPUExecutionProvider"])
+    return dict(zip(names, sess.run(names, inputs)))
+
+
 def run_reference(onnx_path: Path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Run ``onnx_path`` on ``inputs`` (name → array; an input of another shape than the model's: see the module
     docstring) and return name → output array.

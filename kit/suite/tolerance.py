@@ -145,15 +145,10 @@ def _truths(task: Task, model, feeds):  # noqa: ANN001 - yields (name, callable 
 
 
 def run_ort_any(task: Task, model, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:  # noqa: ANN001
-    """ONNX Runtime's outputs of ``model`` (any dtype), one thread."""
-    import onnxruntime as ort
+    """ONNX Runtime's outputs of ``model`` (any dtype), run as verification runs its reference."""
+    from kit.suite.reference import run_model
 
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    so.log_severity_level = 3
-    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    names = [o.name for o in task.outputs]
-    return dict(zip(names, sess.run(names, feeds)))
+    return run_model(model, feeds, [o.name for o in task.outputs])
 
 
 def _references(task: Task, model, feeds) -> dict[str, dict[str, np.ndarray]]:  # noqa: ANN001
