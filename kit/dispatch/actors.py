@@ -165,3 +165,13 @@ class TimeActor(Actor):
     def provenance(self) -> TimingNode:
         """This timing node's name, host, architecture and CPU model."""
         return TimingNode(name=self.name, host=socket.gethostname(), arch=platform.machine(), cpu_model=cpu_model())
+
+
+def close_actors(actors: list[Any]) -> None:
+    """Ask each of ``actors`` (live JobActor handles) to release its workspace and wait for them up to 30 s; best
+    effort: ending an actor releases its locks too, which its caller does next."""
+    refs = [a.close.remote() for a in actors]
+    try:
+        ray.wait(refs, num_returns=len(refs), timeout=30)
+    except Exception as exc:  # noqa: BLE001 - best effort (docstring)
+        logging.getLogger("kit").debug("closing Ray workers: %s", exc)

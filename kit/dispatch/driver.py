@@ -33,7 +33,7 @@ from typing import Any
 import ray
 from ray.exceptions import ActorUnschedulableError, ObjectLostError, RayActorError, RayTaskError
 
-from kit.dispatch.actors import JobActor, JobFn, SetupFn, TimeActor, TimeFn
+from kit.dispatch.actors import JobActor, JobFn, SetupFn, TimeActor, TimeFn, close_actors
 from kit.dispatch.cluster import DispatchError, actor_requests, kit_digest, timer_nodes
 from kit.dispatch.slots import Slot, check_alive, check_placeable, first_lines, ray_options, setup_error
 from kit.host.progress import StageTally, log_record
@@ -134,11 +134,7 @@ class Driver:
 
     def close(self) -> None:
         """Release every live actor's workspace, then end the actors (the sink is the caller's to close)."""
-        refs = [s.actor.close.remote() for s in self.slots if s.actor is not None and s.ready]
-        try:
-            ray.wait(refs, num_returns=len(refs), timeout=30)
-        except Exception as exc:  # noqa: BLE001 - best effort: killing the actor releases its locks too
-            log.debug("closing workers: %s", exc)
+        close_actors([s.actor for s in self.slots if s.actor is not None and s.ready])
         for s in self.slots:
             self._retire(s)
 

@@ -25,7 +25,7 @@ from typing import Any
 import ray
 from ray.exceptions import RayActorError, RayTaskError
 
-from kit.dispatch.actors import DEFAULT_JOB, DEFAULT_SETUP, JobActor, JobFn, SetupFn
+from kit.dispatch.actors import DEFAULT_JOB, DEFAULT_SETUP, JobActor, JobFn, SetupFn, close_actors
 from kit.dispatch.cluster import DispatchError, actor_requests, connect, kit_digest, shutdown, worker_count
 from kit.dispatch.slots import Slot, first_lines, ray_options, setup_error
 from kit.job.record import Job, lost_record
@@ -97,11 +97,7 @@ class RayPlaces:
         """Release every actor's workspace, end the actors, stop a Ray that :meth:`open` started.  A check still
         running on one is abandoned (its :meth:`RayPlace.run` returns None)."""
         self.closing = True
-        refs = [p.actor.close.remote() for p in self.places if p.actor is not None and p.info]
-        try:
-            ray.wait(refs, num_returns=len(refs), timeout=30)
-        except Exception as exc:  # noqa: BLE001 - best effort: ending the actor releases its locks too
-            log.debug("closing Ray workers: %s", exc)
+        close_actors([p.actor for p in self.places if p.actor is not None and p.info])
         for p in self.places:
             p.retire()
         if self._started:
