@@ -48,7 +48,10 @@
 
 10. **throughput** (``--throughput``): candidates per hour of the sample set at the default protocol
     (``configs/default.toml``), cache-cold, with 1 and 2 workers, the job time split by stage and phase, beside
-    the same at the fewest timing rounds, 2 (:mod:`kit.bench.throughput`).
+    the same at the fewest timing rounds, 2 (:mod:`kit.bench.throughput`).  With ``--before COMMIT`` (``default``:
+    main before adaptive rounds) instead: the sample set with this kit and with that commit's, each at its own
+    default protocol, cache-cold, with the largest of ``--workers`` Ray workers, interleaved
+    (:mod:`kit.bench.checkscost`).
 
 11. **checks cost** (``--checks-cost``): the sample set by ``mkb eval`` with this kit and with the kit before
     issue 26's checks (``--before``), interleaved, at the default protocol's 10 rounds: wall and stage seconds
@@ -67,4 +70,5 @@ Engine: the real MNN tree when ``MKB_MNN__SOURCE_DIR`` is set (task ``--task``, 
     python -m kit.bench --input-check-cost [--tasks ID,ID] [--repeats 3]
     python -m kit.bench --serve [--tasks ID,ID] [--rounds 2] [--repeats 3] [--ray-address HOST:PORT]
     python -m kit.bench --throughput [--workers 1,2]   (Ray needs loopback networking)
+    python -m kit.bench --throughput --before default --workers 2 [--repeats 2]
 """

@@ -1,38 +1,59 @@
-"""Benchmark (``--checks-cost``): what issue 26's checks cost on the whole sample set, side by side.
+"""Benchmarks of this kit beside an older one (``--checks-cost``, ``--throughput --before``), side by side.
 
 The sample set (the real tree's ``candidates/sample`` with ``MKB_MNN__SOURCE_DIR`` set, else the fixture
-engine's) is evaluated by ``mkb eval`` with this kit and with the kit of ``--before`` (default :data:`BEFORE`:
-main before the first of issue 26's parts was merged, so without the CPU accounting and the forward rule, the
-runner's seccomp filter and thread settle point, vouched inputs, bounded output and removal by descriptors, the
-delegation flag), exported by ``git archive`` into a temporary folder.  Each side runs its own tree (its
-tasks, samples and, on the fixture engine, its engine) and its own cache, warmed by one untimed evaluation
-(the native baseline built); then ``repeats`` evaluations each into a fresh run directory, interleaved
-(before, after, before, ...).  Protocol: configs/default.toml's timing with the fixed 10 rounds (the former
-default, which today's adaptive rounds reach at most, known to both kits), serial dispatch, the sandbox as
-configured by default.  Prints per side the median wall seconds of ``mkb eval`` and the sums over its records of
-the timing, verification and build stages' seconds, the ratios after / before and the load average.
+engine's) is evaluated by ``mkb eval`` with this kit and with the kit of ``--before``, exported by ``git archive``
+into a temporary folder.  Each side runs its own tree (its tasks, samples and, on the fixture engine, its
+engine) and its own cache (on the real tree its compiler cache seeded from the user's kit cache, so the native
+build need not start cold), warmed by one untimed evaluation (the native baseline built); then ``repeats``
+evaluations each into a fresh run directory, interleaved (before, after, before, ...).
+
+Two protocols:
+
+* ``fixed`` (``--checks-cost``, default before :data:`BEFORE`: main before the first of issue 26's parts was
+  merged, so without the CPU accounting and the forward rule, the runner's seccomp filter and thread settle
+  point, vouched inputs, bounded output and removal by descriptors, the delegation flag): configs/default.toml's
+  timing with the fixed 10 rounds (the former default, which today's adaptive rounds reach at most, known to
+  both kits), serial dispatch, the candidates as they are.
+* ``own`` (``--throughput --before``, default :data:`BEFORE_ADAPTIVE`: main before issue 27's adaptive rounds,
+  correctness-only checks and per-job savings): each side's own ``configs/default.toml`` ``[verify]`` and
+  ``[timing]`` (what each kit's users get), Ray with ``workers`` workers, every evaluation on a fresh copy of
+  the sample set made unique (:func:`kit.bench.coldcache.make_unique`: every candidate's build misses ccache).
+
+Prints per side the median wall seconds of ``mkb eval`` (end to end, the process's start included), the sums
+over its records of the timing, verification and build stages' seconds, the ``ok`` records' summed timing
+seconds, the ratios after / before, the statuses of each side and the load average.
 """
 
 from __future__ import annotations
 
+import collections
 import io
+import json
 import os
+import secrets
+import shutil
 import statistics
 import subprocess
 import sys
 import tarfile
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
+from kit.bench.coldcache import make_unique
 from kit.bench.common import ROOT, real_engine
 from kit.results.shards import scan
 
 #: main's last commit before the first part of issue 26 was merged (3512d79, "Merge branch 'h2'", has it as its
 #: first parent)
 BEFORE = "00e26a4"
+#: main when issue 27 was filed (fixed 10 rounds, no correctness-only checks): "today's main" of its figures
+BEFORE_ADAPTIVE = "9d0ac12"
 #: the per-record stage seconds summed (both kits' records have them)
 STAGES = ("timing_s", "verify_s", "build_s")
+#: the fixed protocol of ``--checks-cost``
+FIXED_TIMING = {"timing": {"warmup": 10, "iterations": 30, "rounds": 10}}
 
 
 def _export(commit: str, dest: Path) -> Path:
@@ -47,14 +68,28 @@ def _export(commit: str, dest: Path) -> Path:
     return dest
 
 
-def _config(side: Path, tmp: Path, name: str, real: bool) -> tuple[Path, Path]:
-    """The config of one evaluation of ``side``'s sample set into ``tmp/name`` (the side's cache ``tmp/cache``),
-    and that run directory."""
+def own_protocol(side: Path) -> dict[str, dict]:
+    """The ``[verify]`` and ``[timing]`` sections of ``side``'s ``configs/default.toml``."""
+    data = tomllib.loads((side / "configs" / "default.toml").read_text())
+    return {k: dict(data[k]) for k in ("verify", "timing") if k in data}
+
+
+def _sections(sections: dict[str, dict]) -> str:
+    return "".join(f"[{name}]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items())
+                   for name, values in sections.items())
+
+
+def write_side_config(side: Path, tmp: Path, name: str, real: bool, sections: dict[str, dict], workers: int,
+                      cands: Path | None = None) -> tuple[Path, Path]:
+    """The config of one evaluation of ``side``'s sample set (or of ``cands``) into ``tmp/name`` with ``sections``
+    (e.g. ``[timing]``) and ``workers`` Ray workers (0: serial dispatch), the side's cache ``tmp/cache``; the
+    config's path and its run directory."""
     if real:
-        src, engine, tasks, cands = os.environ["MKB_MNN__SOURCE_DIR"], "mnn", side / "tasks", side / "candidates"
+        src, engine, tasks, sample = os.environ["MKB_MNN__SOURCE_DIR"], "mnn", side / "tasks", side / "candidates"
     else:
         fx = side / "tests" / "fixture_engine"
-        src, engine, tasks, cands = fx, "fixture", fx / "tasks", fx / "candidates"
+        src, engine, tasks, sample = fx, "fixture", fx / "tasks", fx / "candidates"
+    dispatch = 'mode = "serial"' if workers == 0 else f'mode = "ray"\nworkers = {workers}'
     path = tmp / f"{name}.toml"
     path.write_text(f"""[run]
 dir = "{tmp / name}"
@@ -63,26 +98,30 @@ dir = "{tasks}"
 split = "all"
 [[candidates.sources]]
 method = "sample"
-path = "{cands / 'sample'}"
+path = "{cands or sample / 'sample'}"
 [mnn]
 engine = "{engine}"
 source_dir = "{src}"
 cache_dir = "{tmp / 'cache'}"
-[timing]
-warmup = 10
-iterations = 30
-rounds = 10
 [dispatch]
-mode = "serial"
+{dispatch}
 [report]
 enabled = false
-""")
+""" + _sections(sections))
     return path, tmp / name
 
 
-def _evaluate(side: Path, config_and_run: tuple[Path, Path]) -> dict[str, float]:
+def _seed_ccache(cache: Path) -> None:
+    """Copy the user's kit compiler cache into ``cache`` (the native build of either side then mostly hits)."""
+    user = Path(os.environ.get("MKB_MNN__CACHE_DIR", Path.home() / ".cache" / "mkb")) / "ccache"
+    if user.is_dir() and not (cache / "ccache").exists():
+        shutil.copytree(user, cache / "ccache", symlinks=True)
+
+
+def _evaluate(side: Path, config_and_run: tuple[Path, Path]) -> dict[str, float | dict[str, int]]:
     """One ``mkb eval`` of a config by ``side``'s kit (``config_and_run``: the config and its run directory): its
-    wall seconds, its records' count and their stage seconds summed.
+    wall seconds, its records' count, their stage seconds summed, the ``ok`` records' timing seconds and the
+    statuses.
 
     Raises:
         RuntimeError: the evaluation did not end with 0."""
@@ -95,31 +134,64 @@ def _evaluate(side: Path, config_and_run: tuple[Path, Path]) -> dict[str, float]
     wall_s = time.monotonic() - t
     if res.returncode != 0:
         raise RuntimeError(f"{side}: mkb eval exited {res.returncode}: {res.stderr[-2000:]}")
-    df = scan(run_dir).collect()
-    return {"wall_s": wall_s, "records": float(df.height),
-            **{s: float(df[s].fill_null(0.0).sum()) for s in STAGES}}
+    rows = scan(run_dir).collect().to_dicts()
+    return {"wall_s": wall_s, "records": float(len(rows)),
+            **{s: float(sum(r.get(s) or 0.0 for r in rows)) for s in STAGES},
+            "ok_timing_s": float(sum(r.get("timing_s") or 0.0 for r in rows if r["status"] == "ok")),
+            "statuses": dict(sorted(collections.Counter(r["status"] for r in rows).items()))}
+
+
+def side_by_side(repeats: int, before: str, protocol: str = "fixed", workers: int = 0) -> int:
+    """The benchmark of the module's docstring (``protocol``: ``fixed`` or ``own``); 0 when every evaluation ran
+    and both sides gave the same statuses in every evaluation, else 1.
+
+    Raises:
+        ValueError: an unknown ``protocol``."""
+    if protocol not in ("fixed", "own"):
+        raise ValueError(f"protocol {protocol!r}: 'fixed' or 'own'")
+    real = real_engine()
+    with tempfile.TemporaryDirectory(prefix="mkb-sidebyside-") as tmp_s:
+        tmp = Path(tmp_s)
+        sides = {"before": _export(before, tmp / "before" / "src"), "after": ROOT}
+        sections = {name: FIXED_TIMING if protocol == "fixed" else own_protocol(side) for name, side in sides.items()}
+        for name, side in sides.items():  # the warm-up: native baseline, workspaces, compiler cache
+            (tmp / name).mkdir(exist_ok=True)
+            if real:
+                _seed_ccache(tmp / name / "cache")
+            got = _evaluate(side, write_side_config(side, tmp / name, "warm", real, sections[name], workers))
+            print(f"warm-up {name} ({side}): {got['wall_s']:.1f} s", flush=True)
+        runs: dict[str, list[dict]] = {name: [] for name in sides}
+        for i in range(repeats):
+            for name, side in sides.items():
+                cands = None
+                if protocol == "own":  # cache-cold: new file contents in every evaluation
+                    cands = tmp / name / f"cands{i}"
+                    make_unique(side / "candidates" / "sample" if real else
+                                side / "tests" / "fixture_engine" / "candidates" / "sample", cands, secrets.token_hex(8))
+                runs[name].append(_evaluate(side, write_side_config(side, tmp / name, f"run{i}", real,
+                                                                    sections[name], workers, cands)))
+                print(f"{name} {i}: " + ", ".join(f"{k} {v:.1f}" for k, v in runs[name][-1].items()
+                                                  if k != "statuses"), flush=True)
+    return _print(runs, before, protocol, workers, real)
+
+
+def _print(runs: dict[str, list[dict]], before: str, protocol: str, workers: int, real: bool) -> int:
+    what = ("10 x (10 + 30) forwards per side and round" if protocol == "fixed"
+            else "each kit's default protocol, cache-cold")
+    print(f"\nsample set on the {'real MNN tree' if real else 'fixture engine'}, {what}, "
+          f"{f'{workers} Ray worker(s)' if workers else 'serial'}; before = {before}, after = this tree; "
+          f"{len(runs['after'])} evaluation(s) each, load average {os.getloadavg()[0]:.1f} at the end")
+    print(f"{'figure (s, median)':<20}{'before':>10}{'after':>10}{'after/before':>14}")
+    for key in ("wall_s", *STAGES, "ok_timing_s"):
+        b, a = (statistics.median(r[key] for r in runs[name]) for name in ("before", "after"))
+        print(f"{key:<20}{b:>10.1f}{a:>10.1f}{(a / b if b else float('nan')):>14.2f}")
+    statuses = {json.dumps(r["statuses"]) for rs in runs.values() for r in rs}
+    for name, rs in runs.items():
+        print(f"statuses {name}: " + "; ".join(json.dumps(r["statuses"]) for r in rs))
+    print("statuses: the same in every evaluation" if len(statuses) == 1 else "statuses: DIFFER")
+    return 0 if len(statuses) == 1 else 1
 
 
 def checks_cost(repeats: int, before: str = BEFORE) -> int:
-    """The benchmark of the module's docstring; 0 when every evaluation ran."""
-    real = real_engine()
-    with tempfile.TemporaryDirectory(prefix="mkb-checkscost-") as tmp_s:
-        tmp = Path(tmp_s)
-        sides = {"before": _export(before, tmp / "before" / "src"), "after": ROOT}
-        for name, side in sides.items():  # the warm-up: native baseline, workspaces, compiler cache
-            (tmp / name).mkdir(exist_ok=True)
-            print(f"warm-up {name} ({side}): {_evaluate(side, _config(side, tmp / name, 'warm', real))['wall_s']:.1f} s",
-                  flush=True)
-        got: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
-        for i in range(repeats):
-            for name, side in sides.items():
-                got[name].append(_evaluate(side, _config(side, tmp / name, f"run{i}", real)))
-                print(f"{name} {i}: " + ", ".join(f"{k} {v:.1f}" for k, v in got[name][-1].items()), flush=True)
-    print(f"\nsample set on the {'real MNN tree' if real else 'fixture engine'}, 10 x (10 + 30) forwards per side "
-          f"and round; before = {before}, after = this tree; {repeats} evaluation(s) each, load average "
-          f"{os.getloadavg()[0]:.1f} at the end")
-    print(f"{'figure (s, median)':<20}{'before':>10}{'after':>10}{'after/before':>14}")
-    for key in ("wall_s", *STAGES):
-        b, a = (statistics.median(r[key] for r in got[name]) for name in ("before", "after"))
-        print(f"{key:<20}{b:>10.1f}{a:>10.1f}{(a / b if b else float('nan')):>14.2f}")
-    return 0
+    """``--checks-cost``: :func:`side_by_side` at the fixed protocol, serial."""
+    return side_by_side(repeats, before, "fixed", 0)

@@ -6,7 +6,7 @@ import argparse
 
 import kit.bench
 from kit.bench.adbcost import adb_cost
-from kit.bench.checkscost import BEFORE, checks_cost
+from kit.bench.checkscost import BEFORE, BEFORE_ADAPTIVE, checks_cost, side_by_side
 from kit.bench.clientcost import client_cost
 from kit.bench.coldcache import cold_cache
 from kit.bench.inputcheck import input_check_cost
@@ -37,7 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--checks-cost", action="store_true", help="run the cost benchmark of issue 26's checks "
                     "instead: the sample set by mkb eval with this kit and with the kit of --before, interleaved "
                     "(--repeats evaluations each)")
-    ap.add_argument("--before", default=BEFORE, help=f"checks cost: the commit before the checks (default {BEFORE})")
+    ap.add_argument("--before", default=None, help=f"checks cost: the commit before the checks (default {BEFORE}); "
+                    "throughput: run the sample set at each kit's default protocol, cache-cold, with this kit and "
+                    f"with the kit of this commit, interleaved (--repeats each, --workers: the largest count; "
+                    f"'default' for {BEFORE_ADAPTIVE}, main before adaptive rounds)")
     ap.add_argument("--copies", type=int, default=None, help="scaling: evaluate the sample set under this many "
                     "method names (default: 8 on the fixture engine, 1 on real MNN)")
     ap.add_argument("--one-worker-jobs", type=int, default=1, help="scaling: ninja -j of the serial and "
@@ -70,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return serve_cost(args.tasks.split(",") if args.tasks else None, args.rounds or 4, args.repeats,
                           args.ray_address)
+    if args.throughput and args.before:
+        return side_by_side(args.repeats, BEFORE_ADAPTIVE if args.before == "default" else args.before, "own",
+                            max(int(w) for w in args.workers.split(",")))
     if args.throughput:
         throughput(tuple(int(w) for w in args.workers.split(",")), fewest=not args.default_only,
                    mode="serial" if args.serial else "ray", warm_up=not args.no_warm_up)
@@ -80,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         tasks = tuple(args.tasks.split(",")) if args.tasks else None
         return cold_cache(tuple(args.arch or ("x86_64", "aarch64")), args.rounds or 1, tasks)
     if args.checks_cost:
-        return checks_cost(args.repeats, args.before)
+        return checks_cost(args.repeats, args.before or BEFORE)
     if args.input_check_cost:
         return input_check_cost(tuple(args.tasks.split(",")) if args.tasks else None, args.repeats)
     if args.scaling:
