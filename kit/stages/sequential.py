@@ -9,8 +9,13 @@ confidence intervals for group sequential clinical trials", Controlled Clinical 
 Turnbull, *Group Sequential Methods with Applications to Clinical Trials*, 2000, ch. 9).
 
 Construction: the two-sided error ``alpha = 1 - confidence`` is spent over the information fractions
-``t_k = n_k / n_K`` by the Lan–DeMets O'Brien–Fleming-type function ``alpha(t) = 2 - 2 Phi(z_{1-alpha/2} /
-sqrt(t))`` (Lan & DeMets, Biometrika 70, 1983): little at early looks, nearly all at the last.  The critical
+``t_k = n_k / n_K`` by the power family ``alpha(t) = alpha * t**RHO`` with :data:`RHO` = 6 (Kim & DeMets,
+"Design and analysis of group sequential tests based on the type I error spending rate function", Biometrika 74,
+1987; Jennison & Turnbull 2000, sec. 7.2): very little at early looks (0.0023 at 6 of 10 rounds), so the last
+look's boundary is within 0.2 % of a fixed protocol's (1.964 against 1.960 for looks 6 and 10) and an A/A
+interval that runs every round is as wide as the fixed one; Lan & DeMets' O'Brien–Fleming-type function
+(Biometrika 70, 1983; 0.011 at 6 of 10, last boundary 1.999) made it 2.4 % wider, measured on the same rounds of
+166 A/A tasks, for six more early stops of A/A tasks and none more of the sample set's candidates.  The critical
 values ``c_k`` of the standardized statistics (correlation ``sqrt(n_i / n_j)``) are found look by look so that
 ``P(|Z_1| < c_1, ..., |Z_{k-1}| < c_{k-1}, |Z_k| >= c_k) = alpha(t_k) - alpha(t_{k-1})`` under the null, by
 numerical integration of the density of the score on a grid (Armitage, McPherson & Rowe, JRSS A 132, 1969;
@@ -49,15 +54,19 @@ def _z(p: float) -> float:
     return float(special.ndtri(p))
 
 
-def obf_spent(t: float, alpha: float) -> float:
-    """The two-sided error spent by information fraction ``t`` (0 < t <= 1): Lan & DeMets' O'Brien–Fleming-type
-    function ``2 - 2 Phi(z_{1-alpha/2} / sqrt(t))`` (``alpha`` at ``t = 1``).
+#: the exponent of the power family of error spending functions (:func:`spent`)
+RHO = 6
+
+
+def spent(t: float, alpha: float) -> float:
+    """The two-sided error spent by information fraction ``t`` (0 < t <= 1): the power family ``alpha *
+    t**RHO`` (Kim & DeMets 1987; ``alpha`` at ``t = 1``).
 
     Raises:
         ValueError: ``t`` outside (0, 1] or ``alpha`` outside (0, 1)."""
     if not 0 < t <= 1 or not 0 < alpha < 1:
         raise ValueError(f"information fraction {t} must be in (0, 1] and alpha {alpha} in (0, 1)")
-    return float(2 - 2 * _ndtr(_z(1 - alpha / 2) / math.sqrt(t)))
+    return alpha * t**RHO
 
 
 def _exit_prob(s: np.ndarray, f: np.ndarray, step: float, var: float, b: float) -> float:
@@ -80,7 +89,7 @@ def _solve(target: float, prob, lo: float, hi: float) -> float:
 @lru_cache(maxsize=64)
 def boundaries(looks: tuple[int, ...], alpha: float) -> tuple[float, ...]:
     """The two-sided critical values ``c_k`` of the standardized statistic at each look (``looks``: the rounds
-    ``n_1 < ... < n_K`` at the looks) spending ``alpha`` by :func:`obf_spent` over ``t_k = n_k / n_K`` (the
+    ``n_1 < ... < n_K`` at the looks) spending ``alpha`` by :func:`spent` over ``t_k = n_k / n_K`` (the
     method: the module's docstring).  One look: ``(z_{1-alpha/2},)``.
 
     Raises:
@@ -88,15 +97,15 @@ def boundaries(looks: tuple[int, ...], alpha: float) -> tuple[float, ...]:
     if not looks or any(n <= 0 for n in looks) or any(b <= a for a, b in zip(looks, looks[1:])):
         raise ValueError(f"looks {list(looks)} must be positive and strictly increasing")
     total = looks[-1]
-    spent = [obf_spent(n / total, alpha) for n in looks]
+    spent_by = [spent(n / total, alpha) for n in looks]
     # the score S_k (a sum of n_k standard normals) on a grid over the region where no earlier look stopped
-    c = [_z(1 - spent[0] / 2)]
+    c = [_z(1 - spent_by[0] / 2)]
     bound = c[0] * math.sqrt(looks[0])
     s = np.linspace(-bound, bound, _GRID)
     f = np.exp(-s**2 / (2 * looks[0])) / math.sqrt(2 * math.pi * looks[0])
     for k in range(1, len(looks)):
         step, var = float(s[1] - s[0]), float(looks[k] - looks[k - 1])
-        target = max(spent[k] - spent[k - 1], 1e-12)
+        target = max(spent_by[k] - spent_by[k - 1], 1e-12)
         b = _solve(target, partial(_exit_prob, s, f, step, var), 0.0, 20.0 * math.sqrt(looks[k]))
         c.append(b / math.sqrt(looks[k]))
         new = np.linspace(-b, b, _GRID)
