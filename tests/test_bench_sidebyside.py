@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from kit.bench.checkscost import BEFORE_ADAPTIVE, FIXED_TIMING, _export, own_protocol, side_by_side, write_side_config
+from kit.bench.checkscost import (
+    BEFORE_ADAPTIVE,
+    FIXED_TIMING,
+    _export,
+    own_protocol,
+    side_by_side,
+    write_side_config,
+)
 from kit.bench.common import ROOT
 from kit.settings.config import load_config
 

@@ -42,7 +42,7 @@ import tomllib
 from pathlib import Path
 
 from kit.bench.coldcache import make_unique
-from kit.bench.common import ROOT, real_engine
+from kit.bench.common import ROOT, real_engine, toml_sections
 from kit.results.shards import scan
 
 #: main's last commit before the first part of issue 26 was merged (3512d79, "Merge branch 'h2'", has it as its
@@ -74,11 +74,6 @@ def own_protocol(side: Path) -> dict[str, dict]:
     return {k: dict(data[k]) for k in ("verify", "timing") if k in data}
 
 
-def _sections(sections: dict[str, dict]) -> str:
-    return "".join(f"[{name}]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items())
-                   for name, values in sections.items())
-
-
 def write_side_config(side: Path, tmp: Path, name: str, real: bool, sections: dict[str, dict], workers: int,
                       cands: Path | None = None) -> tuple[Path, Path]:
     """The config of one evaluation of ``side``'s sample set (or of ``cands``) into ``tmp/name`` with ``sections``
@@ -107,7 +102,7 @@ cache_dir = "{tmp / 'cache'}"
 {dispatch}
 [report]
 enabled = false
-""" + _sections(sections))
+""" + toml_sections(sections))
     return path, tmp / name
 
 

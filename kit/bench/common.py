@@ -3,6 +3,7 @@ else the fixture engine shipped with the tests) and its config."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -47,3 +48,10 @@ cache_dir = "{cache}"
 """
     )
     return p
+
+
+def toml_sections(sections: dict[str, dict]) -> str:
+    """``sections`` (section name -> key -> a string, number or boolean) as TOML text, one ``[name]`` each (JSON's
+    quoting of strings is TOML's)."""
+    return "".join(f"[{name}]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items())
+                   for name, values in sections.items())

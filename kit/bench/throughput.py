@@ -21,7 +21,6 @@ its sample set with the protocol given (the tests use a tiny one).
 from __future__ import annotations
 
 import collections
-import json
 import secrets
 import statistics
 import tempfile
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.bench.coldcache import make_unique
-from kit.bench.common import ROOT, real_engine, sample_root, write_config
+from kit.bench.common import ROOT, real_engine, sample_root, toml_sections, write_config
 from kit.outline.evaluate import execute, executor_for
 from kit.results.shards import read_records
 from kit.run.plan import make_jobs
@@ -85,14 +84,6 @@ class Throughput:
         return sum(self.split_s.values())
 
 
-def _sections(protocol: dict[str, dict[str, Any]]) -> str:
-    lines = []
-    for name, values in protocol.items():
-        lines.append(f"[{name}]")
-        lines += [f"{k} = {json.dumps(v)}" for k, v in values.items()]  # TOML's strings, numbers, booleans
-    return "\n".join(lines) + "\n"
-
-
 def write_run_config(tmp: Path, cands: Path, run_dir: Path, workers: int, protocol: dict[str, dict[str, Any]],
                      mode: str = "ray") -> Path:
     """A config for one run: the engine's task suite (all splits), ``cands`` as method ``sample``, ``protocol``'s
@@ -102,7 +93,7 @@ def write_run_config(tmp: Path, cands: Path, run_dir: Path, workers: int, protoc
     base = base.replace('method = "bench"', 'method = "sample"').replace(f'dir = "{tmp / "run"}"', f'dir = "{run_dir}"')
     path = run_dir.parent / f"{run_dir.name}.toml"
     path.write_text(base + f'[dispatch]\nmode = "{mode}"\nworkers = {workers}\n[report]\nenabled = false\n'
-                    + _sections(protocol))
+                    + toml_sections(protocol))
     return path
 
 

@@ -22,10 +22,9 @@ from onnx import numpy_helper
 from kit.suite.edges import declare
 from kit.suite.importer import mapping
 from kit.suite.importer import specs as inp
-from kit.suite.importer.onnxsrc import onnx_model_py, sample_feeds
+from kit.suite.importer.onnxsrc import fix_dims, onnx_model_py, sample_feeds
 from kit.suite.importer.problem import BUDGET_BYTES, EXPORT_MEMORY_BYTES, ImportFailure, export_problem
 from kit.suite.importer.reduce import reduce_graph, run_ort
-from kit.suite.importer.onnxsrc import fix_dims
 from kit.suite.importer.shapeinputs import fix_shape_inputs, widen_indices
 from kit.suite.spec import IR_VERSION, OPSET
 from kit.suite.tasks import (
