@@ -1,6 +1,6 @@
 """The side-by-side benchmark's parts (kit.bench.checkscost), cheaply: the kit of an older commit is exported with
 its own default protocol, and each side's config loads in this kit with the protocol, workers and candidates
-asked."""
+asked, and bad inputs are refused in one line naming them."""
 
 from __future__ import annotations
 
@@ -9,11 +9,13 @@ import pytest
 from kit.bench.checkscost import (
     BEFORE_ADAPTIVE,
     FIXED_TIMING,
+    SideBySideError,
     _export,
     own_protocol,
     side_by_side,
     write_side_config,
 )
+from kit.bench.cli import main as bench_main
 from kit.bench.common import ROOT
 from kit.settings.config import load_config
 
@@ -43,6 +45,17 @@ def test_the_checks_cost_config_is_the_fixed_protocol_serially(tmp_path):
     assert cfg.candidates.sources[0].path == ROOT / "tests" / "fixture_engine" / "candidates" / "sample"
 
 
-def test_an_unknown_protocol_is_refused_by_name():
-    with pytest.raises(ValueError, match="protocol 'adaptive'"):
+def test_bad_inputs_are_refused_by_name_before_anything_runs(tmp_path, capsys):
+    with pytest.raises(SideBySideError, match="protocol 'adaptive'"):
         side_by_side(1, BEFORE_ADAPTIVE, "adaptive")
+    with pytest.raises(SideBySideError, match="--repeats 0"):
+        side_by_side(0, BEFORE_ADAPTIVE, "own", 2)
+    with pytest.raises(SideBySideError, match="--before deadbeef: git cannot export"):
+        _export("deadbeef", tmp_path / "x")
+    for argv, said in ((["--throughput", "--before", "deadbeef"], "--before deadbeef: git cannot export"),
+                       (["--throughput", "--before", "default", "--workers", "abc"], "--workers 'abc'"),
+                       (["--throughput", "--before", "default", "--workers", "0"], "must be at least 1"),
+                       (["--checks-cost", "--repeats", "0"], "--repeats 0 must be at least 1")):
+        with pytest.raises(SystemExit) as exc:
+            bench_main(argv)
+        assert exc.value.code == 2 and said in capsys.readouterr().err, argv

@@ -56,13 +56,21 @@ STAGES = ("timing_s", "verify_s", "build_s")
 FIXED_TIMING = {"timing": {"warmup": 10, "iterations": 30, "rounds": 10}}
 
 
+class SideBySideError(ValueError):
+    """A bad input of the side-by-side benchmark (a commit git cannot export, too few repeats or workers, an unknown
+    protocol), said in one line naming it."""
+
+
 def _export(commit: str, dest: Path) -> Path:
     """The tree of ``commit`` of this repository, unpacked into ``dest``.
 
     Raises:
-        subprocess.CalledProcessError: git cannot export it (not a git checkout, no such commit)."""
-    data = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", commit], check=True,
-                          capture_output=True).stdout
+        SideBySideError: git cannot export it (not a git checkout, no such commit), with git's message."""
+    res = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", commit], capture_output=True)
+    if res.returncode != 0:
+        raise SideBySideError(f"--before {commit}: git cannot export that commit of {ROOT}: "
+                         f"{res.stderr.decode(errors='replace').strip()[:300]}")
+    data = res.stdout
     with tarfile.open(fileobj=io.BytesIO(data)) as tf:
         tf.extractall(dest, filter="data")
     return dest
@@ -141,9 +149,12 @@ def side_by_side(repeats: int, before: str, protocol: str = "fixed", workers: in
     and both sides gave the same statuses in every evaluation, else 1.
 
     Raises:
-        ValueError: an unknown ``protocol``."""
+        SideBySideError: an unknown ``protocol``, ``repeats`` below 1, ``workers`` below 0, a ``before`` git
+            cannot export."""
     if protocol not in ("fixed", "own"):
-        raise ValueError(f"protocol {protocol!r}: 'fixed' or 'own'")
+        raise SideBySideError(f"protocol {protocol!r}: 'fixed' or 'own'")
+    if repeats < 1 or workers < 0:
+        raise SideBySideError(f"--repeats {repeats} / workers {workers}: at least one evaluation per side, workers >= 0")
     real = real_engine()
     with tempfile.TemporaryDirectory(prefix="mkb-sidebyside-") as tmp_s:
         tmp = Path(tmp_s)

@@ -6,7 +6,7 @@ import argparse
 
 import kit.bench
 from kit.bench.adbcost import adb_cost
-from kit.bench.checkscost import BEFORE, BEFORE_ADAPTIVE, checks_cost, side_by_side
+from kit.bench.checkscost import BEFORE, BEFORE_ADAPTIVE, SideBySideError, checks_cost, side_by_side
 from kit.bench.clientcost import client_cost
 from kit.bench.coldcache import cold_cache
 from kit.bench.inputcheck import input_check_cost
@@ -68,16 +68,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--serial", action="store_true", help="throughput: dispatch.mode = serial (one worker, no Ray)")
     ap.add_argument("--no-warm-up", action="store_true", help="throughput: no warm-up run first")
     args = ap.parse_args(argv)
+    try:
+        workers = tuple(int(w) for w in args.workers.split(","))
+    except ValueError:
+        ap.error(f"--workers {args.workers!r}: comma-separated positive worker counts, e.g. 1,2")
+    if min(workers) < 1 or args.repeats < 1:
+        ap.error(f"--workers {args.workers!r} and --repeats {args.repeats} must be at least 1")
     if args.serve:
         from kit.bench.servecost import serve_cost  # FastAPI and uvicorn: the serve extra
 
         return serve_cost(args.tasks.split(",") if args.tasks else None, args.rounds or 4, args.repeats,
                           args.ray_address)
     if args.throughput and args.before:
-        return side_by_side(args.repeats, BEFORE_ADAPTIVE if args.before == "default" else args.before, "own",
-                            max(int(w) for w in args.workers.split(",")))
+        try:
+            return side_by_side(args.repeats, BEFORE_ADAPTIVE if args.before == "default" else args.before, "own",
+                                max(workers))
+        except SideBySideError as exc:
+            ap.error(str(exc))
     if args.throughput:
-        throughput(tuple(int(w) for w in args.workers.split(",")), fewest=not args.default_only,
+        throughput(workers, fewest=not args.default_only,
                    mode="serial" if args.serial else "ray", warm_up=not args.no_warm_up)
         return 0
     if args.client_cost:
@@ -86,7 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         tasks = tuple(args.tasks.split(",")) if args.tasks else None
         return cold_cache(tuple(args.arch or ("x86_64", "aarch64")), args.rounds or 1, tasks)
     if args.checks_cost:
-        return checks_cost(args.repeats, args.before or BEFORE)
+        try:
+            return checks_cost(args.repeats, args.before or BEFORE)
+        except SideBySideError as exc:
+            ap.error(str(exc))
     if args.input_check_cost:
         return input_check_cost(tuple(args.tasks.split(",")) if args.tasks else None, args.repeats)
     if args.scaling:
