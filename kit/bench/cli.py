@@ -23,7 +23,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--task", default=None, help="task id (default: fx_argmax on the fixture engine, "
                     "the sample set's ArgMax task on real MNN)")
     ap.add_argument("--sample", default="correct")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=3, help="measurements (or evaluations) per side, at least 1 "
+                    "(default 3)")
     ap.add_argument("--scaling", action="store_true", help="run the 1-vs-2-worker scaling benchmark instead")
     ap.add_argument("--sandbox-cost", action="store_true", help="run the sandbox cost benchmark instead: a "
                     "candidate through the pipeline with and without the sandbox")
@@ -37,10 +38,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--checks-cost", action="store_true", help="run the cost benchmark of issue 26's checks "
                     "instead: the sample set by mkb eval with this kit and with the kit of --before, interleaved "
                     "(--repeats evaluations each)")
-    ap.add_argument("--before", default=None, help=f"checks cost: the commit before the checks (default {BEFORE}); "
-                    "throughput: run the sample set at each kit's default protocol, cache-cold, with this kit and "
-                    f"with the kit of this commit, interleaved (--repeats each, --workers: the largest count; "
-                    f"'default' for {BEFORE_ADAPTIVE}, main before adaptive rounds)")
+    ap.add_argument("--before", default=None, help=f"a commit of this repository (or 'default'). --checks-cost: the "
+                    f"kit before issue 26's checks (default {BEFORE}). --throughput: run the sample set with this "
+                    f"checkout and with that commit's kit side by side, each at its own default protocol, "
+                    f"cache-cold, on as many Ray workers as the largest of --workers, interleaved, --repeats "
+                    f"evaluations each after one warm-up per side (minutes); 'default' is {BEFORE_ADAPTIVE}, main "
+                    f"before adaptive rounds")
     ap.add_argument("--copies", type=int, default=None, help="scaling: evaluate the sample set under this many "
                     "method names (default: 8 on the fixture engine, 1 on real MNN)")
     ap.add_argument("--one-worker-jobs", type=int, default=1, help="scaling: ninja -j of the serial and "
