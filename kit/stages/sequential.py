@@ -15,7 +15,7 @@ Construction: the two-sided error ``alpha = 1 - confidence`` is spent over the i
 look's boundary is within 0.2 % of a fixed protocol's (1.964 against 1.960 for looks 6 and 10) and an A/A
 interval that runs every round is as wide as the fixed one; Lan & DeMets' O'Brien–Fleming-type function
 (Biometrika 70, 1983; 0.011 at 6 of 10, last boundary 1.999) made it 2.4 % wider, measured on the same rounds of
-166 A/A tasks, for six more early stops of A/A tasks and none more of the sample set's candidates.  The critical
+166 A/A tasks, for eight more early stops of A/A tasks and none more of the sample set's candidates.  The critical
 values ``c_k`` of the standardized statistics (correlation ``sqrt(n_i / n_j)``) are found look by look so that
 ``P(|Z_1| < c_1, ..., |Z_{k-1}| < c_{k-1}, |Z_k| >= c_k) = alpha(t_k) - alpha(t_{k-1})`` under the null, by
 numerical integration of the density of the score on a grid (Armitage, McPherson & Rowe, JRSS A 132, 1969;
