@@ -11,12 +11,11 @@ from kit.bench.checkscost import (
     FIXED_TIMING,
     SideBySideError,
     _export,
-    own_protocol,
     side_by_side,
     write_side_config,
 )
 from kit.bench.cli import main as bench_main
-from kit.bench.common import ROOT
+from kit.bench.common import ROOT, default_protocol
 from kit.settings.config import load_config
 
 
@@ -28,8 +27,8 @@ def _fixture_engine(monkeypatch):
 def test_each_side_runs_its_own_default_protocol(tmp_path):
     before = _export(BEFORE_ADAPTIVE, tmp_path / "before")
     assert (before / "kit" / "cli.py").is_file()
-    assert own_protocol(before)["timing"]["rounds"] == 10  # the fixed protocol the figures were taken at
-    now = own_protocol(ROOT)
+    assert default_protocol(before)["timing"]["rounds"] == 10  # the fixed protocol the figures were taken at
+    now = default_protocol(ROOT)
     assert "rounds" not in now["timing"] and now["timing"]["rounds_max"] == 10 and now["verify"]["trials"] == 5
     path, run_dir = write_side_config(ROOT, tmp_path, "run0", False, now, 2, tmp_path / "cands")
     cfg = load_config(path)

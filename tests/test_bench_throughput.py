@@ -7,10 +7,10 @@ import tomllib
 
 import pytest
 
+from kit.bench.common import default_protocol
 from kit.bench.throughput import (
     DEFAULT_CONFIG,
     MIN_ROUNDS,
-    default_protocol,
     print_table,
     protocols,
     summarize,

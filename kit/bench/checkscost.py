@@ -26,7 +26,6 @@ seconds, the ratios after / before, the statuses of each side and the load avera
 
 from __future__ import annotations
 
-import collections
 import io
 import json
 import os
@@ -38,11 +37,11 @@ import sys
 import tarfile
 import tempfile
 import time
-import tomllib
 from pathlib import Path
 
 from kit.bench.coldcache import make_unique
-from kit.bench.common import ROOT, real_engine, toml_sections
+from kit.bench.common import ROOT, default_protocol, real_engine, sample_root, toml_sections
+from kit.bench.throughput import summarize
 from kit.results.shards import scan
 
 #: main's last commit before the first part of issue 26 was merged (3512d79, "Merge branch 'h2'", has it as its
@@ -50,8 +49,9 @@ from kit.results.shards import scan
 BEFORE = "00e26a4"
 #: main when issue 27 was filed (fixed 10 rounds, no correctness-only checks): "today's main" of its figures
 BEFORE_ADAPTIVE = "9d0ac12"
-#: the per-record stage seconds summed (both kits' records have them)
-STAGES = ("timing_s", "verify_s", "build_s")
+#: the stages whose seconds are summed over the records (:data:`kit.bench.throughput.STAGES`; verify includes
+#: verification's conversion)
+STAGES = ("timing", "verify", "build")
 #: the fixed protocol of ``--checks-cost``
 FIXED_TIMING = {"timing": {"warmup": 10, "iterations": 30, "rounds": 10}}
 
@@ -76,22 +76,16 @@ def _export(commit: str, dest: Path) -> Path:
     return dest
 
 
-def own_protocol(side: Path) -> dict[str, dict]:
-    """The ``[verify]`` and ``[timing]`` sections of ``side``'s ``configs/default.toml``."""
-    data = tomllib.loads((side / "configs" / "default.toml").read_text())
-    return {k: dict(data[k]) for k in ("verify", "timing") if k in data}
-
-
 def write_side_config(side: Path, tmp: Path, name: str, real: bool, sections: dict[str, dict], workers: int,
                       cands: Path | None = None) -> tuple[Path, Path]:
     """The config of one evaluation of ``side``'s sample set (or of ``cands``) into ``tmp/name`` with ``sections``
     (e.g. ``[timing]``) and ``workers`` Ray workers (0: serial dispatch), the side's cache ``tmp/cache``; the
     config's path and its run directory."""
     if real:
-        src, engine, tasks, sample = os.environ["MKB_MNN__SOURCE_DIR"], "mnn", side / "tasks", side / "candidates"
+        src, engine, tasks = os.environ["MKB_MNN__SOURCE_DIR"], "mnn", side / "tasks"
     else:
         fx = side / "tests" / "fixture_engine"
-        src, engine, tasks, sample = fx, "fixture", fx / "tasks", fx / "candidates"
+        src, engine, tasks = fx, "fixture", fx / "tasks"
     dispatch = 'mode = "serial"' if workers == 0 else f'mode = "ray"\nworkers = {workers}'
     path = tmp / f"{name}.toml"
     path.write_text(f"""[run]
@@ -101,7 +95,7 @@ dir = "{tasks}"
 split = "all"
 [[candidates.sources]]
 method = "sample"
-path = "{cands or sample / 'sample'}"
+path = "{cands or sample_root(real, side)}"
 [mnn]
 engine = "{engine}"
 source_dir = "{src}"
@@ -137,11 +131,9 @@ def _evaluate(side: Path, config_and_run: tuple[Path, Path]) -> dict[str, float 
     wall_s = time.monotonic() - t
     if res.returncode != 0:
         raise RuntimeError(f"{side}: mkb eval exited {res.returncode}: {res.stderr[-2000:]}")
-    rows = scan(run_dir).collect().to_dicts()
-    return {"wall_s": wall_s, "records": float(len(rows)),
-            **{s: float(sum(r.get(s) or 0.0 for r in rows)) for s in STAGES},
-            "ok_timing_s": float(sum(r.get("timing_s") or 0.0 for r in rows if r["status"] == "ok")),
-            "statuses": dict(sorted(collections.Counter(r["status"] for r in rows).items()))}
+    got = summarize(scan(run_dir).collect().to_dicts(), side.name, 0, wall_s, wall_s)
+    return {"wall_s": wall_s, "records": float(got.n), **{f"{s}_s": got.split_s[s] for s in STAGES},
+            "ok_timing_s": got.ok_timing_s, "statuses": got.statuses}
 
 
 def side_by_side(repeats: int, before: str, protocol: str = "fixed", workers: int = 0) -> int:
@@ -159,7 +151,7 @@ def side_by_side(repeats: int, before: str, protocol: str = "fixed", workers: in
     with tempfile.TemporaryDirectory(prefix="mkb-sidebyside-") as tmp_s:
         tmp = Path(tmp_s)
         sides = {"before": _export(before, tmp / "before" / "src"), "after": ROOT}
-        sections = {name: FIXED_TIMING if protocol == "fixed" else own_protocol(side) for name, side in sides.items()}
+        sections = {name: FIXED_TIMING if protocol == "fixed" else default_protocol(side) for name, side in sides.items()}
         for name, side in sides.items():  # the warm-up: native baseline, workspaces, compiler cache
             (tmp / name).mkdir(exist_ok=True)
             if real:
@@ -172,8 +164,7 @@ def side_by_side(repeats: int, before: str, protocol: str = "fixed", workers: in
                 cands = None
                 if protocol == "own":  # cache-cold: new file contents in every evaluation
                     cands = tmp / name / f"cands{i}"
-                    make_unique(side / "candidates" / "sample" if real else
-                                side / "tests" / "fixture_engine" / "candidates" / "sample", cands, secrets.token_hex(8))
+                    make_unique(sample_root(real, side), cands, secrets.token_hex(8))
                 runs[name].append(_evaluate(side, write_side_config(side, tmp / name, f"run{i}", real,
                                                                     sections[name], workers, cands)))
                 print(f"{name} {i}: " + ", ".join(f"{k} {v:.1f}" for k, v in runs[name][-1].items()
@@ -188,7 +179,7 @@ def _print(runs: dict[str, list[dict]], before: str, protocol: str, workers: int
           f"{f'{workers} Ray worker(s)' if workers else 'serial'}; before = {before}, after = this tree; "
           f"{len(runs['after'])} evaluation(s) each, load average {os.getloadavg()[0]:.1f} at the end")
     print(f"{'figure (s, median)':<20}{'before':>10}{'after':>10}{'after/before':>14}")
-    for key in ("wall_s", *STAGES, "ok_timing_s"):
+    for key in ("wall_s", *(f"{s}_s" for s in STAGES), "ok_timing_s"):
         b, a = (statistics.median(r[key] for r in runs[name]) for name in ("before", "after"))
         print(f"{key:<20}{b:>10.1f}{a:>10.1f}{(a / b if b else float('nan')):>14.2f}")
     statuses = {json.dumps(r["statuses"]) for rs in runs.values() for r in rs}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -15,9 +16,15 @@ def real_engine() -> bool:
     return bool(os.environ.get("MKB_MNN__SOURCE_DIR"))
 
 
-def sample_root(real: bool) -> Path:
-    """The sample candidate set of the engine."""
-    return (ROOT / "candidates" / "sample") if real else (ROOT / "tests" / "fixture_engine" / "candidates" / "sample")
+def sample_root(real: bool, root: Path = ROOT) -> Path:
+    """The sample candidate set of the engine in the checkout ``root`` (default this one)."""
+    return (root / "candidates" / "sample") if real else (root / "tests" / "fixture_engine" / "candidates" / "sample")
+
+
+def default_protocol(root: Path = ROOT) -> dict[str, dict]:
+    """The ``[verify]`` and ``[timing]`` sections of ``configs/default.toml`` in the checkout ``root``."""
+    data = tomllib.loads((root / "configs" / "default.toml").read_text())
+    return {k: dict(data[k]) for k in ("verify", "timing") if k in data}
 
 
 def write_config(tmp: Path, real: bool, task_id: str, cands: Path) -> Path:

@@ -25,13 +25,12 @@ import secrets
 import statistics
 import tempfile
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kit.bench.coldcache import make_unique
-from kit.bench.common import ROOT, real_engine, sample_root, toml_sections, write_config
+from kit.bench.common import ROOT, default_protocol, real_engine, sample_root, toml_sections, write_config
 from kit.outline.evaluate import execute, executor_for
 from kit.results.shards import read_records
 from kit.run.plan import make_jobs
@@ -42,12 +41,6 @@ from kit.suite.tasks import load_suite
 STAGES = {"build": ("build_s",), "verify": ("convert_s", "verify_s"), "timing": ("timing_s",)}
 #: the config whose protocol is measured
 DEFAULT_CONFIG = ROOT / "configs" / "default.toml"
-
-
-def default_protocol() -> dict[str, dict[str, Any]]:
-    """The ``[verify]`` and ``[timing]`` sections of ``configs/default.toml``."""
-    data = tomllib.loads(DEFAULT_CONFIG.read_text())
-    return {"verify": dict(data.get("verify", {})), "timing": dict(data.get("timing", {}))}
 
 
 @dataclass
