@@ -5,9 +5,9 @@
 //
 // Why: with the same input sets repeated on every timed forward, a kernel that keyed a cache on a few input
 // values and replayed the output it computed once was right and fast on every forward but the first (a
-// reviewer's probe: 4.04x on the fixture engine, unflagged).  So every forward of a timing run (warm-ups
-// included) but the first timed forward on each input set gets an input of its own, derived here from the input sets the kit wrote, outside the timed
-// window; and a few of those forwards, picked after each forward by randomness the candidate cannot see
+// reviewer's probe: 4.04x on the fixture engine, unflagged).  So every timed forward of a timing run but the
+// first on each input set gets an input of its own, derived here from the input sets the kit wrote, outside the
+// timed window (the warm-ups share one such input: mkb_runner.cpp); and a few of those forwards, picked after each forward by randomness the candidate cannot see
 // beforehand, are written out with their inputs for the kit to compare with ONNX Runtime.
 //
 // How an input is derived, per tensor: its elements (4 bytes each, float32 or int32 alike) are cut into units
