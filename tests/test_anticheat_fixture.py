@@ -25,6 +25,7 @@ from kit.results.outcomes import StageFailure
 from kit.results.records import ErrorKind, Status
 from kit.results.shards import scan
 from kit.settings.config import load_config
+from kit.stages import sequential
 from kit.stages import timing as stiming
 from kit.stages import timingrun as strun
 from kit.stages import verify as sverify
@@ -193,6 +194,12 @@ def test_a_runner_clock_that_loses_time_is_a_clock_mismatch(evaluated, tmp_path)
         honest = stiming.time_candidate(task, side, None, opts, stiming.TimingSetup(worker.native.runner,
                                                                                    tmp_path / "honest"))
         assert honest.candidate_ms > 0
+        # alone, with looks after 2 and 4 rounds: no speedup to decide, so it stops at the first look
+        looks = replace(opts, rounds=4, rounds_min=2, rounds_step=2)
+        alone_adaptive = stiming.time_candidate(task, side, None, looks, stiming.TimingSetup(worker.native.runner,
+                                                                                            tmp_path / "looks"))
+        assert (alone_adaptive.rounds, alone_adaptive.stop) == (2, sequential.STOP_ALONE)
+        assert sorted(set(alone_adaptive.candidate_samples_round)) == [0, 1]
         with pytest.raises(StageFailure) as alone:
             stiming.time_candidate(task, side, None, opts, stiming.TimingSetup(runner, tmp_path / "alone"))
         assert (alone.value.status, alone.value.kind) == (Status.RUNTIME_CRASH, ErrorKind.CLOCK_MISMATCH)

@@ -76,7 +76,7 @@ class TimingOutcome:
     cannot convert the task (``no_native_reason`` says why; None when there is a native side).
     Conditions: ``cores`` both sides were pinned to, their ``governor`` and ``freq_mhz``, the host's
     ``load_1m`` before the timed runs, the digest of each side's runner invocation (equal by construction:
-    checked).  ``stop``: why the rounds stopped (``decided``, ``width``, ``max``: :mod:`kit.stages.sequential`).
+    checked).  ``stop``: why the rounds stopped (``decided``, ``width``, ``max``, ``alone``: :mod:`kit.stages.sequential`).
     ``emulated``: measured under user-mode emulation (qemu); ``untimeable``: the native op time is
     below the configured minimum; ``flags``: e.g. an implausible speedup.  None of those is scored as a
     speedup.  ``timing_s``: seconds of the whole stage; ``device``: the adb device's state when one timed (its

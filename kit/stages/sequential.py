@@ -37,8 +37,9 @@ import numpy as np
 _GRID = 2001
 
 #: why a timing stopped: its interval decided every fast_p threshold, was narrower than ``timing.stop_width``,
-#: or ``timing.rounds_max`` rounds had run
-STOP_DECIDED, STOP_WIDTH, STOP_MAX = "decided", "width", "max"
+#: or ``timing.rounds_max`` rounds had run; or, without a native side (no speedup to decide: MNN has no kernel
+#: or converter for the op), at the first look
+STOP_DECIDED, STOP_WIDTH, STOP_MAX, STOP_ALONE = "decided", "width", "max", "alone"
 
 
 def _ndtr(x: np.ndarray | float) -> np.ndarray:

@@ -154,7 +154,8 @@ def time_candidate(task: Task, candidate: SideModel, native: SideModel | None, o
         AsymmetricTiming: the sides were not invoked alike (a harness fault).
     """
     t0 = time.monotonic()
-    decide = adaptive_rule(opts) if native is not None else None
+    # without a native side no interval is asked for: the candidate's time alone, at the first look's rounds
+    decide = adaptive_rule(opts) if native is not None else (lambda _c, _n: sequential.STOP_ALONE)
     rounds = run_rounds(task, candidate, native, opts, setup, decide)
     out = _outcome(task, rounds.candidate, rounds.native, opts)
     accounting.check(rounds.candidate, rounds.native, out.basis, opts.warmup, opts.confidence)
