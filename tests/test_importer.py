@@ -16,7 +16,8 @@ from kit.suite.importer.assemble import task_id
 from kit.suite.importer.export import rewrite_constants, scalable_constants
 from kit.suite.importer.official import PinError, Pins, load_pins, official_sources, verify
 from kit.suite.importer.specs import infer_spec, widen
-from kit.suite.tasks import check_manifest, load_suite
+from kit.suite.listing import check_manifest
+from kit.suite.tasks import load_suite
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]

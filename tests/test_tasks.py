@@ -12,15 +12,8 @@ import onnx
 import pytest
 
 from kit.suite import builtin as suite
-from kit.suite.tasks import (
-    CATEGORIES,
-    TaskError,
-    check_manifest,
-    check_selected,
-    list_tasks,
-    load_suite,
-    read_manifest,
-)
+from kit.suite.listing import check_manifest, check_selected, list_tasks, read_manifest
+from kit.suite.tasks import CATEGORIES, TaskError, load_suite
 
 TASKS = Path(__file__).resolve().parents[1] / "tasks"
 

@@ -46,7 +46,8 @@ from kit.results.records import SCHEMA_VERSION
 from kit.run import provenance
 from kit.run.provenance import Provenance
 from kit.score import metrics
-from kit.suite.tasks import Task, check_selected, load_suite, sha256_file
+from kit.suite.listing import check_selected
+from kit.suite.tasks import Task, load_suite, sha256_file
 
 #: the archive ``mkb bundle`` writes without ``--out`` (inside the run directory)
 DEFAULT_NAME = "bundle.tar.gz"

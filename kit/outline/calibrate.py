@@ -35,7 +35,8 @@ from kit.score import betweenrun
 from kit.score.betweenrun import CALIBRATION_FILE
 from kit.score.noisefloor import coverage_line, summarize, task_row
 from kit.settings.config import EvalConfig
-from kit.suite.tasks import check_selected, load_suite
+from kit.suite.listing import check_selected
+from kit.suite.tasks import load_suite
 
 
 def calibrate(cfg: EvalConfig) -> int:

@@ -36,8 +36,9 @@ from kit.run.rundir import release as release_run_dir
 from kit.score.headline import headline
 from kit.score.metrics import NativeRule
 from kit.settings.config import ConfigError, EvalConfig
+from kit.suite.listing import check_selected
 from kit.suite.nativemarks import read_marks
-from kit.suite.tasks import Task, check_selected, find_task, load_suite
+from kit.suite.tasks import Task, find_task, load_suite
 
 log = logging.getLogger("kit")
 

@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
 
         return run_import(args)
     if args.tasks_cmd == "list":
-        from kit.suite.tasks import list_tasks
+        from kit.suite.listing import list_tasks
 
         rows = list_tasks(args.dir, args.split, args.category)
         table = Table(title=f"{len(rows)} tasks (split: {args.split})")

@@ -1,5 +1,5 @@
-"""Group statistics of :mod:`kit.score.metrics`: the bootstrap of a rate's CI over the tasks of a group, and
-pass@k per task and per group (definitions: that module's docstring)."""
+"""Group statistics of :mod:`kit.score.metrics`: a group's rates with the bootstrap of their CIs over its tasks, its
+geometric-mean speedup, and pass@k per task and per group (definitions: that module's docstring)."""
 
 from __future__ import annotations
 
@@ -59,3 +59,26 @@ def group_pass_at_k(g: pl.DataFrame, ks: Sequence[int]) -> dict[str, float | int
         out[f"pass@{k}"] = float(g[f"pass@{k}"].mean()) if g.height else None
         out[f"pass@{k}_tasks"] = int((g["n_samples"] >= k).sum())
     return out
+
+
+def group_rates(g: pl.DataFrame, rate_cols: Sequence[str], n_boot: int, seed: int) -> dict[str, float | None]:
+    """``<rate>``, ``<rate>_ci_low``, ``<rate>_ci_high`` for every rate of ``rate_cols`` in one group.
+
+    A rate is the mean of its per-task indicator over the group's tasks (fraction in [0, 1]); the CI is
+    :func:`bootstrap` over task resamples (:mod:`kit.score.metrics`' docstring).
+    """
+    out: dict[str, float | None] = {}
+    ind = g.select(rate_cols).cast(pl.Float64).to_numpy()
+    lo, hi = bootstrap(ind, n_boot, seed)
+    for j, c in enumerate(rate_cols):
+        out[c] = float(ind[:, j].mean()) if g.height else None
+        out[f"{c}_ci_low"] = float(lo[j])
+        out[f"{c}_ci_high"] = float(hi[j])
+    return out
+
+
+def group_geomean(g: pl.DataFrame) -> float | None:
+    """``geomean_speedup`` of one group: exp(mean(log speedup)) over its tasks with a scorable best
+    speedup, null if none (:mod:`kit.score.metrics`' docstring; its ``per_task`` leaves no-native and emulated tasks null)."""
+    sp = g.filter(~pl.col("fast_excluded"))["speedup"].drop_nulls().to_numpy()
+    return float(np.exp(np.log(sp).mean())) if sp.size else None

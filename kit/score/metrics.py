@@ -45,13 +45,12 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
 import polars as pl
 
 from kit.results import rules as scoring
 from kit.results.records import COMPILED, CORRECT, ErrorKind, Status
 from kit.results.rules import pass_at_k  # noqa: F401 - re-exported: kit.score.metrics.pass_at_k is the public name
-from kit.score.groupstats import Bootstrap, bootstrap, group_pass_at_k, with_pass_at_k
+from kit.score.groupstats import Bootstrap, group_geomean, group_pass_at_k, group_rates, with_pass_at_k
 
 DEFAULT_PS: tuple[float, ...] = (0.0, 0.5, 1.0, 1.5, 2.0)
 DEFAULT_KS: tuple[int, ...] = (1,)
@@ -301,29 +300,6 @@ def _group_counts(g: pl.DataFrame) -> dict[str, int]:
     )
 
 
-def _group_rates(g: pl.DataFrame, rate_cols: Sequence[str], n_boot: int, seed: int) -> dict[str, float | None]:
-    """``<rate>``, ``<rate>_ci_low``, ``<rate>_ci_high`` for every rate of ``rate_cols`` in one group.
-
-    A rate is the mean of its per-task indicator over the group's tasks (fraction in [0, 1]); the CI is
-    :func:`kit.score.groupstats.bootstrap` over task resamples (module docstring).
-    """
-    out: dict[str, float | None] = {}
-    ind = g.select(rate_cols).cast(pl.Float64).to_numpy()
-    lo, hi = bootstrap(ind, n_boot, seed)
-    for j, c in enumerate(rate_cols):
-        out[c] = float(ind[:, j].mean()) if g.height else None
-        out[f"{c}_ci_low"] = float(lo[j])
-        out[f"{c}_ci_high"] = float(hi[j])
-    return out
-
-
-def _group_geomean(g: pl.DataFrame) -> float | None:
-    """``geomean_speedup`` of one group: exp(mean(log speedup)) over its tasks with a scorable best
-    speedup, null if none (module docstring; :func:`per_task` leaves no-native and emulated tasks null)."""
-    sp = g.filter(~pl.col("fast_excluded"))["speedup"].drop_nulls().to_numpy()
-    return float(np.exp(np.log(sp).mean())) if sp.size else None
-
-
 def _group_row(by: Sequence[str], group_key: tuple, g: pl.DataFrame, rate_cols: Sequence[str],
                ks: Sequence[int], boot: Bootstrap) -> dict:
     """One :func:`summary` row (a dict) for the group ``group_key`` of ``by`` with per-task rows ``g``.
@@ -333,8 +309,8 @@ def _group_row(by: Sequence[str], group_key: tuple, g: pl.DataFrame, rate_cols: 
     """
     row = dict(zip(by, group_key))
     row.update(_group_counts(g))
-    row.update(_group_rates(g, rate_cols, boot.n, boot.seed))
-    row["geomean_speedup"] = _group_geomean(g)
+    row.update(group_rates(g, rate_cols, boot.n, boot.seed))
+    row["geomean_speedup"] = group_geomean(g)
     row.update(group_pass_at_k(g, ks))
     for col, flag in TASK_LIST_COLUMNS.items():
         row[col] = sorted(g.filter(pl.col(flag))["task_id"].to_list())

@@ -6,7 +6,7 @@ Runtime, else ``{"mismatch": <why>, "mnn_version": <version>}``; and ``tasks[].n
 sets (:mod:`kit.suite.edges`) native fails (absent: none).  ``n_native_incorrect`` counts the marked tasks.  The
 scores read the marks (:func:`read_marks`): a marked task counts for CSR and FCR but not for fast_p unless
 ``report.score_native_incorrect`` (:mod:`kit.score.metrics`).  A mark is a fact of the audit, not of the task's
-files: :func:`kit.suite.tasks.check_manifest` ignores it, and :func:`carry_marks` keeps it when the suite is
+files: :func:`kit.suite.listing.check_manifest` ignores it, and :func:`carry_marks` keeps it when the suite is
 generated again with the same files.
 """
 

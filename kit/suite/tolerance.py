@@ -307,7 +307,7 @@ def _replace_table(text: str, table: str, body: list[str]) -> str:
 
 def write(task: Task, d: Derivation) -> bool:
     """Rewrite ``task``'s ``task.toml`` ``[tolerance]`` with the derived ``d`` and its sha256 in the suite's
-    ``manifest.json`` (when it lists the task: :func:`kit.suite.tasks.check_selected` then still passes); returns
+    ``manifest.json`` (when it lists the task: :func:`kit.suite.listing.check_selected` then still passes); returns
     False when ``d`` holds no tolerance (nothing written).  The audit's marks stay: re-audit to renew them.
 
     Raises:
