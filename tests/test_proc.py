@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kit.host import proc
-from kit.host.proc import spawn
+from kit.host.proc import launch, spawn
 
 
 def test_exit_code_and_output():
@@ -255,7 +255,9 @@ def test_session_members_lists_live_members_only(tmp_path):
 
 
 def test_without_the_util_linux_helpers_a_preexec_fn_sets_the_same(monkeypatch, tmp_path):
-    """The fallback path: limits, a missing program and the session behave as with prlimit/setpriv."""
+    """The last fallback (no launcher, no util-linux): limits, a missing program and the session behave as with
+    prlimit/setpriv."""
+    monkeypatch.setattr(launch, "binary", lambda: None)
     monkeypatch.setattr(spawn, "_PRLIMIT", None)
     assert spawn._wrapper(None, None) is None
     res = proc.run([sys.executable, "-c", "bytearray(512 * 1024 * 1024)"], memory_limit_bytes=256 * 1024 * 1024)
@@ -530,12 +532,15 @@ def test_run_feeds_stdin_and_reads_large_output():
     assert res.ok and res.stderr == str(len(data)) and res.stdout == data.hex()
 
 
-@pytest.mark.parametrize("wrapped", [True, False], ids=["taskset", "preexec"])
-def test_a_command_runs_on_the_cores_it_is_pinned_to(wrapped, monkeypatch):
-    """``cpus`` pins the command (through util-linux taskset, or sched_setaffinity where that is missing)."""
+@pytest.mark.parametrize("way", ["launcher", "taskset", "preexec"])
+def test_a_command_runs_on_the_cores_it_is_pinned_to(way, monkeypatch):
+    """``cpus`` pins the command (through the launcher, util-linux taskset where it is missing, or
+    sched_setaffinity where that is missing too)."""
     from kit.host import machine as hostinfo
 
-    if not wrapped:
+    if way != "launcher":
+        monkeypatch.setattr(launch, "binary", lambda: None)
+    if way == "preexec":
         monkeypatch.setattr(spawn, "_TASKSET", None)
     core = hostinfo.usable_cores()[-1]
     res = proc.run(["grep", "Cpus_allowed_list", "/proc/self/status"], cpus=[core])
