@@ -257,7 +257,7 @@ def test_session_members_lists_live_members_only(tmp_path):
 def test_without_the_util_linux_helpers_a_preexec_fn_sets_the_same(monkeypatch, tmp_path):
     """The last fallback (no launcher, no util-linux): limits, a missing program and the session behave as with
     prlimit/setpriv."""
-    monkeypatch.setattr(launch, "binary", lambda: None)
+    monkeypatch.setattr(launch, "binary", lambda run: None)
     monkeypatch.setattr(spawn, "_PRLIMIT", None)
     assert spawn._wrapper(None, None) is None
     res = proc.run([sys.executable, "-c", "bytearray(512 * 1024 * 1024)"], memory_limit_bytes=256 * 1024 * 1024)
@@ -539,7 +539,7 @@ def test_a_command_runs_on_the_cores_it_is_pinned_to(way, monkeypatch):
     from kit.host import machine as hostinfo
 
     if way != "launcher":
-        monkeypatch.setattr(launch, "binary", lambda: None)
+        monkeypatch.setattr(launch, "binary", lambda run: None)
     if way == "preexec":
         monkeypatch.setattr(spawn, "_TASKSET", None)
     core = hostinfo.usable_cores()[-1]

@@ -26,9 +26,9 @@ _NO_BWRAP = sandbox_check.bwrap_works()
 def way(request, monkeypatch):
     """Each test once through the launcher, once through the chain (sh, prlimit, setpriv, taskset, subreaper)."""
     if request.param == "launcher":
-        assert launch.binary() is not None, "the launcher compiles here"
+        assert launch.binary(proc.run) is not None, "the launcher compiles here"
     else:
-        monkeypatch.setattr(launch, "binary", lambda: None)
+        monkeypatch.setattr(launch, "binary", lambda run: None)
     return request.param
 
 
@@ -83,7 +83,7 @@ def test_the_cpu_time_of_the_whole_tree_is_accounted(way, boxed):
 def test_a_command_dies_with_its_killed_parent(way, tmp_path):
     """The parent-death signal: a kit process killed by SIGKILL takes its command (and its tree) with it."""
     pid_file = tmp_path / "child.pid"
-    off = "launch.binary = lambda: None; " if way == "chain" else ""
+    off = "launch.binary = lambda run: None; " if way == "chain" else ""
     code = (f"from kit.host import proc; from kit.host.proc import launch; {off}"
             f"proc.run(['sh', '-c', 'echo $$ > {pid_file}; exec sleep 300'], cpu_account=True)")
     parent = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -103,9 +103,9 @@ def test_a_command_dies_with_its_killed_parent(way, tmp_path):
 def test_the_launcher_leaves_when_its_parent_is_gone_already():
     """The parent check after the parent-death signal is set: a launcher whose parent is not the one named (it
     died in between) exits 137 before running anything."""
-    res = subprocess.run([launch.binary(), "--parent=1", "--", "sh", "-c", "echo ran"], capture_output=True)
+    res = subprocess.run([launch.binary(proc.run), "--parent=1", "--", "sh", "-c", "echo ran"], capture_output=True)
     assert (res.returncode, res.stdout) == (137, b"")
-    res = subprocess.run([launch.binary(), "--bogus", "--", "true"], capture_output=True, text=True)
+    res = subprocess.run([launch.binary(proc.run), "--bogus", "--", "true"], capture_output=True, text=True)
     assert res.returncode == 126 and "bad option --bogus" in res.stderr
 
 
@@ -122,8 +122,8 @@ def test_without_a_working_compiler_the_chain_runs_and_why_is_logged(monkeypatch
         (bare / tool).symlink_to(subprocess.check_output(["sh", "-c", f"command -v {tool}"], text=True).strip())
     _fresh(monkeypatch, tmp_path, str(bare))
     with caplog.at_level(logging.WARNING, logger="kit.host.proc.launch"):
-        assert launch.binary() is None
-        assert launch.binary() is None  # said once
+        assert launch.binary(proc.run) is None
+        assert launch.binary(proc.run) is None  # said once
         res = proc.run(["sh", "-c", "kill -TERM $$"], cpu_account=True, confine=sandbox.Confinement(sandbox.Limits()))
     assert (res.signal, res.cpu_s is not None) == (15, True)
     assert [r.getMessage() for r in caplog.records if "no C compiler on PATH" in r.getMessage()] != []
@@ -134,18 +134,18 @@ def test_without_a_working_compiler_the_chain_runs_and_why_is_logged(monkeypatch
     (broken / "cc").chmod(0o755)
     _fresh(monkeypatch, tmp_path, f"{broken}:{bare}")
     with caplog.at_level(logging.WARNING, logger="kit.host.proc.launch"):
-        assert launch.binary() is None
+        assert launch.binary(proc.run) is None
     assert "failed (1): no such luck" in caplog.records[-1].getMessage()
     assert not list((tmp_path / "cache" / "launch").iterdir())  # nothing half-written left
 
 
 def test_workers_compiling_at_once_get_the_same_whole_binary(monkeypatch, tmp_path):
     _fresh(monkeypatch, tmp_path, os.environ["PATH"])
-    code = "from kit.host.proc import launch; print(launch.binary())"
+    code = "from kit.host import proc; from kit.host.proc import launch; print(launch.binary(proc.run))"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     workers = [subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
                for _ in range(3)]
     paths = {w.communicate(timeout=300)[0].strip() for w in workers}
     assert len(paths) == 1 and (found := paths.pop()) != "None"
     assert [p.name for p in (tmp_path / "cache" / "launch").iterdir()] == [Path(found).name]
-    assert launch.binary() == found  # found, not compiled again
+    assert launch.binary(proc.run) == found  # found, not compiled again

@@ -3,7 +3,7 @@
 Candidates are LLM output: every command that runs their code (the runner, the candidate's converter) or
 compiles it (ninja, cmake, the compiler) goes through :func:`kit.host.proc.run` with a :class:`Confinement`:
 
-* **rlimits** (:class:`Limits`, set by util-linux ``prlimit``): address space, CPU seconds, file size, open
+* **rlimits** (:class:`Limits`, set by the kit's launcher, :mod:`kit.host.proc.launch`, or util-linux ``prlimit``): address space, CPU seconds, file size, open
   files, processes (counted on top of the user's processes running now: RLIMIT_NPROC counts every process of
   the user, and the kit runs as one user).  The kernel never applies RLIMIT_NPROC to root: run as root, the
   process limit is a ``pids`` cgroup of the command's own (:class:`PidsGroup`, where a writable cgroup
@@ -171,7 +171,8 @@ class PidsGroup:
         (self.path / "pids.max").write_text(str(limit))
 
     def enter(self) -> list[str]:
-        """The command line prefix that joins this group and execs what follows."""
+        """The command line prefix that joins this group and execs what follows (where the kit's launcher, which
+        joins it itself, cannot be compiled)."""
         return ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(self.path)]
 
     def release(self) -> None:

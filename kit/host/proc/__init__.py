@@ -20,17 +20,21 @@ timeouts any more.  Two safeguards: the direct child gets SIGKILL when the threa
 the next owner of that directory (the worker that takes the same workspace) kills the sessions left behind
 (ninja's compiler processes) before it builds there.
 
-The parent-death signal and the rlimits are set by util-linux ``prlimit`` and ``setpriv --pdeathsig``
-exec'ing the command in turn (same pid, same session), so Popen needs no preexec_fn and can vfork: ~3 ms per
-command instead of ~17 ms to fork a worker process that has Ray, Polars and ONNX Runtime loaded (measured
-on 2 cores).  Where the two tools are missing, a preexec_fn sets the same.
+The pids cgroup, the rlimits, the parent-death signal, the CPU affinity and, for a command whose CPU time is
+accounted for, a child subreaper are set by the kit's launcher exec'ing the command (:mod:`kit.host.proc.launch`,
+a small C program compiled at first use into the kit's cache; same pid, same session), so Popen needs no
+preexec_fn and can vfork: ~3 ms per command instead of ~17 ms to fork a worker process that has Ray, Polars and
+ONNX Runtime loaded (measured on 2 cores).  Where it cannot be compiled, a chain of programs does the same
+(``/bin/sh`` joining the cgroup, util-linux ``prlimit``, ``setpriv --pdeathsig`` and ``taskset``, then
+:mod:`kit.host.proc.subreaper`), ~15-35 ms more per sandboxed timing run; where util-linux is missing too, a
+preexec_fn.
 """
 
 from __future__ import annotations
 
 # The modules, lowest first: result, capture, container, reaper and pause import nothing of the kit; sessions
-# imports container; bounded imports kit.host.fstree and kit.host.sandbox; spec imports capture; spawn imports
-# sessions, container, reaper and bounded; pipes imports sessions, pause and capture; command imports all of them.  What is re-exported here is bound once:
+# imports container; bounded imports kit.host.fstree and kit.host.sandbox; spec imports capture; launch imports kit.host.sandbox (and command, when it compiles); spawn imports
+# sessions, container, reaper, bounded and launch; pipes imports sessions, pause and capture; command imports all of them.  What is re-exported here is bound once:
 # to change a constant or a module's state (a test's monkeypatch), set it on the module that defines it
 # (e.g. kit.host.proc.pipes.PIPE_GRACE_S, kit.host.proc.spawn._track_dir), not here.
 from kit.host.proc.command import Waiting, detach, run, start

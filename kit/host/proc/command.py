@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from kit.host.proc import launch
 from kit.host.proc.containermode import current as current_container
 from kit.host.proc.pause import _await_pausable, _current_hook
 from kit.host.proc.pipes import _kill_group, _Pipes
@@ -46,7 +47,7 @@ def run(
     """
     spec = replace(spec or RunSpec(), **options)
     t0 = time.monotonic()
-    spawned = _spawn([os.fspath(a) for a in argv], spec, stdin_bytes is not None)
+    spawned = _spawn([os.fspath(a) for a in argv], spec, stdin_bytes is not None, _launcher())
     proc, timeout_s, grace_s = spawned.proc, spec.timeout_s, spec.grace_s
     pipes = _Pipes(proc, stdin_bytes, captures=spec.captures())
     stop = _StopWhen(stop_when) if stop_when is not None else None
@@ -68,6 +69,12 @@ def run(
         spawned.release()
     res = spawned.result(out, err, time.monotonic() - t0, timed_out, paused)
     return replace(res, stopped=res.stopped or stopped, cpu_s=_cpu_s(spec, pipes))
+
+
+def _launcher() -> str | None:
+    """The kit's launcher for a command (:mod:`kit.host.proc.launch`, compiled by :func:`run` at first use);
+    None behind a container's bridge (the launcher is the host's) or where it cannot be had."""
+    return launch.binary(run) if current_container() is None else None
 
 
 def _cpu_s(spec: RunSpec, pipes: _Pipes) -> float | None:
@@ -175,7 +182,7 @@ def start(
     """
     spec = replace(spec or RunSpec(), **options)
     t0 = time.monotonic()
-    spawned = _spawn([os.fspath(a) for a in argv], spec, True)
+    spawned = _spawn([os.fspath(a) for a in argv], spec, True, _launcher())
     proc, timeout_s, grace_s = spawned.proc, spec.timeout_s, spec.grace_s
     pipes = _Pipes(proc, None, ready_line.encode(), spec.captures())
     waiting = Waiting(spawned, pipes, spec)

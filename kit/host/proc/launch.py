@@ -19,8 +19,9 @@ import platform
 import shutil
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from kit.host.sandbox import Limits, PidsGroup
 
@@ -47,10 +48,11 @@ def cache_dir() -> Path:
     return Path(os.path.abspath(root)) / "launch"
 
 
-def binary() -> str | None:
-    """The launcher's path, compiled into :func:`cache_dir` where it is not there yet (once per process and
-    folder); None where it cannot be had (not Linux, no compiler on PATH, the compile failed, the folder not
-    writable or executable: logged once), or while this process compiles it.  Raises nothing."""
+def binary(run: Callable[..., Any]) -> str | None:
+    """The launcher's path, compiled into :func:`cache_dir` with ``run`` (:func:`kit.host.proc.run`, passed in:
+    it imports this module) where it is not there yet, once per process and folder; None where it cannot be had
+    (not Linux, no compiler on PATH, the compile failed, the folder not writable or executable: logged once), or
+    while this process compiles it.  Raises nothing."""
     folder = cache_dir()
     if folder in _found:
         return _found[folder]
@@ -58,7 +60,7 @@ def binary() -> str | None:
         return None  # this thread's compile command, or another thread's command meanwhile: the chain
     try:
         if folder not in _found:
-            path, why = _resolve(folder)
+            path, why = _resolve(folder, run)
             if path is None:
                 log.warning("the kit's launcher is not used (%s): host commands start through sh, prlimit, "
                             "setpriv, taskset and a Python subreaper, ~15 ms more per timing run", why)
@@ -68,7 +70,7 @@ def binary() -> str | None:
         _compiling.release()
 
 
-def _resolve(folder: Path) -> tuple[str | None, str]:
+def _resolve(folder: Path, run: Callable[..., Any]) -> tuple[str | None, str]:
     """The launcher in ``folder`` (compiled if missing) or None and why."""
     if not sys.platform.startswith("linux"):
         return None, "not Linux"
@@ -87,14 +89,12 @@ def _resolve(folder: Path) -> tuple[str | None, str]:
     path = folder / f"launch-{key}"
     if os.access(path, os.X_OK):  # X_OK also fails on a noexec mount
         return str(path), ""
-    return _compile(compiler, folder, path)
+    return _compile(compiler, folder, path, run)
 
 
-def _compile(compiler: str, folder: Path, path: Path) -> tuple[str | None, str]:
-    """Compile :data:`SOURCE` into ``path`` (a temporary file renamed into place: several workers may compile at
-    once, each rename is whole) and try it; the path or None and why."""
-    from kit.host.proc.command import run  # the one subprocess runner, which imports this module
-
+def _compile(compiler: str, folder: Path, path: Path, run: Callable[..., Any]) -> tuple[str | None, str]:
+    """Compile :data:`SOURCE` into ``path`` with ``run`` (a temporary file renamed into place: several workers
+    may compile at once, each rename is whole) and try it; the path or None and why."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:

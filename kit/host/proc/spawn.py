@@ -1,4 +1,4 @@
-"""Starting a command: its environment, the wrapper that sets its rlimits and parent-death signal, a session
+"""Starting a command: its environment, the launcher or wrapper that sets its rlimits and parent-death signal, a session
 of its own, and the record of that session under :func:`track_children`'s directory (see :mod:`kit.host.proc`)."""
 
 from __future__ import annotations
@@ -112,7 +112,8 @@ def _wrapper(limits: Limits, cpus: Sequence[int] = (), parent_death: bool = True
     """``prlimit`` (core dumps off and :class:`kit.host.sandbox.Limits`), ``setpriv --pdeathsig KILL`` and, with
     ``cpus``, ``taskset --cpu-list`` (util-linux), each exec'ing the next, so the command runs as the same
     direct child with the same limits, parent-death signal and CPU affinity a preexec_fn would set; None where
-    they are missing (then :func:`run` uses a preexec_fn)."""
+    they are missing (then :func:`run` uses a preexec_fn).  On the host, used where the kit's launcher
+    (:mod:`kit.host.proc.launch`, the same in one exec) cannot be compiled; in a container, always."""
     if not sys.platform.startswith("linux") or _PRLIMIT is None or _SETPRIV is None:
         return None
     if cpus and _TASKSET is None:
@@ -190,10 +191,11 @@ class Spawned:
                           full=self.full)
 
 
-def _spawn(args: list[str], spec: RunSpec, stdin_pipe: bool) -> Spawned:
+def _spawn(args: list[str], spec: RunSpec, stdin_pipe: bool, launcher: str | None) -> Spawned:
     """Start ``args`` as ``spec`` says, in a session of its own with the limits, the parent-death signal, the CPU
     affinity and, with a confinement's view, inside the sandbox (see :func:`kit.host.proc.run`), stdout/stderr
-    piped, stdin piped or /dev/null; record its session under :func:`track_children`'s directory."""
+    piped, stdin piped or /dev/null; record its session under :func:`track_children`'s directory.  ``launcher``:
+    the path of :mod:`kit.host.proc.launch`'s program (None: the chain of util-linux helpers, or a preexec_fn)."""
     cwd, env, cpus, confine = spec.cwd, spec.env, spec.cpus, spec.confinement()
     environment = dict(env) if env is not None else base_env()
     if (mark := os.environ.get(MARK_VAR)) is not None:
@@ -218,9 +220,9 @@ def _spawn(args: list[str], spec: RunSpec, stdin_pipe: bool) -> Spawned:
     # session link and the container's reaper end what a dead worker leaves instead.
     wrapper = _wrapper(limits, cpus, parent_death=target is None)
     # on the host the launcher does in one exec what the cgroup's sh, the util-linux helpers and the Python
-    # subreaper do (kit.host.proc.launch: ~1 ms instead of ~15 ms per timing run); behind a container's bridge
-    # the chain, which the container has (the launcher is compiled for the host)
-    launcher = launch.binary() if target is None else None
+    # subreaper do (kit.host.proc.launch); behind a container's bridge the chain, which the container has (the
+    # launcher is compiled for the host)
+    launcher = launcher if target is None else None
     reaped = spec.cpu_account and target is None  # exit status 128 + N for signal N, as bubblewrap's
     if reaped and launcher is None:
         box = [sys.executable, "-I", "-S", str(Path(__file__).with_name("subreaper.py")), *box]

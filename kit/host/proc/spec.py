@@ -25,7 +25,8 @@ class RunSpec:
     such lines per stream, besides the ``log_limit`` bytes of the rest (a timing run's clock stamps,
     :mod:`kit.mnn.stamps`; empty: none).
     ``cpu_account``: the result's ``cpu_s`` holds the CPU time of the command and everything it started
-    (:mod:`kit.host.proc.subreaper` runs in front of it; not behind a container bridge).
+    (a subreaper runs in front of it: the launcher, :mod:`kit.host.proc.launch`, or
+    :mod:`kit.host.proc.subreaper`; not behind a container bridge).
     """
 
     cwd: str | os.PathLike[str] | None = None

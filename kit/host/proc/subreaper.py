@@ -10,6 +10,9 @@ the system's init and its CPU time lost (measured: a command that burned 0.5 s o
 kit's ``wait4`` reads) holds the whole tree's.  It adds itself (a Python start-up, before the command's) and
 nothing during the command: it sleeps in ``wait``.
 
+The kit's launcher (:mod:`kit.host.proc.launch`) does the same in C, ~12 ms less per command (this Python
+start); this helper runs where the launcher cannot be compiled.
+
 Run as ``python -I -S <this file> <argv...>``: it exits as the command did (128 + N when a signal N killed it, as
 bubblewrap and a shell report it).  Imports nothing of the kit.
 """
