@@ -149,3 +149,5 @@ def test_workers_compiling_at_once_get_the_same_whole_binary(monkeypatch, tmp_pa
     assert len(paths) == 1 and (found := paths.pop()) != "None"
     assert [p.name for p in (tmp_path / "cache" / "launch").iterdir()] == [Path(found).name]
     assert launch.binary(proc.run) == found  # found, not compiled again
+    Path(found).unlink()  # a cache cleaned while the process lives: compiled again, not started
+    assert launch.binary(proc.run) == found and proc.run(["true"]).ok

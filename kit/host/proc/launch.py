@@ -54,16 +54,19 @@ def binary(run: Callable[..., Any]) -> str | None:
     (not Linux, no compiler on PATH, the compile failed, the folder not writable or executable: logged once), or
     while this process compiles it.  Raises nothing."""
     folder = cache_dir()
-    if folder in _found:
-        return _found[folder]
+    found = _found.get(folder, "")
+    if found is None or found and os.access(found, os.X_OK):
+        return found
+    # not looked for yet, or removed since (a cache cleaned while this process lives): looked for (again), not
+    # started, since Popen would fail on every command
     if not _compiling.acquire(blocking=False):
         return None  # this thread's compile command, or another thread's command meanwhile: the chain
     try:
-        if folder not in _found:
+        if _found.get(folder, "") == found:  # no other thread did it meanwhile
             path, why = _resolve(folder, run)
             if path is None:
                 log.warning("the kit's launcher is not used (%s): host commands start through sh, prlimit, "
-                            "setpriv, taskset and a Python subreaper, ~15 ms more per timing run", why)
+                            "setpriv, taskset and a Python subreaper, ~15-35 ms more per timing run", why)
             _found[folder] = path
         return _found[folder]
     finally:
