@@ -33,6 +33,8 @@ from functools import lru_cache, partial
 
 import numpy as np
 
+from kit.stages.speedup import t_quantile
+
 #: grid points over the continuation region per look (the crossing probabilities are exact to ~1e-6)
 _GRID = 2001
 
@@ -128,14 +130,12 @@ def rci(d: Sequence[float], looks: Sequence[int], confidence: float) -> tuple[fl
 
     Raises:
         ValueError: ``len(d)`` is not one of ``looks``, or is below 2."""
-    from scipy import stats  # noqa: PLC0415
-
     x = np.asarray(d, dtype=np.float64)
     n, plan = x.size, tuple(looks)
     if n < 2 or n not in plan:
         raise ValueError(f"{n} rounds is not a look of the plan {list(plan)} (or fewer than 2)")
     p = nominal_levels(plan, 1 - confidence)[plan.index(n)]
-    half = float(stats.t.ppf(1 - p / 2, n - 1)) * float(np.std(x, ddof=1)) / math.sqrt(n)
+    half = t_quantile(1 - p / 2, n - 1) * float(np.std(x, ddof=1)) / math.sqrt(n)
     mean = float(np.mean(x))
     return mean - half, mean + half
 
