@@ -195,7 +195,8 @@ def run_rounds(task: Task, candidate: SideModel, native: SideModel | None, opts:
         earlier batch's."""
     seeds = timed_seeds(opts)
     inputs = [make_inputs(task, seed) for seed in seeds]
-    state = _Batches(task, candidate, native, opts, setup, inputs)
+    # written once for every run of both sides: each runner sees them read-only (its sandbox's ro bind)
+    state = _Batches(task, candidate, native, opts, setup, mrunner.write_inputs(inputs, setup.scratch / "in"))
     runs = state.runs
     failure: StageFailure | None = None
     stop = sequential.STOP_MAX
@@ -219,15 +220,16 @@ def run_rounds(task: Task, candidate: SideModel, native: SideModel | None, opts:
 
 @dataclass
 class _Batches:
-    """What the batches of one timing share: its sides, options, place and input sets, and what they gathered so
-    far: the runs per side, each side's invocation digest, the conditions read at the first hold."""
+    """What the batches of one timing share: its sides, options, place and input sets (written once, in
+    ``setup.scratch/in``), and what they gathered so far: the runs per side, each side's invocation digest, the
+    conditions read at the first hold."""
 
     task: Task
     candidate: SideModel
     native: SideModel | None
     opts: TimingOptions
     setup: TimingSetup
-    inputs: list
+    inputs: mrunner.WrittenInputs
     runs: dict[str, list[mrunner.RunResult]] = field(default_factory=lambda: {"candidate": [], "native": []})
     digests: dict[str, str] = field(default_factory=dict)
     conditions: dict[str, object] = field(default_factory=dict)

@@ -63,10 +63,11 @@ CLOCK_SLACK_FRACTION = 0.10
 _PRINT_MS = 1e-3
 
 
-def start_run(task: Task, runner: Path, timed: SideModel, inputs, scratch: Path,
-              settings: mrunner.RunSettings, what: str) -> mrunner.StartedRun:
+def start_run(task: Task, runner: Path, timed: SideModel, inputs: mrunner.Inputs | mrunner.WrittenInputs,
+              scratch: Path, settings: mrunner.RunSettings, what: str) -> mrunner.StartedRun:
     """Start one timing run of ``timed``'s model (with ``runner`` unless its side has a runner of its own;
-    ``inputs``: the input sets, :data:`kit.mnn.runner.Inputs`; ``scratch``: the run's own directory;
+    ``inputs``: the input sets, :data:`kit.mnn.runner.Inputs`, or written already for every run,
+    :class:`kit.mnn.runner.WrittenInputs`; ``scratch``: the run's own directory;
     ``settings``: :meth:`kit.stages.timing.TimingOptions.settings`; ``what``: "native" or "candidate") up to the
     runner's rendezvous (model loaded, inputs read).
 
