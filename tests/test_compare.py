@@ -60,5 +60,8 @@ def test_equal_bytes_and_signed_zero() -> None:
     negzero[0, 0] = -0.0  # other bytes, the same value
     got = compare(negzero, ref)
     assert (got.ok, got.max_abs_err, got.max_rel_err) == (True, 0.0, 0.0)
+    scalar = np.array(-2.489335, dtype=np.float32)  # 0-d: a reduction's output
+    got = compare(scalar, np.array(-2.4893363, dtype=np.float32), 1e-5, 1e-5)
+    assert (got.ok, got.max_abs_err) == (True, plain(scalar.reshape(1), np.array([-2.4893363], np.float32), 0, 0)[0])
     all_nan = np.full(3, np.nan, dtype=np.float32)
     assert compare(all_nan, all_nan.copy()).ok

@@ -120,6 +120,7 @@ def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
 def _errors(o: np.ndarray, r: np.ndarray, atol: float, rtol: float) -> tuple[float, float, int]:
     """max |o - r|, max |o - r| / max(|r|, 1e-12) and the count of elements outside ``atol + rtol * |r|``, of finite
     arrays of one shape, all in float64 (the same floats as on float64 copies, with two temporaries)."""
+    o, r = np.atleast_1d(o), np.atleast_1d(r)  # a 0-d operand would make each result a scalar, not an array
     diff = np.subtract(o, r, dtype=np.float64)
     np.abs(diff, out=diff)
     mae = float(diff.max())
