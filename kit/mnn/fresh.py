@@ -60,7 +60,8 @@ _MIX = np.array([0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0xD
 def _keys(units: np.ndarray) -> np.ndarray:
     """A 64-bit key per unit (rows of 16 uint32 words): the sum of its 8-byte words times :data:`_MIX`, modulo
     2**64.  Units with equal keys need not be equal: :class:`_Units` compares them whole."""
-    return (np.ascontiguousarray(units).view(np.uint64) * _MIX).sum(axis=1, dtype=np.uint64)
+    # einsum: the same sums of products modulo 2**64 without the (n, 8) temporary (a third of the time)
+    return np.einsum("ij,j->i", np.ascontiguousarray(units).view(np.uint64), _MIX)
 
 
 class _Units:
@@ -81,8 +82,9 @@ class _Units:
         also mean two of the sets' units share a key, so the caller then checks the elements."""
         keys = _keys(units)
         order = np.argsort(keys)  # sorted queries: a binary search that stays in the cache (3-6x faster)
-        at = np.searchsorted(self.keys, keys[order])
-        if np.any(at >= self.keys.size) or not np.array_equal(self.units[at], units[order]):
+        at = np.empty_like(order)
+        at[order] = np.searchsorted(self.keys, keys[order])  # in the queries' order: no sorted copy of the units
+        if np.any(at >= self.keys.size) or not np.array_equal(self.units[at], units):
             return False
         return bool(np.all(np.bincount(at, minlength=self.keys.size)[at] <= self.runs[at]))
 
