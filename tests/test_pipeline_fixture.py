@@ -332,7 +332,8 @@ def test_timing_holds_the_node_only_while_the_runners_run(evaluated, tmp_path, m
     """The exclusive timing phase covers the runs of the runners and nothing else: the runners start up (model
     loaded, inputs read) under the shared hold before it, the inputs (two sets) are drawn before both, the runs'
     symmetry checked before, and the timed outputs compared and the statistics computed after (all of that
-    would otherwise idle the node's other cores)."""
+    would otherwise idle the node's other cores).  The inputs are written once, into the stage's own ``in``, and
+    every run of both sides reads that directory, read-only where sandboxed."""
     from contextlib import contextmanager
 
     from kit.stages import timing as stiming
@@ -360,6 +361,13 @@ def test_timing_holds_the_node_only_while_the_runners_run(evaluated, tmp_path, m
 
     for name in ("make_inputs", "start_run", "check_symmetric", "go_run", "check_timed_outputs", "_outcome"):
         spy(name, getattr(stiming, name))
+    calls, spied_start = [], stiming.start_run
+
+    def start_run(*a, **k):
+        run = spied_start(*a, **k)
+        calls.append(run.call)
+        return run
+    monkeypatch.setattr(stiming, "start_run", start_run)
     worker = setup_worker(cfg, index=0)
     try:
         model = worker.native_models.model(task)
@@ -376,6 +384,10 @@ def test_timing_holds_the_node_only_while_the_runners_run(evaluated, tmp_path, m
                                                                                       ("_outcome", "-")])
     assert len(tr.candidate_samples_ms) == len(tr.native_samples_ms) == cfg.timing.rounds * cfg.timing.iterations
     assert tr.speedup is not None and tr.speedup_ci_low <= tr.speedup <= tr.speedup_ci_high
+    shared = str((tmp_path / "in").resolve())
+    assert len(calls) == runs and {c.argv[2] for c in calls} == {shared}
+    assert all(c.confine.view is None or shared in c.confine.view.ro for c in calls)
+    assert not [c.scratch for c in calls if (c.scratch / "in").exists()]  # no run wrote inputs of its own
 
 
 def test_calibrate_is_a_run_dir_of_its_own_and_summarizes_only_the_selected_tasks(evaluated, capsys):
