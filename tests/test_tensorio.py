@@ -27,6 +27,7 @@ def test_round_trip_keeps_order_dtype_shape_and_values(tmp_path):
         assert back[name].dtype == a.dtype
         assert back[name].shape == a.shape
         np.testing.assert_array_equal(back[name], a)
+        assert back[name].flags.writeable and back[name].nbytes == a.nbytes  # the buffer read into, cut to size
 
 
 def test_manifest_format_and_raw_little_endian_bytes(tmp_path):
