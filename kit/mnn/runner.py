@@ -11,8 +11,8 @@ Inputs and outputs are tensor directories (:mod:`kit.mnn.tensorio`).  ``in_dir``
 directory; outputs go to ``out_dir``) or several, ``in_dir/0/``, ``in_dir/1/``, ... (outputs of set k go to
 ``out_dir/k/``), all with the same tensors.  ``--iterations 0`` runs one forward per set, in order, and writes
 each set's outputs; ``--iterations N`` (N >= the number of sets S) runs ``--warmup`` untimed and N timed
-forwards: timed forward i < S on set i, whose outputs it writes to ``out_dir/<i>/``; every other forward (the
-warm-ups too) on *fresh inputs*, derived from the sets before it (every tensor a random sample of the sets'
+forwards: timed forward i < S on set i, whose outputs it writes to ``out_dir/<i>/``; every other timed
+forward on *fresh inputs*, derived from the sets before it (the warm-ups on one derived for them) (every tensor a random sample of the sets'
 values, ``runner/mkb_fresh.hpp``), so no input repeats; ``--checked K`` of those timed forwards, picked at
 random after each forward, it writes with their inputs to ``out_dir/checked/<j>/in/`` and ``.../out/`` for the
 kit to compare with ONNX Runtime.  A float32 output of a timed forward that still holds the poison (below) is
@@ -71,11 +71,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-import numpy as np
-
 from kit.host import fstree, proc, sandbox
 from kit.host import machine as hostinfo
 from kit.mnn import stamps, tensorio
+from kit.mnn.runinputs import Inputs, WrittenInputs, count_sets, input_sets, reset_dir, write_inputs
 from kit.mnn.runner_build import (
     CXX_FLAGS,
     RUNNER_FILES,
@@ -94,8 +93,9 @@ from kit.mnn.runresult import (
     read_timing,
 )
 
-__all__ = ["CXX_FLAGS", "RUNNER_FILES", "RUNNER_SOURCE", "CheckedForward", "PlantedOutputError", "RunResult",
-           "RunnerBuildError", "RunnerProtocolError", "build_runner", "runner_key"]
+__all__ = ["CXX_FLAGS", "RUNNER_FILES", "RUNNER_SOURCE", "CheckedForward", "Inputs", "PlantedOutputError", "RunResult",
+           "RunnerBuildError", "RunnerProtocolError", "WrittenInputs", "build_runner", "input_sets", "runner_key",
+           "write_inputs"]
 
 #: exit status of the runner for a load/shape/run error (2 = usage error)
 EXIT_RUN_ERROR = 3
@@ -123,9 +123,6 @@ TIMING_LOG_LIMIT = 16 << 20
 #: bytes kept of the rest of a runner's stdout and of its stderr (head and tail; kit.host.proc's ``log_limit``)
 LOG_LIMIT = 256 * 1024
 PRECISIONS = ("high", "normal", "low")
-
-#: the inputs of one call: one set (graph input name → array) or several, run in order in one process
-Inputs = Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]]
 
 
 class RemoteRunner(Protocol):
@@ -169,11 +166,6 @@ def runner_env(lib_dir: Path | None, base: Mapping[str, str] | None = None) -> d
     return env
 
 
-def _reset_dir(path: Path) -> None:
-    fstree.remove(path)  # the output directory of an earlier run: the candidate's code wrote there
-    path.mkdir(parents=True)
-
-
 def _check_caps(out_dir: Path) -> None:
     """Walk the runner's output directory within the kit's caps (:data:`kit.host.fstree.CAPS`) before reading it.
 
@@ -185,48 +177,6 @@ def _check_caps(out_dir: Path) -> None:
         raise PlantedOutputError(f"its output directory cannot be walked: {e.strerror}") from None
     if tally.over:
         raise PlantedOutputError(f"its output directory holds {tally.over}")
-
-
-def _count_sets(inputs: Inputs) -> int | None:
-    sets = input_sets(inputs)
-    return None if sets is None else len(sets)
-
-
-def input_sets(inputs: Inputs) -> list[Mapping[str, np.ndarray]] | None:
-    """The sets of ``inputs`` (a sequence of mappings), or None for a single set (a mapping)."""
-    if isinstance(inputs, Mapping):
-        return None
-    sets = list(inputs)
-    if not sets or not all(isinstance(x, Mapping) for x in sets):
-        raise ValueError("inputs must be a mapping (one set) or a non-empty sequence of mappings (sets)")
-    return sets
-
-
-@dataclass(frozen=True)
-class WrittenInputs:
-    """Input sets already written where the runner reads them (:func:`write_inputs`): ``dir`` is one set's tensor
-    directory (``n_sets`` None) or holds ``n_sets`` sets in ``dir/<k>/``.  Runs given it share the directory: each
-    sees it read-only (a sandbox's ``ro`` bind) and none rewrites it."""
-
-    dir: Path
-    n_sets: int | None
-
-
-def write_inputs(inputs: Inputs, in_dir: Path) -> WrittenInputs:
-    """Write ``inputs`` (as :func:`run_model` takes them; sent in their wire dtypes, :func:`kit.mnn.tensorio.to_wire`)
-    into ``in_dir``, recreated, for every run that is given the result.  Why: the 20 runs of a timing read the same
-    input sets; writing them once per timing, not per run, saved ~6 ms per MB of inputs per run.
-
-    Raises:
-        ValueError: ``inputs`` is neither a mapping nor a non-empty sequence of mappings;
-        kit.mnn.tensorio.TensorIOError: a name or dtype without a wire form."""
-    in_dir = Path(in_dir)
-    sets = input_sets(inputs)
-    _reset_dir(in_dir)
-    for k, one in enumerate(sets if sets is not None else [inputs]):  # type: ignore[list-item]
-        where = in_dir / str(k) if sets is not None else in_dir
-        tensorio.write_tensors(where, {name: tensorio.to_wire(name, a) for name, a in one.items()})
-    return WrittenInputs(in_dir.resolve(), None if sets is None else len(sets))
 
 
 @dataclass(frozen=True)
@@ -449,7 +399,7 @@ class _Call:
         if not output_names or not op_types:
             raise ValueError("output_names and op_types must not be empty")
         written = inputs if isinstance(inputs, WrittenInputs) else None
-        n_sets = written.n_sets if written is not None else _count_sets(inputs)
+        n_sets = written.n_sets if written is not None else count_sets(inputs)
         if n_sets is not None and 0 < iterations < n_sets:
             raise ValueError(f"iterations={iterations}: fewer than the {n_sets} input sets")
         for name in output_names:
@@ -464,7 +414,7 @@ class _Call:
         if written is None:
             written = write_inputs(inputs, scratch / "in")  # type: ignore[arg-type]
         in_dir = written.dir
-        _reset_dir(out_dir)
+        reset_dir(out_dir)
         argv = [
             str(runner.resolve()), str(model.resolve()), str(in_dir.resolve()), str(out_dir.resolve()),
             "--outputs", ",".join(output_names), "--threads", str(threads), "--precision", precision,
