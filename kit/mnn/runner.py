@@ -71,8 +71,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from kit.host import fstree, proc, sandbox
 from kit.host import machine as hostinfo
+from kit.host import proc, sandbox
 from kit.mnn import stamps, tensorio
 from kit.mnn.runinputs import Inputs, WrittenInputs, count_sets, input_sets, reset_dir, write_inputs
 from kit.mnn.runner_build import (
@@ -84,10 +84,20 @@ from kit.mnn.runner_build import (
     runner_key,
 )
 from kit.mnn.runresult import (
+    EXIT_FORBIDDEN_CALL,
+    EXIT_INPUT_MODIFIED,
+    EXIT_MEMORY_LIMIT,
+    EXIT_PROCESS_LEFT,
+    EXIT_RUN_ERROR,
+    EXIT_STAMP_LOST,
+    EXIT_THREADS_LEFT,
+    EXIT_TIMED_OUTPUT_CHANGED,
+    EXIT_USAGE,
     CheckedForward,
     PlantedOutputError,
     RunnerProtocolError,
     RunResult,
+    check_caps,
     read_checked,
     read_outputs,
     read_timing,
@@ -95,28 +105,8 @@ from kit.mnn.runresult import (
 
 __all__ = ["CXX_FLAGS", "RUNNER_FILES", "RUNNER_SOURCE", "CheckedForward", "Inputs", "PlantedOutputError", "RunResult",
            "RunnerBuildError", "RunnerProtocolError", "WrittenInputs", "build_runner", "input_sets", "runner_key",
-           "write_inputs"]
+           "write_inputs", "EXIT_RUN_ERROR", "EXIT_USAGE", "EXIT_INPUT_MODIFIED", "EXIT_THREADS_LEFT", "EXIT_TIMED_OUTPUT_CHANGED", "EXIT_PROCESS_LEFT", "EXIT_STAMP_LOST", "EXIT_FORBIDDEN_CALL", "EXIT_MEMORY_LIMIT"]
 
-#: exit status of the runner for a load/shape/run error (2 = usage error)
-EXIT_RUN_ERROR = 3
-EXIT_USAGE = 2
-#: exit status of the runner when a forward changed an input tensor's bytes
-EXIT_INPUT_MODIFIED = 4
-#: exit status of the runner when more threads than the engine's own remain after a forward
-EXIT_THREADS_LEFT = 5
-#: exit status of the runner when a timed forward left a float32 output (partly) unwritten, its poison still there
-EXIT_TIMED_OUTPUT_CHANGED = 6
-#: exit status of the runner when a process besides it exists after a forward (the candidate started one)
-EXIT_PROCESS_LEFT = 7
-#: exit status of the runner when a stamp could not be written whole to stderr, or stderr is no longer the file
-#: it was at the start (the candidate closed it or put a pipe of its own there)
-EXIT_STAMP_LOST = 8
-#: exit status of the runner when candidate code made a system call its seccomp filter refuses (the line on
-#: stderr names the call)
-EXIT_FORBIDDEN_CALL = 9
-#: exit status of the runner when candidate code asked for a mapping larger than the address space its memory
-#: limit (RLIMIT_AS, ``verify.memory_limit_mb``) leaves; the line on stderr names the limit in MiB
-EXIT_MEMORY_LIMIT = 10
 #: bytes of stamp lines kept of a timing run's stderr (kit.host.proc's ``keep_bytes``): a line is ~21 bytes, two per
 #: timed op, so 100 ops x 40 forwards make ~170 KB; lines beyond it are lost, a stamp error (kit.mnn.stamps)
 TIMING_LOG_LIMIT = 16 << 20
@@ -164,19 +154,6 @@ def runner_env(lib_dir: Path | None, base: Mapping[str, str] | None = None) -> d
     else:
         env.pop("LD_LIBRARY_PATH", None)
     return env
-
-
-def _check_caps(out_dir: Path) -> None:
-    """Walk the runner's output directory within the kit's caps (:data:`kit.host.fstree.CAPS`) before reading it.
-
-    Raises:
-        PlantedOutputError: it holds more than a cap allows (entries, depth, bytes), or cannot be walked."""
-    try:
-        tally = fstree.scan(out_dir)
-    except OSError as e:
-        raise PlantedOutputError(f"its output directory cannot be walked: {e.strerror}") from None
-    if tally.over:
-        raise PlantedOutputError(f"its output directory holds {tally.over}")
 
 
 @dataclass(frozen=True)
@@ -445,7 +422,7 @@ class _Call:
         if not result.ok:
             # MNN prints its own diagnostics ("Compute Shape Error for y") on stdout, the runner's on stderr
             return RunResult(False, {}, [], [], {}, result.output.strip(), result)
-        _check_caps(self.out_dir)
+        check_caps(self.out_dir)
         dirs = [self.out_dir] if self.n_sets is None else [self.out_dir / str(k) for k in range(self.n_sets)]
         sets = tuple(read_outputs(d, self.out_dir, self.output_names) for d in dirs)
         if self.iterations == 0:

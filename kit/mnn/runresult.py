@@ -1,5 +1,5 @@
-"""What one runner invocation leaves (:mod:`kit.mnn.runner` states the protocol): the result types
-(:class:`RunResult`, :class:`CheckedForward`), the protocol errors, and the reading of the runner's output
+"""What one runner invocation leaves (:mod:`kit.mnn.runner` states the protocol): its exit statuses (``EXIT_*``),
+the result types (:class:`RunResult`, :class:`CheckedForward`), the protocol errors, and the reading of the runner's output
 directory (its outputs, ``timing.json``, the checked forwards), refusing what the runner never writes (links,
 special files, oversized files: :class:`PlantedOutputError`).
 
@@ -17,9 +17,29 @@ from pathlib import Path
 
 import numpy as np
 
-from kit.host import proc
+from kit.host import fstree, proc
 from kit.mnn import tensorio
 
+#: exit status of the runner for a load/shape/run error (2 = usage error)
+EXIT_RUN_ERROR = 3
+EXIT_USAGE = 2
+#: exit status of the runner when a forward changed an input tensor's bytes
+EXIT_INPUT_MODIFIED = 4
+#: exit status of the runner when more threads than the engine's own remain after a forward
+EXIT_THREADS_LEFT = 5
+#: exit status of the runner when a timed forward left a float32 output (partly) unwritten, its poison still there
+EXIT_TIMED_OUTPUT_CHANGED = 6
+#: exit status of the runner when a process besides it exists after a forward (the candidate started one)
+EXIT_PROCESS_LEFT = 7
+#: exit status of the runner when a stamp could not be written whole to stderr, or stderr is no longer the file
+#: it was at the start (the candidate closed it or put a pipe of its own there)
+EXIT_STAMP_LOST = 8
+#: exit status of the runner when candidate code made a system call its seccomp filter refuses (the line on
+#: stderr names the call)
+EXIT_FORBIDDEN_CALL = 9
+#: exit status of the runner when candidate code asked for a mapping larger than the address space its memory
+#: limit (RLIMIT_AS, ``verify.memory_limit_mb``) leaves; the line on stderr names the limit in MiB
+EXIT_MEMORY_LIMIT = 10
 #: the largest timing.json read: ~12 bytes per time, two times per timed forward (10**6 forwards at most)
 MAX_TIMING_BYTES = 32 << 20
 
@@ -178,3 +198,16 @@ def read_checked(forwards: list[int], out_dir: Path, *, n_sets: int, checked: in
             if not stat.S_ISDIR(mode):  # a link is not followed: it is not the runner's
                 raise PlantedOutputError(f"checked forward {c.forward}: {d} is not a directory (a link?): refused")
     return out
+
+
+def check_caps(out_dir: Path) -> None:
+    """Walk the runner's output directory within the kit's caps (:data:`kit.host.fstree.CAPS`) before reading it.
+
+    Raises:
+        PlantedOutputError: it holds more than a cap allows (entries, depth, bytes), or cannot be walked."""
+    try:
+        tally = fstree.scan(out_dir)
+    except OSError as e:
+        raise PlantedOutputError(f"its output directory cannot be walked: {e.strerror}") from None
+    if tally.over:
+        raise PlantedOutputError(f"its output directory holds {tally.over}")
