@@ -159,6 +159,23 @@ def test_a_linked_directory_below_the_root_is_refused(tmp_path):
     assert list(read_tensors(elsewhere)) == ["y"]  # the same directory, read as itself: fine
 
 
+def test_a_manifest_that_claims_more_than_its_file_holds_costs_no_more_memory_than_the_file(tmp_path):
+    """A planted manifest may claim 2 GB for a 16-byte file (the runner's output directory is the candidate's to
+    write): refused as too short, with no buffer of the claimed size allocated first."""
+    import tracemalloc  # noqa: PLC0415
+
+    d = _one(tmp_path)
+    (d / "manifest.txt").write_text("y float32 1 536870911\n")  # 2 GB claimed, y.bin holds 16 bytes
+    tracemalloc.start()
+    try:
+        with pytest.raises(TensorIOError, match=r"y\.bin: 16 bytes, manifest shape \[536870911\] float32 needs"):
+            read_tensors(d)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20, peak  # the claimed 2 GB was allocated before the size check
+
+
 def test_sizes_are_bounded_by_the_manifest_and_the_caps(tmp_path):
     d = _one(tmp_path)
     with open(d / "y.bin", "ab") as f:  # longer than its shape: refused after reading one byte more

@@ -86,8 +86,8 @@ def _read_at(dir_fd: int, name: str, limit_bytes: int, where: Path, what: str = 
              sized: bool = False) -> bytes | bytearray:
     """The first ``limit_bytes`` + 1 bytes (at most) of the regular file ``name`` in ``dir_fd`` (named ``where``
     in errors, ``what`` it holds): one byte more than it may hold, so that the caller sees a file too long
-    without reading it all.  ``sized``: read into one writable buffer of ``limit_bytes`` + 1 bytes, for a tensor
-    of known size (numpy keeps the buffer as the array's: no second copy; not for a limit far above the file's).
+    without reading it all.  ``sized``: read into one writable buffer of ``limit_bytes`` + 1 bytes at most (the file's size
+    + 1 when smaller), for a tensor of known size (numpy keeps the buffer as the array's: no second copy).
 
     Raises:
         PlantedFileError: a link or not a regular file; TensorIOError (with the errno's text): it cannot be
@@ -104,7 +104,9 @@ def _read_at(dir_fd: int, name: str, limit_bytes: int, where: Path, what: str = 
         if not stat.S_ISREG(st.st_mode):
             raise PlantedFileError(f"{where}: {_kind(st.st_mode)}, not a regular file: refused")
         if sized:
-            return _read_into(fd, bytearray(limit_bytes + 1))
+            # no more than the file holds (a manifest the runner's output directory holds may claim 2 GB for a
+            # file of 16 bytes: allocated first, that cost the kit 2 GB and 6 s before the size check)
+            return _read_into(fd, bytearray(min(limit_bytes, st.st_size) + 1))
         chunks, left = [], limit_bytes + 1
         while left > 0:
             chunk = os.read(fd, min(left, 1 << 24))
