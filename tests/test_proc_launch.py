@@ -151,3 +151,31 @@ def test_workers_compiling_at_once_get_the_same_whole_binary(monkeypatch, tmp_pa
     assert launch.binary(proc.run) == found  # found, not compiled again
     Path(found).unlink()  # a cache cleaned while the process lives: compiled again, not started
     assert launch.binary(proc.run) == found and proc.run(["true"]).ok
+
+
+def test_a_damaged_launcher_in_the_cache_is_compiled_again_and_one_that_runs_nothing_is_refused(monkeypatch, tmp_path,
+                                                                                               caplog):
+    """A cached launcher cut short or overwritten (a crash before its bytes reached the disk) fails its trial and is
+    compiled again, instead of failing every command with ENOEXEC; a "launcher" that exits 0 without running the
+    command (a broken compiler's output) fails the trial too: the chain runs, and why is one printable line."""
+    _fresh(monkeypatch, tmp_path, os.environ["PATH"])
+    found = launch.binary(proc.run)
+    assert found is not None
+    Path(found).write_bytes(b"\x7fELF cut short")
+    monkeypatch.setattr(launch, "_found", {})  # a new process
+    assert launch.binary(proc.run) == found
+    res = proc.run(["sh", "-c", "echo hi; exit 3"], cpu_account=True)
+    assert (res.returncode, res.stdout) == (3, "hi\n")
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    # a compiler whose output is a script that runs nothing and exits 0, with a line of non-printable noise
+    (fake / "cc").write_text("#!/bin/sh\nwhile [ \"$1\" != -o ]; do shift; done\n"
+                             "printf '#!/bin/sh\\nexit 0\\n' > \"$2\"; chmod +x \"$2\"\nprintf '\\001\\002 noise\\n' >&2\n")
+    (fake / "cc").chmod(0o755)
+    _fresh(monkeypatch, tmp_path / "other", f"{fake}:{os.environ['PATH']}")
+    with caplog.at_level(logging.WARNING, logger="kit.host.proc.launch"):
+        assert launch.binary(proc.run) is None
+    message = caplog.records[-1].getMessage()
+    assert "does not run a command as asked (exit 0)" in message and "\n" not in message
+    res = proc.run(["sh", "-c", "echo hi; exit 3"], cpu_account=True)
+    assert (res.returncode, res.stdout) == (3, "hi\n")

@@ -28,8 +28,11 @@ from kit.host.sandbox import Limits, PidsGroup
 log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("launch.c")
-#: seconds a compile may take (it takes ~0.2 s; a loaded machine, far more)
-COMPILE_TIMEOUT_S = 120.0
+#: seconds a compile may take (it takes ~0.2 s; at a load of 4, under 2 s): a compiler that hangs costs every new
+#: process this long once, then the chain
+COMPILE_TIMEOUT_S = 30.0
+#: seconds the launcher's trial may take
+TRIAL_TIMEOUT_S = 10.0
 #: the compilers tried, first found on PATH wins
 COMPILERS = ("cc", "gcc", "clang")
 
@@ -90,9 +93,29 @@ def _resolve(folder: Path, run: Callable[..., Any]) -> tuple[str | None, str]:
     key = hashlib.sha256(b"\0".join([source, real.encode(), str(st.st_size).encode(), str(st.st_mtime_ns).encode(),
                                      platform.machine().encode()])).hexdigest()[:20]
     path = folder / f"launch-{key}"
-    if os.access(path, os.X_OK):  # X_OK also fails on a noexec mount
+    # X_OK also fails on a noexec mount; a file there that fails its trial (cut short, damaged) is compiled again
+    if os.access(path, os.X_OK) and _trial(str(path), run) is None:
         return str(path), ""
     return _compile(compiler, folder, path, run)
+
+
+def _trial(launcher: str, run: Callable[..., Any]) -> str | None:
+    """Why ``launcher`` cannot be used (None: it can): it must run a shell command as its subreaper's child and
+    give back its output and exit status."""
+    try:
+        res = run([launcher, "--core=0", "--subreaper", "--", "/bin/sh", "-c", "echo mkb-launch; exit 7"],
+                  timeout_s=TRIAL_TIMEOUT_S)
+    except OSError as e:
+        return f"the launcher {launcher} does not start: {e.strerror}"
+    if res.returncode != 7 or res.stdout.strip() != "mkb-launch":
+        return f"the launcher {launcher} does not run a command as asked (exit {res.returncode}): {_line(res.output)}"
+    return None
+
+
+def _line(text: str) -> str:
+    """A command's output as one short printable line for the log."""
+    flat = " ".join(text.split())
+    return "".join(c if c.isprintable() else "?" for c in flat)[-200:]
 
 
 def _compile(compiler: str, folder: Path, path: Path, run: Callable[..., Any]) -> tuple[str | None, str]:
@@ -106,10 +129,10 @@ def _compile(compiler: str, folder: Path, path: Path, run: Callable[..., Any]) -
     try:
         res = run([compiler, "-O2", "-std=c11", "-Wall", "-o", tmp, str(SOURCE)], timeout_s=COMPILE_TIMEOUT_S)
         if not res.ok:
-            return None, f"{compiler} failed ({res.returncode}): {res.output.strip()[-400:]}"
-        tried = run([tmp, "--core=0", "--subreaper", "--", "true"], timeout_s=COMPILE_TIMEOUT_S)
-        if not tried.ok:
-            return None, f"the compiled launcher does not run ({tried.returncode}): {tried.output.strip()[-400:]}"
+            return None, f"{compiler} failed ({res.returncode}{', timed out' if res.timed_out else ''}): {_line(res.output)}"
+        why = _trial(tmp, run)
+        if why is not None:
+            return None, why
         os.replace(tmp, path)
     except OSError as e:
         return None, f"{e.filename or folder}: {e.strerror}"
