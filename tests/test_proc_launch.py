@@ -179,3 +179,12 @@ def test_a_damaged_launcher_in_the_cache_is_compiled_again_and_one_that_runs_not
     assert "does not run a command as asked (exit 0)" in message and "\n" not in message
     res = proc.run(["sh", "-c", "echo hi; exit 3"], cpu_account=True)
     assert (res.returncode, res.stdout) == (3, "hi\n")
+
+
+def test_a_launcher_that_cannot_be_executed_is_said_so(tmp_path):
+    """A launcher file without execute permission (as on a noexec mount) is refused naming that, not as a file
+    that does not exist."""
+    plain = tmp_path / "launch-x"
+    plain.write_text("#!/bin/sh\nexit 0\n")
+    plain.chmod(0o644)
+    assert "cannot be executed there" in launch._trial(str(plain), proc.run)

@@ -106,6 +106,8 @@ def _trial(launcher: str, run: Callable[..., Any]) -> str | None:
         res = run([launcher, "--core=0", "--subreaper", "--", "/bin/sh", "-c", "echo mkb-launch; exit 7"],
                   timeout_s=TRIAL_TIMEOUT_S)
     except OSError as e:
+        if os.path.isfile(launcher) and not os.access(launcher, os.X_OK):  # a noexec mount: not "no such file"
+            return f"the launcher {launcher} cannot be executed there (a noexec mount, or no execute permission)"
         return f"the launcher {launcher} does not start: {e.strerror}"
     if res.returncode != 7 or res.stdout.strip() != "mkb-launch":
         return f"the launcher {launcher} does not run a command as asked (exit {res.returncode}): {_line(res.output)}"
