@@ -12,7 +12,8 @@ directory; outputs go to ``out_dir``) or several, ``in_dir/0/``, ``in_dir/1/``, 
 ``out_dir/k/``), all with the same tensors.  ``--iterations 0`` runs one forward per set, in order, and writes
 each set's outputs; ``--iterations N`` (N >= the number of sets S) runs ``--warmup`` untimed and N timed
 forwards: timed forward i < S on set i, whose outputs it writes to ``out_dir/<i>/``; every other timed
-forward on *fresh inputs*, derived from the sets before it (the warm-ups on one derived for them) (every tensor a random sample of the sets'
+forward on *fresh inputs*, derived from the sets before it, and the warm-ups on one derived for them (every
+tensor a random sample of the sets'
 values, ``runner/mkb_fresh.hpp``), so no input repeats; ``--checked K`` of those timed forwards, picked at
 random after each forward, it writes with their inputs to ``out_dir/checked/<j>/in/`` and ``.../out/`` for the
 kit to compare with ONNX Runtime.  A float32 output of a timed forward that still holds the poison (below) is
@@ -103,9 +104,11 @@ from kit.mnn.runresult import (
     read_timing,
 )
 
-__all__ = ["CXX_FLAGS", "RUNNER_FILES", "RUNNER_SOURCE", "CheckedForward", "Inputs", "PlantedOutputError", "RunResult",
-           "RunnerBuildError", "RunnerProtocolError", "WrittenInputs", "build_runner", "input_sets", "runner_key",
-           "write_inputs", "EXIT_RUN_ERROR", "EXIT_USAGE", "EXIT_INPUT_MODIFIED", "EXIT_THREADS_LEFT", "EXIT_TIMED_OUTPUT_CHANGED", "EXIT_PROCESS_LEFT", "EXIT_STAMP_LOST", "EXIT_FORBIDDEN_CALL", "EXIT_MEMORY_LIMIT"]
+__all__ = ["CXX_FLAGS", "CheckedForward", "EXIT_FORBIDDEN_CALL", "EXIT_INPUT_MODIFIED", "EXIT_MEMORY_LIMIT",
+           "EXIT_PROCESS_LEFT", "EXIT_RUN_ERROR", "EXIT_STAMP_LOST", "EXIT_THREADS_LEFT",
+           "EXIT_TIMED_OUTPUT_CHANGED", "EXIT_USAGE", "Inputs", "PlantedOutputError", "RUNNER_FILES",
+           "RUNNER_SOURCE", "RunResult", "RunnerBuildError", "RunnerProtocolError", "WrittenInputs", "build_runner",
+           "input_sets", "runner_key", "write_inputs"]
 
 #: bytes of stamp lines kept of a timing run's stderr (kit.host.proc's ``keep_bytes``): a line is ~21 bytes, two per
 #: timed op, so 100 ops x 40 forwards make ~170 KB; lines beyond it are lost, a stamp error (kit.mnn.stamps)
