@@ -97,20 +97,24 @@ class Registry:
         self.closing = False
 
     def known(self, digest: str, task_id: str, sha256: str, method: str, sample_id: str) -> Check | None:
-        """The check that answers an identical submission (same digest, task and candidate), if any.
+        """The check that answers an identical submission (same digest, task and candidate), if any.  A
+        submission answered from the cache still claims its ``(method, task_id, sample_id)`` for this candidate:
+        one sample id names one candidate whichever of two concurrent submissions was accepted first.
 
         Raises:
             SampleConflict: ``(method, task_id, sample_id)`` names another candidate under ``digest``."""
         with self.cond:
-            hit = self.checks.get(self._by_candidate.get((digest, task_id, sha256), ""))
-            if hit is not None and hit.reusable():
-                self.cache_hits += 1
-                return hit
-            other = self._samples.get((digest, method, task_id, sample_id))
+            key = (digest, method, task_id, sample_id)
+            other = self._samples.get(key)
             if other is not None and other != sha256:
                 raise SampleConflict(f"sample_id: {method}/{task_id}/{sample_id} is already another candidate "
                                      f"(sha256 {other[:16]}); give each candidate its own sample id")
-            return None
+            hit = self.checks.get(self._by_candidate.get((digest, task_id, sha256), ""))
+            if hit is None or not hit.reusable():
+                return None
+            self.cache_hits += 1
+            self._samples[key] = sha256
+            return hit
 
     def room(self) -> None:
         """Refuse a check when the queue is full.
