@@ -65,3 +65,19 @@ def test_equal_bytes_and_signed_zero() -> None:
     assert (got.ok, got.max_abs_err) == (True, plain(scalar.reshape(1), np.array([-2.4893363], np.float32), 0, 0)[0])
     all_nan = np.full(3, np.nan, dtype=np.float32)
     assert compare(all_nan, all_nan.copy()).ok
+
+
+@pytest.mark.parametrize("dt_ref", [np.int32, np.int64, np.bool_, np.uint8])
+def test_integer_outputs_are_compared_by_value(dt_ref) -> None:
+    # MNN's int32 against ONNX Runtime's int32, int64, bool or uint8: equal values pass with zero errors, one value
+    # off fails naming the count, whatever path decides
+    rng = np.random.default_rng(3)
+    ref = rng.integers(0, 2 if dt_ref == np.bool_ else 200, (4, 257)).astype(dt_ref)
+    out = ref.astype(np.int32)
+    got = compare(out, ref)
+    assert (got.ok, got.max_abs_err, got.max_rel_err) == (True, 0.0, 0.0)
+    out[2, 100] = int(ref[2, 100]) + 3
+    got = compare(out, ref)
+    assert (got.ok, got.kind, got.reason, got.max_abs_err) == (False, ErrorKind.VALUE, "1/1028 integer elements differ", 3.0)
+    assert compare(np.zeros((0, 3), np.int32), np.zeros((0, 3), dt_ref)).ok
+    assert compare(np.zeros(3, np.int32), np.zeros(4, dt_ref)).kind == ErrorKind.SHAPE

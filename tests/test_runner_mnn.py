@@ -317,6 +317,18 @@ def test_run_errors_exit_3_with_a_message(runner_bin, converted, work):
     assert not res.ok and res.proc.returncode == mr.EXIT_RUN_ERROR
     assert "input 'x' is int32" in res.error
 
+    # an input file shorter or longer than its manifest line says (read whole, at once): exit 3, named
+    for name, data in (("short", b"\0" * (4 * 4 * 33 - 4)), ("long", b"\0" * (4 * 4 * 33 + 1))):
+        in_dir, out_dir = work / f"err_{name}_in", work / f"err_{name}_out"
+        in_dir.mkdir()
+        out_dir.mkdir()
+        (in_dir / "manifest.txt").write_text("x float32 2 4 33\n")
+        (in_dir / "x.bin").write_bytes(data)
+        done = subprocess.run([str(runner_bin), str(mnn_path), str(in_dir), str(out_dir), "--outputs", "y"],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == mr.EXIT_RUN_ERROR
+        assert f"x.bin: {len(data)} bytes, manifest says {4 * 4 * 33}" in done.stderr
+
 
 def test_convert_reports_unsupported_ops_and_missing_output(work):
     model = _model(

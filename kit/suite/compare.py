@@ -53,10 +53,12 @@ def compare(out: np.ndarray, ref: np.ndarray, atol: float = 1e-4, rtol: float = 
     if not ref_is_float:
         if out.dtype not in _INT_LIKE or ref.dtype not in _INT_LIKE:
             return Comparison(False, ErrorKind.DTYPE, f"dtype {out.dtype} incompatible with reference {ref.dtype}")
+        if out.size == 0 or np.array_equal(out, ref):
+            # equal values, compared without the int64 copies and the division below (bitwise_xor_int32's 1 M
+            # elements: 8.2 ms for the copies and errors): the timing stage compares every run's outputs
+            return Comparison(True, max_abs_err=0.0, max_rel_err=0.0)
         o = out.astype(np.int64)
         r = ref.astype(np.int64)
-        if out.size == 0:
-            return Comparison(True, max_abs_err=0.0, max_rel_err=0.0)
         diff = np.abs(o - r)
         mae = float(diff.max())
         mre = float((diff / np.maximum(np.abs(r), 1)).max())

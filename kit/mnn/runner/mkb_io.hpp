@@ -172,13 +172,18 @@ std::vector<TensorSpec> readManifest(const std::string& dir) {
 
 std::vector<char> readBlob(const std::string& dir, const TensorSpec& s) {
     const std::string path = dir + "/" + s.name + ".bin";
-    std::ifstream in(path, std::ios::binary);
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
     if (!in) fail("cannot open " + path);
-    std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // one read of the whole file (a character at a time through istreambuf_iterator took 9 ms of a run's 133
+    // for two 4 MB sets)
+    const std::streamoff size = in.tellg();
     const size_t expected = s.count() * 4;
-    if (data.size() != expected) {
-        fail(path + ": " + std::to_string(data.size()) + " bytes, manifest says " + std::to_string(expected));
+    if (size < 0 || static_cast<size_t>(size) != expected) {
+        fail(path + ": " + std::to_string(size) + " bytes, manifest says " + std::to_string(expected));
     }
+    std::vector<char> data(expected);
+    in.seekg(0);
+    if (expected > 0 && !in.read(data.data(), static_cast<std::streamsize>(expected))) fail("cannot read " + path);
     return data;
 }
 
