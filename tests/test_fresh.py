@@ -109,3 +109,50 @@ def test_units_that_repeat_in_the_sets_may_repeat_as_often():
     pool = fresh.Pool(sets)
     assert pool.excess(_by_units(sets)) == 0
     assert pool.excess(np.zeros(n, np.int32)) == max(0, n - int(sum((s == 0).sum() for s in sets)))
+
+
+def _with_draw(sets: list[np.ndarray], seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """As the kit's runner: a sample (:func:`_by_units`, single elements up to ELEMENTWISE_UP_TO) and the pool
+    indices it wrote beside it (``FreshInputs::drawn``: set * units + unit, then set * rest + element)."""
+    rng = np.random.default_rng(seed)
+    n = sets[0].size
+    unit = 1 if n <= fresh.ELEMENTWISE_UP_TO else fresh.UNIT_ELEMENTS
+    units, rest = n // unit, n % unit
+    cut = units * unit
+    head = rng.permutation(2 * units)[:units]
+    back = rng.permutation(2 * rest)[:rest]
+    rows = np.concatenate([s[:cut].reshape(-1, unit) for s in sets])
+    tail = np.concatenate([s[cut:] for s in sets])
+    drawn = np.concatenate([rows[head].reshape(-1), tail[back]])
+    return drawn, np.concatenate([head, back]).astype(np.int32)
+
+
+@pytest.mark.parametrize("n", [7, 4096, fresh.ELEMENTWISE_UP_TO + 37, 132096])
+def test_the_runners_draw_indices_vouch_for_its_sample(n):
+    sets = _sets(n)
+    pool = fresh.Pool(sets)
+    drawn, draw = _with_draw(sets)
+    assert pool.drawn_by(drawn, draw) and pool.excess(drawn, draw) == 0
+    assert fresh.forged({"x": drawn}, fresh.pools([{"x": s} for s in sets]), {"x": draw}) == []
+
+
+@pytest.mark.parametrize("n", [4096, fresh.ELEMENTWISE_UP_TO + 37])
+def test_edited_draw_indices_decide_nothing(n):
+    # indices the candidate edited (the runner's memory is its to write) are not believed: the sort decides
+    sets = _sets(n)
+    pool = fresh.Pool(sets)
+    drawn, draw = _with_draw(sets)
+    twice = draw.copy()
+    twice[1] = twice[0]
+    beyond = draw.copy()
+    beyond[-1] = 2 * n
+    moved = np.roll(draw, 1)
+    for bad in (twice, beyond, moved, draw[:-1], draw.astype(np.int64), -draw - 1):
+        assert not pool.drawn_by(drawn, bad)
+        assert pool.excess(drawn, bad) == 0  # still a sample: the sort says so
+    zeros = np.zeros(n, np.float32)
+    assert not pool.drawn_by(zeros, draw) and pool.excess(zeros, draw) == n
+    # a forged input whose indices claim a set's own units: the values must be those units
+    forged = drawn.copy()
+    forged[0] = np.float32(7.5)
+    assert not pool.drawn_by(forged, draw) and pool.excess(forged, draw) == 1

@@ -20,6 +20,7 @@ from conftest_fixture import wait_for_state
 from onnx import TensorProto, helper, numpy_helper
 
 from kit.mnn import convert as mconvert
+from kit.mnn import fresh
 from kit.mnn import runner as mr
 from kit.suite.compare import compare
 
@@ -468,16 +469,17 @@ __attribute__((constructor)) static void start() {
 def test_timed_forwards_run_on_fresh_inputs_and_the_checked_ones_are_right(runner_bin, work):
     """Timing mode: the first timed forward on each set runs on that set; the others on inputs derived from the
     sets (every tensor a sample without replacement of the sets' values: units of 16 elements for the 1 MB
-    input, single elements for the small one); the runner writes --checked of them out with their inputs, and
-    their outputs are ONNX Runtime's for those inputs."""
-    model = _model(helper.make_node("Add", ["a", "b"], ["y"]), [("a", F32, [256, 1024]), ("b", F32, [1024])],
-                   [("y", F32, [256, 1024])])
+    input and its last element alone, single elements for the small one); the runner writes --checked of them
+    out with their inputs and the pool indices it drew them at, and their outputs are ONNX Runtime's for those
+    inputs."""
+    model = _model(helper.make_node("Add", ["a", "b"], ["y"]), [("a", F32, [255, 1023]), ("b", F32, [1023])],
+                   [("y", F32, [255, 1023])])
     onnx_path = work / "fresh.onnx"
     onnx.save(model, onnx_path)
     conv = mconvert.convert(BUILD_DIR / "MNNConvert", onnx_path, work / "fresh.mnn", mconvert.ConvertOptions(timeout_s=120))
     assert conv.ok, conv.reason
     mnn_path = conv.model_path
-    sets = [_rng_inputs([("a", "f", (256, 1024)), ("b", "f", (1024,))], seed=s) for s in (7, 8)]
+    sets = [_rng_inputs([("a", "f", (255, 1023)), ("b", "f", (1023,))], seed=s) for s in (7, 8)]
     res = mr.run_model(runner_bin, mnn_path, sets, ["y"], scratch=work / "fresh_run",
                        settings=mr.RunSettings(warmup=2, iterations=8, op_types=("BinaryOp",), timeout_s=60, checked=3))
     assert res.ok, res.error
@@ -497,6 +499,11 @@ def test_timed_forwards_run_on_fresh_inputs_and_the_checked_ones_are_right(runne
             assert not any(np.array_equal(ins[name], s[name]) for s in sets)
             ref = _reference(onnx_path, ins, ["y"])["y"]
             assert compare(outs["y"], ref).ok
+            # the pool indices written beside them point at exactly those units (16 elements, then the one element
+            # after a's last full unit; b's single elements), each once: the kit's fast check accepts them
+            draw = c.draw()
+            assert draw is not None and draw[name].dtype == np.int32
+            assert fresh.Pool([s[name] for s in sets]).drawn_by(ins[name], draw[name])
 
 
 def test_a_process_besides_the_runner_stops_it(runner_bin, converted, work):

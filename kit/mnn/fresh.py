@@ -130,19 +130,53 @@ class Pool:
             _ = self.elements  # always needed: sorted now, once per timing stage
 
     @functools.cached_property
+    def _rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """The sets' units in pool order (row ``k * units + u``: unit ``u`` of set ``k``; single elements for a
+        tensor of at most :data:`ELEMENTWISE_UP_TO`) and the words after each set's last full unit (``k * rest +
+        e``): what the runner's draw indices point at (``runner/mkb_fresh.hpp`` ``FreshInputs::drawn``)."""
+        sets = self._words.reshape(-1, self.size)
+        if self.units is None:
+            return sets.reshape(-1, 1), sets[:, :0].reshape(-1)
+        parts = [_units(w) for w in sets]
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+    def drawn_by(self, drawn: np.ndarray, draw: np.ndarray) -> bool:
+        """Whether ``drawn`` (a wire array of the sets' size) is the sets' units at the distinct pool indices
+        ``draw`` (the runner's word for how it drew them: int32, one per unit, then one per element after the
+        last full unit), in that order: then it is a sample without replacement and keeps the rule.  False
+        decides nothing (indices the candidate edited, or none written): :meth:`excess` then checks by sorting.
+        Cost for 1 M elements from 2 sets: about 3 ms against 10 ms for the sort (a gather and a comparison)."""
+        rows, rest = self._rows
+        words = _words(drawn)
+        units, tail = _units(words) if self.units is not None else (words.reshape(-1, 1), words[:0])
+        idx = np.ascontiguousarray(draw).reshape(-1)
+        if idx.dtype.itemsize != 4 or idx.size != units.shape[0] + tail.size or words.size != self.size:
+            return False
+        idx = idx.view(np.uint32)
+        head, back = idx[:units.shape[0]], idx[units.shape[0]:]
+        for at, pool, got in ((head, rows, units), (back, rest, tail)):
+            if at.size and (int(at.max()) >= pool.shape[0] or np.bincount(at, minlength=pool.shape[0]).max() > 1
+                            or not np.array_equal(pool[at], got)):
+                return False
+        return True
+
+    @functools.cached_property
     def elements(self) -> _Multiset:
         """The sets' words as a multiset (sorted when first needed: a large tensor's units mostly decide)."""
         return _Multiset(self._words)
 
-    def excess(self, drawn: np.ndarray) -> int:
+    def excess(self, drawn: np.ndarray, draw: np.ndarray | None = None) -> int:
         """How many of ``drawn``'s elements (a wire array of the sets' size) the sets cannot have given: the count
-        of its words beyond the sets' own count of each, summed; 0 for a sample of the sets' values.
+        of its words beyond the sets' own count of each, summed; 0 for a sample of the sets' values.  ``draw``:
+        the runner's pool indices of its units, tried first (:meth:`drawn_by`).
 
         Raises:
             ValueError: ``drawn`` has another size or item size than the sets."""
         words = _words(drawn)
         if words.size != self.size:
             raise ValueError(f"{words.size} elements drawn from sets of {self.size}")
+        if draw is not None and self.drawn_by(words, draw):
+            return 0
         if self.units is not None:
             units, rest = _units(words)
             if self.units[0].holds(units) and self.units[1].holds(rest):
@@ -161,16 +195,18 @@ def pools(sets: Sequence[Mapping[str, np.ndarray]]) -> dict[str, Pool]:
     return {name: Pool([s[name] for s in sets]) for name in sets[0]} if sets else {}
 
 
-def forged(drawn: Mapping[str, np.ndarray], pools_: Mapping[str, Pool]) -> list[str]:
+def forged(drawn: Mapping[str, np.ndarray], pools_: Mapping[str, Pool],
+           draw: Mapping[str, np.ndarray] | None = None) -> list[str]:
     """Why the tensors of one checked forward's inputs (``drawn``: name → wire array) cannot have been drawn from
     the timed sets (``pools_``, :func:`pools`): one reason per tensor that breaks the rule (module docstring),
-    naming it and how many of its values are not the sets'; empty when every tensor keeps it.
+    naming it and how many of its values are not the sets'; empty when every tensor keeps it.  ``draw``: the
+    runner's pool indices per tensor (name → int32 array; None or a name missing: none), tried first.
 
     Raises:
         KeyError: a tensor of ``pools_`` is missing from ``drawn``; ValueError: one has another size."""
     reasons = []
     for name, pool in pools_.items():
-        extra = pool.excess(drawn[name])
+        extra = pool.excess(drawn[name], (draw or {}).get(name))
         if extra:
             reasons.append(f"input {name!r}: {extra} of its {pool.size} values are not drawn from the timed sets "
                            "(more often than in both sets together, or in neither)")

@@ -83,6 +83,20 @@ class CheckedForward:
         except tensorio.TensorIOError as e:
             raise _read_error(e, f"checked forward {self.forward}") from e
 
+    def draw(self) -> dict[str, np.ndarray] | None:
+        """The pool indices the runner says it drew the inputs' units at (``draw/``: name → int32 array), or None
+        where it wrote none (the fixture engine's runner) or they are unreadable: they only speed up the check
+        of the inputs (:meth:`kit.mnn.fresh.Pool.drawn_by`), which decides without them.
+
+        Raises:
+            PlantedOutputError: a link, a special file or an oversized file there."""
+        try:
+            return tensorio.read_tensors(self.dir / "draw", root=self.root)
+        except tensorio.PlantedFileError as e:
+            raise _read_error(e, f"checked forward {self.forward}") from e
+        except tensorio.TensorIOError:
+            return None
+
 
 @dataclass(frozen=True)
 class RunResult(proc.FromProcess):

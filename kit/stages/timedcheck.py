@@ -80,10 +80,11 @@ def check_timed_outputs(task: Task, runs: Sequence[mrunner.RunResult], seeds: Se
             where = f"round {r}, timed forward {picked.forward} (fresh inputs, checked at random)"
             try:
                 wire_in, outputs = picked.read()
+                draw = picked.draw()
             except mrunner.RunnerProtocolError as exc:  # a link or a FIFO planted there, say: the candidate's
                 raise protocol_failure(exc, f"candidate timing run (round {r})") from None
             graph_in = from_wire(task, wire_in)
-            why = fresh.forged(wire_in, sets)
+            why = fresh.forged(wire_in, sets, draw)
             if why:
                 forgeries.append(f"{where}: {why[0]}")
                 continue

@@ -145,6 +145,19 @@ struct FreshInputs {
             rest[t].draw(rng, sources[t], out[t].data());
         }
     }
+
+    // The last draw of tensor t, as 4-byte words: the pool index of each of its units (set * units + unit), then
+    // of each element after the last full unit (set * rest + element).  Written beside a checked forward's
+    // inputs: the kit checks those inputs against its own sets by them first (a gather instead of a sort,
+    // kit/mnn/fresh.py), and by the sort where they do not fit, so indices the candidate edited decide nothing.
+    std::vector<char> drawn(size_t t) const {
+        const UnitSampler& w = whole[t];
+        const UnitSampler& r = rest[t];
+        std::vector<char> bytes((w.units + r.units) * 4);
+        for (size_t i = 0; i < w.units; ++i) __builtin_memcpy(bytes.data() + i * 4, &w.order[i], 4);
+        for (size_t i = 0; i < r.units; ++i) __builtin_memcpy(bytes.data() + (w.units + i) * 4, &r.order[i], 4);
+        return bytes;
+    }
 };
 
 // Which timed forwards are written out for the kit: `want` of the `candidates` forwards with derived inputs,
