@@ -61,10 +61,10 @@ def real_accounting_run(tmp_path_factory):
 
 @pytest.mark.parametrize("case", REAL_CASES, ids=[c.name for c in REAL_CASES])
 def test_work_outside_the_op_stamps_is_refused_on_the_real_tree(real_accounting_run, case):
-    check_case(real_accounting_run, case)
+    check_case(real_accounting_run, case, real=True)
     row = real_accounting_run.filter(real_accounting_run["sample_id"] == case.name).to_dicts()[0]
     assert row["speedup"] is None or row["status"] != "ok"
 
 
 def test_the_honest_kernel_stays_ok_on_the_real_tree(real_accounting_run):
-    check_case(real_accounting_run, HONEST)
+    check_case(real_accounting_run, HONEST, real=True)

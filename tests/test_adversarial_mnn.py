@@ -84,7 +84,7 @@ def test_the_subset_covers_every_class_but_bad_inputs():
 
 @pytest.mark.parametrize("case", REAL, ids=[c.name for c in REAL])
 def test_each_case_gets_its_expected_outcome_on_the_real_tree(real_run, case):
-    check_case(real_run[1], case)
+    check_case(real_run[1], case, real=True)
 
 
 def test_nothing_is_left_behind_on_the_real_tree(real_run):

@@ -128,31 +128,36 @@ def _with_draw(sets: list[np.ndarray], seed: int = 1) -> tuple[np.ndarray, np.nd
 
 
 @pytest.mark.parametrize("n", [7, 4096, fresh.ELEMENTWISE_UP_TO + 37, 132096])
-def test_the_runners_draw_indices_vouch_for_its_sample(n):
+def test_a_draw_is_rebuilt_from_the_kits_own_sets(n):
     sets = _sets(n)
     pool = fresh.Pool(sets)
     drawn, draw = _with_draw(sets)
-    assert pool.drawn_by(drawn, draw) and pool.excess(drawn, draw) == 0
-    assert fresh.forged({"x": drawn}, fresh.pools([{"x": s} for s in sets]), {"x": draw}) == []
+    got = pool.take(draw)
+    assert got is not None and got.dtype == np.float32 and np.array_equal(got.view(np.uint32), drawn.view(np.uint32))
+    inputs, why = fresh.rebuilt({"x": draw}, fresh.pools([{"x": s.reshape(1, n)} for s in sets]), {"x": (1, n)})
+    assert why == [] and inputs["x"].shape == (1, n) and np.array_equal(inputs["x"].ravel(), drawn)
+    ints = _sets(n, high=50)
+    assert fresh.Pool(ints).take(_with_draw(ints)[1]).dtype == np.int32
 
 
 @pytest.mark.parametrize("n", [4096, fresh.ELEMENTWISE_UP_TO + 37])
-def test_edited_draw_indices_decide_nothing(n):
-    # indices the candidate edited (the runner's memory is its to write) are not believed: the sort decides
+def test_indices_that_are_no_sample_are_a_forgery(n):
+    # the runner's memory is the candidate's to write: indices repeated, beyond the pool, of another length or
+    # item size rebuild nothing, and the forward is named forged
     sets = _sets(n)
     pool = fresh.Pool(sets)
-    drawn, draw = _with_draw(sets)
+    _, draw = _with_draw(sets)
     twice = draw.copy()
     twice[1] = twice[0]
     beyond = draw.copy()
     beyond[-1] = 2 * n
-    moved = np.roll(draw, 1)
-    for bad in (twice, beyond, moved, draw[:-1], draw.astype(np.int64), -draw - 1):
-        assert not pool.drawn_by(drawn, bad)
-        assert pool.excess(drawn, bad) == 0  # still a sample: the sort says so
-    zeros = np.zeros(n, np.float32)
-    assert not pool.drawn_by(zeros, draw) and pool.excess(zeros, draw) == n
-    # a forged input whose indices claim a set's own units: the values must be those units
-    forged = drawn.copy()
-    forged[0] = np.float32(7.5)
-    assert not pool.drawn_by(forged, draw) and pool.excess(forged, draw) == 1
+    for bad in (twice, beyond, draw[:-1], np.concatenate([draw, draw[:1]]), draw.astype(np.int64), -draw - 1):
+        assert pool.take(bad) is None
+    pools = fresh.pools([{"x": s} for s in sets])
+    _, why = fresh.rebuilt({"x": twice}, pools, {"x": (n,)})
+    assert len(why) == 1 and "input 'x'" in why[0] and "no sample without replacement" in why[0]
+    assert fresh.rebuilt({}, pools, {"x": (n,)})[1]  # none written for a tensor
+    # any other order of distinct indices is a sample: it names other values, which the outputs must then match
+    swapped = draw.copy()
+    swapped[[0, 1]] = swapped[[1, 0]]
+    assert pool.take(swapped) is not None

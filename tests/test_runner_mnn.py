@@ -20,7 +20,7 @@ from conftest_fixture import wait_for_state
 from onnx import TensorProto, helper, numpy_helper
 
 from kit.mnn import convert as mconvert
-from kit.mnn import fresh
+from kit.mnn import fresh as mfresh
 from kit.mnn import runner as mr
 from kit.suite.compare import compare
 
@@ -470,8 +470,7 @@ def test_timed_forwards_run_on_fresh_inputs_and_the_checked_ones_are_right(runne
     """Timing mode: the first timed forward on each set runs on that set; the others on inputs derived from the
     sets (every tensor a sample without replacement of the sets' values: units of 16 elements for the 1 MB
     input and its last element alone, single elements for the small one); the runner writes --checked of them
-    out with their inputs and the pool indices it drew them at, and their outputs are ONNX Runtime's for those
-    inputs."""
+    out with the pool indices it drew their inputs at, and their outputs are ONNX Runtime's for those inputs."""
     model = _model(helper.make_node("Add", ["a", "b"], ["y"]), [("a", F32, [255, 1023]), ("b", F32, [1023])],
                    [("y", F32, [255, 1023])])
     onnx_path = work / "fresh.onnx"
@@ -484,26 +483,18 @@ def test_timed_forwards_run_on_fresh_inputs_and_the_checked_ones_are_right(runne
                        settings=mr.RunSettings(warmup=2, iterations=8, op_types=("BinaryOp",), timeout_s=60, checked=3))
     assert res.ok, res.error
     assert len(res.checked) == 3 and all(3 <= c.forward <= 8 for c in res.checked)
-    for name in ("a", "b"):
-        pool = np.sort(np.concatenate([s[name].ravel() for s in sets]))
-        for c in res.checked:
-            ins, outs = c.read()
-            got = ins[name].ravel()
-            # every value is one of the sets' (as often as it is there at most: the sets' float32 draws repeat
-            # 2732 of their 524 288 values, so a sample of them may hold a value twice; the former test, all
-            # values distinct, failed with 668 repeats), and the input is neither set
-            values, counts = np.unique(got, return_counts=True)
-            pool_values, pool_counts = np.unique(pool, return_counts=True)
-            at = np.minimum(np.searchsorted(pool_values, values), len(pool_values) - 1)
-            assert (pool_values[at] == values).all() and (counts <= pool_counts[at]).all()
-            assert not any(np.array_equal(ins[name], s[name]) for s in sets)
-            ref = _reference(onnx_path, ins, ["y"])["y"]
-            assert compare(outs["y"], ref).ok
-            # the pool indices written beside them point at exactly those units (16 elements, then the one element
-            # after a's last full unit; b's single elements), each once: the kit's fast check accepts them
-            draw = c.draw()
-            assert draw is not None and draw[name].dtype == np.int32
-            assert fresh.Pool([s[name] for s in sets]).drawn_by(ins[name], draw[name])
+    # the kit rebuilds each checked forward's inputs from its own sets at the pool indices the runner wrote (16
+    # elements a unit, then the one element after a's last full unit; b's single elements, each index once): the
+    # forward's outputs are ONNX Runtime's for exactly those inputs, which are neither set
+    pools = mfresh.pools(sets)
+    for c in res.checked:
+        assert c.drawn and not (c.dir / "in").exists()
+        draw, outs = c.read()
+        ins, why = mfresh.rebuilt(draw, pools, {name: a.shape for name, a in sets[0].items()})
+        assert why == [] and all(draw[name].dtype == np.int32 for name in ("a", "b"))
+        assert not any(np.array_equal(ins[name], s[name]) for s in sets for name in ("a", "b"))
+        ref = _reference(onnx_path, ins, ["y"])["y"]
+        assert compare(outs["y"], ref).ok
 
 
 def test_a_process_besides_the_runner_stops_it(runner_bin, converted, work):

@@ -1,25 +1,31 @@
-"""Whether an input the runner wrote out can be one of its fresh inputs (``runner/mkb_fresh.hpp``), checked by the
-kit against the input sets it generated itself.
+"""A checked forward's inputs as the kit vouches for them: rebuilt from the timed input sets the kit generated
+itself at the pool indices the kit's runner drew them at (``runner/mkb_fresh.hpp``), or, where a runner wrote the
+inputs themselves (the fixture engine's), checked against those sets.
 
 The runner derives every fresh input from the timed sets it was given, per tensor a sample without replacement of
 their values; its copy of the sets lives in its address space, where the candidate's code runs, so a kernel can
 zero them (issue 26: every later input zeros, zeros out correct, and the checked forwards, compared with ONNX
-Runtime on the inputs the runner wrote out, passed).  The kit vouches for a checked forward's inputs by this rule:
+Runtime on the inputs the runner wrote out, passed).  So the kit's runner writes no inputs, only, per tensor, the
+pool index of every unit it drew (:data:`UNIT_ELEMENTS` elements for tensors of more than
+:data:`ELEMENTWISE_UP_TO` elements, then the elements after the last full unit one by one; single elements
+below): :meth:`Pool.take` rebuilds the input from the kit's sets, provided the indices are distinct and in range
+(a sample without replacement), and the forward's outputs are compared on that.  Indices the candidate edited
+can only name another sample, whose outputs the kernel must then have computed.
+
+Inputs a runner wrote out are vouched for by this rule (:func:`forged`):
 
     per input tensor, the multiset of its 4-byte words (bit patterns: float32 and int32 alike, so -0.0, NaN
     payloads and 0.0 are told apart) is contained in the multiset union of that tensor's words over the timed
     sets: no word occurs in it more often than in all the sets together.
 
-A sample without replacement meets it whatever the runner samples: the kit's runner moves whole units of
-:data:`UNIT_ELEMENTS` elements for tensors of more than :data:`ELEMENTWISE_UP_TO` elements (and the elements
-after the last full unit one by one), the fixture engine's runner single elements at every size.  For a large
-tensor the kit first tries the stronger unit form (every 64-byte unit one of the sets' units, as often at most,
-and the trailing elements among the sets' trailing elements), which the kit's runner meets and which is several
-times faster (a sort key per unit, then a whole comparison), and checks the elements only where that fails.  What it cannot see: a forged input whose
-values are all the sets' (a shuffle of the pool, the pool's values moved between forwards); and for a tensor of
-few distinct values (bool, small integer domains) the rule bounds only how often each occurs.
+A sample without replacement meets it whatever the runner samples.  For a large tensor the kit first tries the
+stronger unit form (every 64-byte unit one of the sets' units, as often at most, and the trailing elements among
+the sets' trailing elements; a sort key per unit, then a whole comparison), and checks the elements only where
+that fails.  What neither form sees: an input whose values are all the sets' (a shuffle of the pool, the pool's
+values moved between forwards); and for a tensor of few distinct values (bool, small integer domains) the rule
+bounds only how often each occurs.
 
-Cost (the sort of the sets' words is made once per timing stage): see docs/untrusted.md.
+Cost (what is sorted is sorted once per timing stage, when first needed): see docs/untrusted.md.
 """
 
 from __future__ import annotations
@@ -115,19 +121,21 @@ class _Multiset:
 
 class Pool:
     """One input tensor's values over the timed sets (wire arrays of one shape, float32 or int32), ready to
-    check drawn tensors against (:meth:`excess`)."""
+    rebuild a draw from (:meth:`take`) or check a drawn tensor against (:meth:`excess`; what it sorts is sorted
+    once, when first needed)."""
 
     def __init__(self, sets: Sequence[np.ndarray]) -> None:
         words = [_words(s) for s in sets]
         self._words = np.concatenate(words)
-        self.size = words[0].size
-        self.units: tuple[_Units, _Multiset] | None = None
-        if self.size > ELEMENTWISE_UP_TO:
-            parts = [_units(w) for w in words]
-            self.units = (_Units(np.concatenate([p[0] for p in parts])),
-                          _Multiset(np.concatenate([p[1] for p in parts])))
-        else:
-            _ = self.elements  # always needed: sorted now, once per timing stage
+        self.size, self.sets, self.dtype = words[0].size, len(words), np.asarray(sets[0]).dtype
+        #: drawn by the runner's 16-element units (else element by element)
+        self.by_units = self.size > ELEMENTWISE_UP_TO
+
+    @functools.cached_property
+    def units(self) -> tuple[_Units, _Multiset]:
+        """The sets' units sorted by key and the words after their last full units (the unit form of the rule)."""
+        rows, rest = self._rows
+        return _Units(rows), _Multiset(rest)
 
     @functools.cached_property
     def _rows(self) -> tuple[np.ndarray, np.ndarray]:
@@ -135,49 +143,44 @@ class Pool:
         tensor of at most :data:`ELEMENTWISE_UP_TO`) and the words after each set's last full unit (``k * rest +
         e``): what the runner's draw indices point at (``runner/mkb_fresh.hpp`` ``FreshInputs::drawn``)."""
         sets = self._words.reshape(-1, self.size)
-        if self.units is None:
+        if not self.by_units:
             return sets.reshape(-1, 1), sets[:, :0].reshape(-1)
         parts = [_units(w) for w in sets]
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
-    def drawn_by(self, drawn: np.ndarray, draw: np.ndarray) -> bool:
-        """Whether ``drawn`` (a wire array of the sets' size) is the sets' units at the distinct pool indices
-        ``draw`` (the runner's word for how it drew them: int32, one per unit, then one per element after the
-        last full unit), in that order: then it is a sample without replacement and keeps the rule.  False
-        decides nothing (indices the candidate edited, or none written): :meth:`excess` then checks by sorting.
-        Cost for 1 M elements from 2 sets: about 3 ms against 10 ms for the sort (a gather and a comparison)."""
+    def take(self, draw: np.ndarray) -> np.ndarray | None:
+        """The tensor the runner drew at the pool indices ``draw`` (its word for a checked forward: int32, one per
+        unit, then one per element after the last full unit; ``runner/mkb_fresh.hpp`` ``FreshInputs::drawn``),
+        rebuilt from the kit's own sets: a flat wire array of the sets' size and dtype; None when ``draw`` is no
+        sample without replacement (another size or item size, an index repeated or beyond the pool).  Cost for
+        1 M elements from 2 sets: about 3 ms (a gather), against 10 ms for checking a written input by sorting."""
         rows, rest = self._rows
-        words = _words(drawn)
-        units, tail = _units(words) if self.units is not None else (words.reshape(-1, 1), words[:0])
         idx = np.ascontiguousarray(draw).reshape(-1)
-        if idx.dtype.itemsize != 4 or idx.size != units.shape[0] + tail.size or words.size != self.size:
-            return False
+        if idx.dtype.itemsize != 4 or idx.size != (rows.shape[0] + rest.size) // self.sets:
+            return None
         idx = idx.view(np.uint32)
-        head, back = idx[:units.shape[0]], idx[units.shape[0]:]
-        for at, pool, got in ((head, rows, units), (back, rest, tail)):
-            if at.size and (int(at.max()) >= pool.shape[0] or np.bincount(at, minlength=pool.shape[0]).max() > 1
-                            or not np.array_equal(pool[at], got)):
-                return False
-        return True
+        head, back = idx[:rows.shape[0] // self.sets], idx[rows.shape[0] // self.sets:]
+        for at, pool in ((head, rows), (back, rest)):
+            if at.size and (int(at.max()) >= pool.shape[0] or np.bincount(at, minlength=pool.shape[0]).max() > 1):
+                return None
+        got = np.take(rows, head, axis=0).reshape(-1)  # np.take: a sixth of fancy indexing's time here
+        return (np.concatenate([got, np.take(rest, back)]) if back.size else got).view(self.dtype)
 
     @functools.cached_property
     def elements(self) -> _Multiset:
         """The sets' words as a multiset (sorted when first needed: a large tensor's units mostly decide)."""
         return _Multiset(self._words)
 
-    def excess(self, drawn: np.ndarray, draw: np.ndarray | None = None) -> int:
+    def excess(self, drawn: np.ndarray) -> int:
         """How many of ``drawn``'s elements (a wire array of the sets' size) the sets cannot have given: the count
-        of its words beyond the sets' own count of each, summed; 0 for a sample of the sets' values.  ``draw``:
-        the runner's pool indices of its units, tried first (:meth:`drawn_by`).
+        of its words beyond the sets' own count of each, summed; 0 for a sample of the sets' values.
 
         Raises:
             ValueError: ``drawn`` has another size or item size than the sets."""
         words = _words(drawn)
         if words.size != self.size:
             raise ValueError(f"{words.size} elements drawn from sets of {self.size}")
-        if draw is not None and self.drawn_by(words, draw):
-            return 0
-        if self.units is not None:
+        if self.by_units:
             units, rest = _units(words)
             if self.units[0].holds(units) and self.units[1].holds(rest):
                 return 0
@@ -195,19 +198,33 @@ def pools(sets: Sequence[Mapping[str, np.ndarray]]) -> dict[str, Pool]:
     return {name: Pool([s[name] for s in sets]) for name in sets[0]} if sets else {}
 
 
-def forged(drawn: Mapping[str, np.ndarray], pools_: Mapping[str, Pool],
-           draw: Mapping[str, np.ndarray] | None = None) -> list[str]:
+def forged(drawn: Mapping[str, np.ndarray], pools_: Mapping[str, Pool]) -> list[str]:
     """Why the tensors of one checked forward's inputs (``drawn``: name → wire array) cannot have been drawn from
     the timed sets (``pools_``, :func:`pools`): one reason per tensor that breaks the rule (module docstring),
-    naming it and how many of its values are not the sets'; empty when every tensor keeps it.  ``draw``: the
-    runner's pool indices per tensor (name → int32 array; None or a name missing: none), tried first.
+    naming it and how many of its values are not the sets'; empty when every tensor keeps it.
 
     Raises:
         KeyError: a tensor of ``pools_`` is missing from ``drawn``; ValueError: one has another size."""
     reasons = []
     for name, pool in pools_.items():
-        extra = pool.excess(drawn[name], (draw or {}).get(name))
+        extra = pool.excess(drawn[name])
         if extra:
             reasons.append(f"input {name!r}: {extra} of its {pool.size} values are not drawn from the timed sets "
                            "(more often than in both sets together, or in neither)")
     return reasons
+
+
+def rebuilt(draw: Mapping[str, np.ndarray], pools_: Mapping[str, Pool],
+            shapes: Mapping[str, Sequence[int]]) -> tuple[dict[str, np.ndarray], list[str]]:
+    """A checked forward's inputs rebuilt from the runner's pool indices (``draw``: name → int32 array, the kit's
+    runner) and the kit's own sets (``pools_``), each in its wire shape (``shapes``), and why a tensor could not
+    be (its indices missing, repeated or beyond the pool: the runner's memory was edited): (inputs, reasons)."""
+    inputs, reasons = {}, []
+    for name, pool in pools_.items():
+        got = pool.take(draw[name]) if name in draw else None
+        if got is None:
+            reasons.append(f"input {name!r}: the pool indices the runner wrote are no sample without replacement of "
+                           "the timed sets (missing, repeated or beyond them)")
+        else:
+            inputs[name] = got.reshape(shapes[name])
+    return inputs, reasons

@@ -15,8 +15,9 @@ forwards: timed forward i < S on set i, whose outputs it writes to ``out_dir/<i>
 forward on *fresh inputs*, derived from the sets before it, and the warm-ups on one derived for them (every
 tensor a random sample of the sets'
 values, ``runner/mkb_fresh.hpp``), so no input repeats; ``--checked K`` of those timed forwards, picked at
-random after each forward, it writes with their inputs to ``out_dir/checked/<j>/in/`` and ``.../out/`` for the
-kit to compare with ONNX Runtime.  A float32 output of a timed forward that still holds the poison (below) is
+random after each forward, it writes to ``out_dir/checked/<j>/out/`` with the pool indices of their inputs'
+units in ``.../draw/`` (int32), from which the kit rebuilds the inputs with its own sets to compare with ONNX
+Runtime (:mod:`kit.mnn.fresh`; the fixture engine's runner writes the inputs themselves, ``.../in/``).  A float32 output of a timed forward that still holds the poison (below) is
 exit :data:`EXIT_TIMED_OUTPUT_CHANGED`.  It writes ``timing.json`` with
 ``op_ms`` (sum of the selected op types' times per run), ``total_ms`` (whole forward per run), ``op_types``
 (ops executed per run, by type), ``phase_ms`` (wall time from reading "go" to the end of the timed forwards)

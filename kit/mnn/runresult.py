@@ -10,6 +10,7 @@ Nothing here turns a failure into a record status; a malformed or missing output
 from __future__ import annotations
 
 import json
+import os
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -64,38 +65,29 @@ def _read_error(e: tensorio.TensorIOError, what: str) -> RunnerProtocolError:
 @dataclass(frozen=True)
 class CheckedForward:
     """A timed forward on fresh inputs that the runner picked at random and wrote out: ``forward`` (1-based
-    number among the run's timed forwards) and ``dir`` (holding ``in/`` and ``out/``, tensor directories)."""
+    number among the run's timed forwards) and ``dir``, holding ``out/`` and either ``draw/`` (the kit's runner:
+    the pool index of every unit of the inputs, which the kit rebuilds them from) or ``in/`` (the inputs
+    themselves: the fixture engine's runner), tensor directories."""
 
     forward: int
     dir: Path
     #: the runner's output directory, below which no directory may be a link (None: ``dir``'s own only)
     root: Path | None = None
+    #: ``draw/`` written (else ``in/``)
+    drawn: bool = True
 
     def read(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """The forward's inputs and outputs (name → float32/int32 array, wire dtypes).
+        """What the runner wrote of the forward's inputs (``draw/``'s int32 indices, or ``in/``'s tensors: see
+        :attr:`drawn`) and its outputs (name → float32/int32 array, wire dtypes).
 
         Raises:
             RunnerProtocolError: a tensor directory is missing or malformed; PlantedOutputError: a link, a
                 special file or an oversized file in the way."""
         try:
-            return (tensorio.read_tensors(self.dir / "in", root=self.root),
+            return (tensorio.read_tensors(self.dir / ("draw" if self.drawn else "in"), root=self.root),
                     tensorio.read_tensors(self.dir / "out", root=self.root))
         except tensorio.TensorIOError as e:
             raise _read_error(e, f"checked forward {self.forward}") from e
-
-    def draw(self) -> dict[str, np.ndarray] | None:
-        """The pool indices the runner says it drew the inputs' units at (``draw/``: name → int32 array), or None
-        where it wrote none (the fixture engine's runner) or they are unreadable: they only speed up the check
-        of the inputs (:meth:`kit.mnn.fresh.Pool.drawn_by`), which decides without them.
-
-        Raises:
-            PlantedOutputError: a link, a special file or an oversized file there."""
-        try:
-            return tensorio.read_tensors(self.dir / "draw", root=self.root)
-        except tensorio.PlantedFileError as e:
-            raise _read_error(e, f"checked forward {self.forward}") from e
-        except tensorio.TensorIOError:
-            return None
 
 
 @dataclass(frozen=True)
@@ -202,16 +194,19 @@ def read_checked(forwards: list[int], out_dir: Path, *, n_sets: int, checked: in
     if len(forwards) != want or len(set(forwards)) != want or not all(n_sets < f <= iterations for f in forwards):
         raise RunnerProtocolError(f"runner wrote checked forwards {forwards}, expected {want} distinct ones "
                                   f"among timed forwards {n_sets + 1}..{iterations}")
-    out = tuple(CheckedForward(f, out_dir / "checked" / str(j), out_dir) for j, f in enumerate(forwards))
-    for c in out:
-        for d in (c.dir.parent, c.dir, c.dir / "in", c.dir / "out"):
+    out = []
+    for j, f in enumerate(forwards):
+        where = out_dir / "checked" / str(j)
+        drawn = os.path.lexists(where / "draw")
+        for d in (where.parent, where, where / ("draw" if drawn else "in"), where / "out"):
             try:
                 mode = d.lstat().st_mode
             except OSError:
-                raise RunnerProtocolError(f"runner exited 0 but checked forward {c.forward} has no {d}") from None
+                raise RunnerProtocolError(f"runner exited 0 but checked forward {f} has no {d}") from None
             if not stat.S_ISDIR(mode):  # a link is not followed: it is not the runner's
-                raise PlantedOutputError(f"checked forward {c.forward}: {d} is not a directory (a link?): refused")
-    return out
+                raise PlantedOutputError(f"checked forward {f}: {d} is not a directory (a link?): refused")
+        out.append(CheckedForward(f, where, out_dir, drawn))
+    return tuple(out)
 
 
 def check_caps(out_dir: Path) -> None:

@@ -5,12 +5,14 @@ Two kinds of timed forward are compared, at the task's tolerance (:func:`kit.sta
 
 * the first timed forward of every run on each input set (seeds ``verify.seed + 500 + j``), with references by
   seed (computed here, or on a build node: :data:`kit.stages.verify.References`);
-* the forwards on fresh inputs that the runner picked at random after each forward and wrote out with their
-  inputs (``RunResult.checked``, :mod:`kit.mnn.runner`): their references are computed here, on those inputs,
-  with the task's ONNX model (a timing node without task files gets the model's bytes shipped:
-  :class:`kit.job.artefacts.Built`).  Those inputs are the runner's word, and the runner's memory is the
-  candidate's to write: each must be drawable from the timed sets the kit generated (:mod:`kit.mnn.fresh`), or
-  the candidate edited them (the sets zeroed: every later input zeros, zeros out right).
+* the forwards on fresh inputs that the runner picked at random after each forward and wrote out
+  (``RunResult.checked``, :mod:`kit.mnn.runner`): their references are computed here with the task's ONNX model
+  (a timing node without task files gets the model's bytes shipped: :class:`kit.job.artefacts.Built`), on
+  inputs the kit vouches for, since the runner's memory is the candidate's to write (the sets zeroed there:
+  every later input zeros, zeros out right).  The kit's runner writes the pool index of every unit it drew:
+  the kit rebuilds the inputs from the timed sets it generated itself at those indices, which must be distinct
+  and in range (:func:`kit.mnn.fresh.rebuilt`); the fixture engine's runner writes the inputs, each of which
+  must be drawable from those sets (:func:`kit.mnn.fresh.forged`).
 
 A kernel wrong on either is wrong when timed: ``verify_mismatch`` with error kind ``timed_output_mismatch``; a
 forged input is ``verify_mismatch``, ``inputs_forged`` (its outputs are not compared).
@@ -57,17 +59,20 @@ def check_timed_outputs(task: Task, runs: Sequence[mrunner.RunResult], seeds: Se
     """Compare the candidate's timed forwards with ONNX Runtime: each run's first timed forward on every input set
     (``seeds``, ``inputs``: graph input name → array per set; ``refs``: references computed elsewhere) and every
     forward the runner picked and wrote out (``run.checked``; references from ``onnx``, default the task's model),
-    at the task's tolerance, once its inputs are shown drawable from ``inputs`` (:func:`kit.mnn.fresh.forged`).
+    at the task's tolerance, on its inputs rebuilt from ``inputs`` at the runner's pool indices
+    (:func:`kit.mnn.fresh.rebuilt`) or, where the runner wrote them, shown drawable from ``inputs``
+    (:func:`kit.mnn.fresh.forged`).
 
     Raises:
         StageFailure: VERIFY_MISMATCH, ``inputs_forged`` when a checked forward's inputs cannot have been drawn from
-            the timed sets, else ``timed_output_mismatch`` (the kernel is wrong when timed, so not functionally
+            the timed sets (indices repeated or beyond them, or written inputs of other values), else ``timed_output_mismatch`` (the kernel is wrong when timed, so not functionally
             correct), naming how many of the compared forwards were and the first of them; RUNTIME_CRASH when a
             checked forward's files are unreadable or planted (:func:`kit.stages.verify.protocol_failure`) or its
             inputs are not the task's (:func:`from_wire`)."""
     out_names = [o.name for o in task.outputs]
     expected = [reference(task, seed, one, refs) for seed, one in zip(seeds, inputs)]
-    sets = fresh.pools([{name: to_wire(name, a) for name, a in one.items()} for one in inputs])
+    wire = [{name: to_wire(name, a) for name, a in one.items()} for one in inputs]
+    sets, shapes = fresh.pools(wire), ({name: a.shape for name, a in wire[0].items()} if wire else {})
     bad, forgeries, compared = [], [], 0
     for r, run in enumerate(runs):
         for j, (seed, outputs, ref) in enumerate(zip(seeds, run.output_sets, expected)):
@@ -79,17 +84,18 @@ def check_timed_outputs(task: Task, runs: Sequence[mrunner.RunResult], seeds: Se
             compared += 1
             where = f"round {r}, timed forward {picked.forward} (fresh inputs, checked at random)"
             try:
-                wire_in, outputs = picked.read()
-                draw = picked.draw()
+                written, outputs = picked.read()
             except mrunner.RunnerProtocolError as exc:  # a link or a FIFO planted there, say: the candidate's
                 raise protocol_failure(exc, f"candidate timing run (round {r})") from None
-            graph_in = from_wire(task, wire_in)
-            why = fresh.forged(wire_in, sets, draw)
+            if picked.drawn:  # the inputs rebuilt from the kit's own sets at the runner's indices
+                wire_in, why = fresh.rebuilt(written, sets, shapes)
+            else:  # the inputs as the runner wrote them: each must be drawable from the sets
+                wire_in, why = written, fresh.forged(written, sets)
             if why:
                 forgeries.append(f"{where}: {why[0]}")
                 continue
-            trial = trial_verdict(task, -1, threads, outputs, run_reference(onnx or task.onnx_path, graph_in),
-                                  out_names)[0]
+            trial = trial_verdict(task, -1, threads, outputs,
+                                  run_reference(onnx or task.onnx_path, from_wire(task, wire_in)), out_names)[0]
             if not trial.ok:
                 bad.append(f"{where}: {trial.reason}")
     if forgeries:

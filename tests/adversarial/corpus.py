@@ -68,6 +68,9 @@ class Case:
     klass: str = ""
     #: an open hole (docs/untrusted.md, "Not caught"): why ``expect`` is what the kit records now, not what it should
     open: str = ""
+    #: what the kit records with its own runner on a real MNN tree, where that differs from ``expect`` (the
+    #: fixture engine's runner)
+    real: Expect | None = None
 
 
 def kernel(engine: Path, case: Case) -> dict[str, bytes]:

@@ -8,7 +8,8 @@
 // reviewer's probe: 4.04x on the fixture engine, unflagged).  So every timed forward of a timing run but the
 // first on each input set gets an input of its own, derived here from the input sets the kit wrote, outside the
 // timed window (the warm-ups share one such input: mkb_runner.cpp); and a few of those forwards, picked after each forward by randomness the candidate cannot see
-// beforehand, are written out with their inputs for the kit to compare with ONNX Runtime.
+// beforehand, are written out with the pool indices of their inputs' units (FreshInputs::drawn) for the kit to
+// rebuild those inputs and compare the outputs with ONNX Runtime's.
 //
 // How an input is derived, per tensor: its elements (4 bytes each, float32 or int32 alike) are cut into units
 // (16 elements, or 1 where the tensor has at most kElementwiseUpTo elements), and the new tensor is a random
@@ -147,9 +148,10 @@ struct FreshInputs {
     }
 
     // The last draw of tensor t, as 4-byte words: the pool index of each of its units (set * units + unit), then
-    // of each element after the last full unit (set * rest + element).  Written beside a checked forward's
-    // inputs: the kit checks those inputs against its own sets by them first (a gather instead of a sort,
-    // kit/mnn/fresh.py), and by the sort where they do not fit, so indices the candidate edited decide nothing.
+    // of each element after the last full unit (set * rest + element).  Written for a checked forward instead of
+    // its inputs: the kit rebuilds them from the sets it generated itself (kit/mnn/fresh.py), so what the
+    // candidate may have edited in this process's memory (the sets, the derived input) is never what the
+    // forward's outputs are compared on; indices that are no sample without replacement are a forgery.
     std::vector<char> drawn(size_t t) const {
         const UnitSampler& w = whole[t];
         const UnitSampler& r = rest[t];

@@ -348,18 +348,6 @@ void writeOutputs(const std::vector<Taken>& taken, const Options& o, const std::
     writeTaken(taken, o.outputs, dir);
 }
 
-// The tensors of an input set as Taken (manifest line and bytes), to be written beside the outputs.
-std::vector<Taken> takeInputs(const std::vector<TensorSpec>& specs, const std::vector<std::vector<char>>& blobs) {
-    std::vector<Taken> taken;
-    for (size_t i = 0; i < specs.size(); ++i) {
-        std::ostringstream line;
-        line << specs[i].name << " " << specs[i].dtype << " " << specs[i].dims.size();
-        for (int d : specs[i].dims) line << " " << d;
-        taken.push_back(Taken{line.str() + "\n", blobs[i]});
-    }
-    return taken;
-}
-
 std::string timingJson(const std::vector<double>& opMs, const std::vector<double>& totalMs,
                        const std::map<std::string, int>& counts, double phaseMs, const std::vector<int>& checked,
                        double writtenMs) {

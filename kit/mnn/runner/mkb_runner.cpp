@@ -15,8 +15,9 @@
 // --iterations 0: one forward per set, in order, each set's outputs written.  --iterations N > 0: W warm-up and
 // then N timed forwards (N >= S sets): timed forward i < S on set i, whose outputs are written; every other
 // timed forward on fresh inputs derived from the sets before it, the warm-ups on one derived for them (mkb_fresh.hpp); --checked K of the timed forwards on
-// fresh inputs, picked at random after each, are written with their inputs to out_dir/checked/<j>/{in,out}/
-// and the pool index of every unit of those inputs (mkb_fresh.hpp FreshInputs::drawn) to out_dir/checked/<j>/draw/;
+// fresh inputs, picked at random after each, are written to out_dir/checked/<j>/out/ with the pool index of every
+// unit of their inputs (mkb_fresh.hpp FreshInputs::drawn) in out_dir/checked/<j>/draw/ (the kit rebuilds the
+// inputs from its own sets by them);
 // a float32 output of a timed forward that still holds the poison is exit 6; and out_dir/timing.json:
 //   {"op_ms": [...N], "total_ms": [...N], "op_types": {"Type": count per run, ...}, "phase_ms": P, "checked": [...]}
 // op_ms sums the wall time of every executed op whose type is in --op-types ("*" = all ops); total_ms is the
@@ -500,10 +501,7 @@ int run(const Options& o) {
     std::map<std::string, int> counts;
     std::vector<std::vector<Taken>> first(nSets);
     std::vector<int> checkedAt;
-    struct Checked {
-        std::vector<Taken> inputs, outputs, draw;
-    };
-    std::vector<Checked> checked;
+    std::vector<std::pair<std::vector<Taken>, std::vector<Taken>>> checked;  // draw, outputs
     for (int i = 0; i < o.iterations; ++i) {
         const bool onSet = static_cast<size_t>(i) < nSets;
         if (!onSet) fresh.next(derived);
@@ -521,8 +519,7 @@ int run(const Options& o) {
             first[static_cast<size_t>(i)] = takeOutputs(outs, o, info->defaultFormat);
         } else if (picker.pick()) {
             checkedAt.push_back(i + 1);
-            checked.push_back({takeInputs(sets[0].specs, derived), takeOutputs(outs, o, info->defaultFormat),
-                               takeDraw(sets[0].specs, fresh)});
+            checked.emplace_back(takeDraw(sets[0].specs, fresh), takeOutputs(outs, o, info->defaultFormat));
         }
         release(outs);
     }
@@ -543,9 +540,8 @@ int run(const Options& o) {
         const std::string dir = o.outDir + "/checked/" + std::to_string(j);
         makeDir(o.outDir + "/checked");
         makeDir(dir);
-        writeTaken(checked[j].inputs, inputNames, dir + "/in");
-        writeOutputs(checked[j].outputs, o, dir + "/out");
-        writeTaken(checked[j].draw, inputNames, dir + "/draw");
+        writeTaken(checked[j].first, inputNames, dir + "/draw");
+        writeOutputs(checked[j].second, o, dir + "/out");
     }
     // timing.json last, with the runner's clock at the end of all the writes (written_ms): the kit compares its
     // own wall time of the run with that, not with phase_ms, so writing outputs on a loaded host is not taken
