@@ -1,7 +1,7 @@
 """What a command may print or write, bounded (kit.host.proc): 1 GiB printed on stdout and on stderr leaves the
 kit's process within a few MiB of where it was, every stamp line kept whole and the rest cut with a note; a
-sandboxed command's bounded directory (a tmpfs of ``View.bound_bytes``) brought back after its exit, or, filled
-to its bound, dropped and named in the result."""
+sandboxed command's bounded directory (a tmpfs of ``View.bound_bytes``) brought back after its exit (all of it, or
+the entries named), or, filled to its bound, dropped and named in the result."""
 
 from __future__ import annotations
 
@@ -71,6 +71,17 @@ def test_a_bounded_directory_is_brought_back_after_the_exit(tmp_path):
                  confine=confine, timeout_s=60)
     assert r.ok and r.full == ()
     assert (out / "0" / "y.bin").read_text() == "hi\n" and os.readlink(out / "l") == "/etc/passwd"
+
+
+@needs_bwrap
+def test_only_the_named_entries_of_a_bounded_directory_come_back(tmp_path):
+    # the native side of a timing: its times, not its outputs (nothing compares them)
+    out = tmp_path / "out"
+    confine = sandbox.Policy(True, out_bytes=16 << 20).confine(bounded=[out], step="test", bring_back=("timing.json",))
+    r = proc.run(["sh", "-c", f"mkdir -p {out}/0 {out}/checked/0 && echo y > {out}/0/y.bin && echo t > {out}/timing.json"],
+                 confine=confine, timeout_s=60)
+    assert r.ok and sorted(p.name for p in out.iterdir()) == ["timing.json"]
+    assert (out / "timing.json").read_text() == "t\n"
 
 
 @needs_bwrap

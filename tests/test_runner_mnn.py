@@ -19,6 +19,7 @@ import pytest
 from conftest_fixture import wait_for_state
 from onnx import TensorProto, helper, numpy_helper
 
+from kit.host import sandbox, sandbox_check
 from kit.mnn import convert as mconvert
 from kit.mnn import fresh as mfresh
 from kit.mnn import runner as mr
@@ -261,6 +262,16 @@ def test_started_runner_runs_only_after_go(runner_bin, converted, work):
     assert isinstance(other, mr.StartedRun)
     other.cancel()
     assert not Path(f"/proc/{other.waiting.pid}").exists()
+    # a timing's native side: its times alone come back (sandboxed: nothing else is brought back to the host)
+    bwrap = not sandbox_check.bwrap_works()
+    sandboxed = replace(settings, policy=sandbox.Policy(bwrap, out_bytes=64 << 20), checked=1, iterations=4)
+    times = mr.start_model(runner_bin, mnn_path, inputs, ["y"], BUILD_DIR, scratch=work / "go_times",
+                           settings=sandboxed, read_outputs=False)
+    assert isinstance(times, mr.StartedRun), times.error
+    res = times.go()
+    assert res.ok and len(res.op_ms) == 4 and res.outputs == {} and res.output_sets == () and res.checked == ()
+    if bwrap:
+        assert sorted(p.name for p in (work / "go_times" / "out").iterdir()) == ["timing.json"]
 
 
 def test_timing_mode_shows_raster_ops_of_geometry(runner_bin, converted, work):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 #: how a directory of a candidate's is opened: never through a link, never blocking on a FIFO's open
@@ -194,23 +195,25 @@ def scan(path: str | os.PathLike[str], caps: Caps = CAPS) -> Tally:
     return tally
 
 
-def copy_tree(src_fd: int, dst: str | os.PathLike[str], caps: Caps = CAPS) -> Tally:
+def copy_tree(src_fd: int, dst: str | os.PathLike[str], caps: Caps = CAPS,
+              only: Sequence[str] | None = None) -> Tally:
     """Copy what directory ``src_fd`` holds into the existing directory ``dst``, up to and including the first
     entry over a cap (so that a :func:`scan` of ``dst`` finds the cap crossed too): directories and regular
-    files as they are, a link as a link (its target text), a FIFO as a FIFO, nothing else.  ``src_fd`` stays
-    open (the caller's).
+    files as they are, a link as a link (its target text), a FIFO as a FIFO, nothing else; ``only``: just the
+    entries of these names directly in it (and what they hold), None: all.  ``src_fd`` stays open (the
+    caller's).
 
     Raises:
         OSError: reading ``src_fd`` or writing ``dst`` failed."""
     tally = Tally()
     dfd = os.open(os.fspath(dst), _DIR)
-    _walk(os.dup(src_fd), caps, tally, dfd)
+    _walk(os.dup(src_fd), caps, tally, dfd, None if only is None else frozenset(only))
     return tally
 
 
-def _walk(root_fd: int, caps: Caps, tally: Tally, dst_fd: int | None) -> None:
+def _walk(root_fd: int, caps: Caps, tally: Tally, dst_fd: int | None, only: frozenset[str] | None = None) -> None:
     """Walk from ``root_fd`` (taken over: closed here), counting into ``tally``; with ``dst_fd`` (taken over
-    too), mirror each entry there."""
+    too), mirror each entry there; ``only``: of ``root_fd``'s own entries just those (None: all)."""
     try:
         root = _Level(root_fd, "", 1, os.scandir(root_fd))
     except BaseException:
@@ -228,6 +231,8 @@ def _walk(root_fd: int, caps: Caps, tally: Tally, dst_fd: int | None) -> None:
                 _close([stack.pop()])
                 if dsts:
                     os.close(dsts.pop())
+                continue
+            if only is not None and lvl.depth == 1 and entry.name not in only:
                 continue
             st = entry.stat(follow_symlinks=False)
             tally.count(caps, lvl.depth, st)

@@ -30,7 +30,7 @@ import shutil
 import sys
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 log = logging.getLogger("kit")
@@ -82,9 +82,10 @@ class View:
     """What a sandboxed command sees besides :data:`SYSTEM_RO`: ``ro`` paths read-only and ``rw`` paths
     writable, each at its own name, ``bounded`` directories writable up to ``bound_bytes`` each (a tmpfs at
     the directory's name, whose content the kit copies into the directory once the command has ended:
-    :mod:`kit.host.proc.bounded`), and a private ``/tmp`` of at most ``tmp_bytes``; ``step`` names the command
-    in errors ("build", "runner", ...).  Made into a sandbox (:func:`prefix`), every ``ro`` path must exist
-    (outside :data:`SYSTEM_RO`) and a missing ``rw`` or ``bounded`` directory is created."""
+    :mod:`kit.host.proc.bounded`; ``bring_back``: only the entries of those names directly in each, None: all),
+    and a private ``/tmp`` of at most ``tmp_bytes``; ``step`` names the command in errors ("build", "runner",
+    ...).  Made into a sandbox (:func:`prefix`), every ``ro`` path must exist (outside :data:`SYSTEM_RO`) and a
+    missing ``rw`` or ``bounded`` directory is created."""
 
     ro: tuple[str, ...] = ()
     rw: tuple[str, ...] = ()
@@ -92,12 +93,13 @@ class View:
     step: str = ""
     bounded: tuple[str, ...] = ()
     bound_bytes: int = 1 << 30
+    bring_back: tuple[str, ...] | None = None
 
     def with_paths(self, ro: Iterable[str | os.PathLike[str]] = (), rw: Iterable[str | os.PathLike[str]] = (),
                    bounded: Iterable[str | os.PathLike[str]] = ()) -> View:
         """This view and more paths (absolute, normalised)."""
-        return View(self.ro + tuple(_abs(p) for p in ro), self.rw + tuple(_abs(p) for p in rw), self.tmp_bytes,
-                    self.step, self.bounded + tuple(_abs(p) for p in bounded), self.bound_bytes)
+        return replace(self, ro=self.ro + tuple(_abs(p) for p in ro), rw=self.rw + tuple(_abs(p) for p in rw),
+                       bounded=self.bounded + tuple(_abs(p) for p in bounded))
 
 
 @dataclass(frozen=True)
@@ -121,13 +123,16 @@ class Policy:
     out_bytes: int = 1 << 30
 
     def confine(self, ro: Iterable[str | os.PathLike[str]] = (), rw: Iterable[str | os.PathLike[str]] = (),
-                step: str = "", bounded: Iterable[str | os.PathLike[str]] = ()) -> Confinement:
+                step: str = "", bounded: Iterable[str | os.PathLike[str]] = (),
+                bring_back: tuple[str, ...] | None = None) -> Confinement:
         """The :class:`Confinement` of one command (``step`` names it in errors) that must see ``ro`` (each must
         exist when it starts) and write ``rw`` and ``bounded`` (directories, created when it starts if missing;
-        sandboxed, a ``bounded`` one holds at most ``out_bytes``: :class:`View`; not sandboxed, it is as ``rw``)."""
+        sandboxed, a ``bounded`` one holds at most ``out_bytes``, and only its entries named in ``bring_back``
+        are brought back, None: all: :class:`View`; not sandboxed, it is as ``rw``, all of it kept)."""
         if not self.enabled:
             return Confinement(self.limits, None)
-        view = View(tmp_bytes=self.tmp_bytes, step=step, bound_bytes=self.out_bytes).with_paths(ro, rw, bounded)
+        view = View(tmp_bytes=self.tmp_bytes, step=step, bound_bytes=self.out_bytes,
+                    bring_back=bring_back).with_paths(ro, rw, bounded)
         return Confinement(self.limits, view)
 
 

@@ -95,6 +95,7 @@ from kit.mnn.runresult import (
     EXIT_THREADS_LEFT,
     EXIT_TIMED_OUTPUT_CHANGED,
     EXIT_USAGE,
+    TIMING_FILE,
     CheckedForward,
     PlantedOutputError,
     RunnerProtocolError,
@@ -287,16 +288,19 @@ def start_model(
     settings: RunSettings = RunSettings(),
     *,
     scratch: Path,
+    read_outputs: bool = True,
 ) -> StartedRun | RunResult:
     """:func:`run_model` in two halves: start the runner with ``--wait-go 1`` and return once it has loaded the
     model and read the inputs (a :class:`StartedRun`; its :meth:`StartedRun.go` runs the rest), or the
     :class:`RunResult` of a runner that failed before (``ok`` False).  ``settings.timeout_s`` applies to each
-    half.
+    half.  ``read_outputs`` False: only the times are brought back and read (the outputs, the output sets and
+    the checked forwards of the result are empty: the native side of a timing, whose outputs nothing compares).
 
     Raises:
         what :func:`run_model` raises.
     """
-    call = _Call.prepare(runner, model, inputs, output_names, lib_dir, settings, scratch=scratch)
+    call = _Call.prepare(runner, model, inputs, output_names, lib_dir, settings, scratch=scratch,
+                         read_outputs=read_outputs)
     if settings.remote is not None:
         return settings.remote.start(call)
     started = proc.start([*call.command, "--wait-go", "1"], ready_line=READY_LINE, cwd=call.scratch, env=call.env,
@@ -321,6 +325,9 @@ class _Call:
     confine: sandbox.Confinement | None = None
     #: the number of input sets in ``in/<k>/`` (None: one set in ``in/`` itself)
     n_sets: int | None = None
+    #: a timing run's outputs and checked forwards brought back and read (False: ``timing.json`` alone, for the
+    #: native side, whose outputs nothing compares)
+    read_outputs: bool = True
 
     @property
     def log_limit(self) -> int:
@@ -362,11 +369,11 @@ class _Call:
     @classmethod
     def prepare(
         cls, runner: Path, model: Path, inputs: Inputs | WrittenInputs, output_names: Sequence[str],
-        lib_dir: Path | None, settings: RunSettings, *, scratch: Path,
+        lib_dir: Path | None, settings: RunSettings, *, scratch: Path, read_outputs: bool = True,
     ) -> _Call:
         """Check the arguments, recreate ``scratch/in`` (with the inputs, unless they are :class:`WrittenInputs`) and
-        ``scratch/out``; the environment is
-        ``settings.env`` with ``lib_dir``'s libraries (:func:`runner_env`).
+        ``scratch/out``; the environment is ``settings.env`` with ``lib_dir``'s libraries (:func:`runner_env`);
+        ``read_outputs``: see :attr:`read_outputs` (verify mode reads them always).
 
         Raises:
             as :func:`run_model`."""
@@ -408,14 +415,16 @@ class _Call:
         # the emulator and its sysroot (its absolute arguments) lie under /usr, which every sandbox shows: named
         # anyway, for an emulator installed elsewhere
         emulator = [a for a in settings.emulator if a.startswith("/")]
+        read_outputs = read_outputs or not iterations
         confine = settings.policy.confine(ro=[runner, model, in_dir, *sandbox.lib_dirs(lib_dir), *emulator],
-                                          bounded=[out_dir], step=f"runner {runner}")
+                                          bounded=[out_dir], step=f"runner {runner}",
+                                          bring_back=None if read_outputs else (TIMING_FILE,))
         if confine.view is not None and settings.remote is None:
             # the sandbox's PID namespace: the runner lists /proc (it cannot tell from bubblewrap's own /proc,
             # whose NSpid line shows one level)
             argv += ["--pid-ns", "1"]
         return cls(argv, runner_env(lib_dir, settings.env), scratch, out_dir, tuple(output_names), iterations, settings,
-                   confine, n_sets)
+                   confine, n_sets, read_outputs)
 
     def finish(self, result: proc.ProcResult) -> RunResult:
         """The :class:`RunResult` of the finished runner (outputs and timing files read; in timing mode its
@@ -428,15 +437,15 @@ class _Call:
             return RunResult(False, {}, [], [], {}, result.output.strip(), result)
         check_caps(self.out_dir)
         dirs = [self.out_dir] if self.n_sets is None else [self.out_dir / str(k) for k in range(self.n_sets)]
-        sets = tuple(read_outputs(d, self.out_dir, self.output_names) for d in dirs)
+        sets = tuple(read_outputs(d, self.out_dir, self.output_names) for d in dirs) if self.read_outputs else ()
         if self.iterations == 0:
             return RunResult(True, sets[0], [], [], {}, "", result, None, sets)
-        timing_path = self.out_dir / "timing.json"
+        timing_path = self.out_dir / TIMING_FILE
         t = read_timing(timing_path, self.iterations, self.out_dir)
         checked = read_checked(t.checked, self.out_dir, n_sets=self.n_sets or 1, checked=self.settings.checked,
-                               iterations=self.iterations)
+                               iterations=self.iterations) if self.read_outputs else ()
         op_ms, total_ms, op_counts, stamp_error, cpu_ns = stamps.samples(lines, t, self.iterations,
                                                                          self.settings.op_types)
-        return RunResult(True, sets[0], op_ms, total_ms, op_counts, "", result, timing_path, sets, t.phase_ms,
-                         checked, t.written_ms, stamp_error, cpu_ns=cpu_ns)
+        return RunResult(True, sets[0] if sets else {}, op_ms, total_ms, op_counts, "", result, timing_path, sets,
+                         t.phase_ms, checked, t.written_ms, stamp_error, cpu_ns=cpu_ns)
 

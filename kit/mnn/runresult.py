@@ -41,6 +41,8 @@ EXIT_FORBIDDEN_CALL = 9
 #: exit status of the runner when candidate code asked for a mapping larger than the address space its memory
 #: limit (RLIMIT_AS, ``verify.memory_limit_mb``) leaves; the line on stderr names the limit in MiB
 EXIT_MEMORY_LIMIT = 10
+#: the file of a timing run's times (:func:`read_timing`), written last
+TIMING_FILE = "timing.json"
 #: the largest timing.json read: ~12 bytes per time, two times per timed forward (10**6 forwards at most)
 MAX_TIMING_BYTES = 32 << 20
 

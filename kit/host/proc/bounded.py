@@ -117,8 +117,9 @@ class Held:
             time.sleep(0.002)
 
     def bring_back(self) -> tuple[str, ...]:
-        """Copy each bounded directory's content to the host directory of the same name, but for one that is
-        full: returns those (their content dropped).  Closes the descriptors (the tmpfs is freed).
+        """Copy each bounded directory's content (the entries ``view.bring_back`` names, or all) to the host
+        directory of the same name, but for one that is full: returns those (their content dropped).  Closes the
+        descriptors (the tmpfs is freed).
 
         Raises:
             OSError: a copy failed (the kit's fault: a harness error)."""
@@ -129,7 +130,7 @@ class Held:
                 if st.f_bavail * st.f_frsize < _margin(self.view.bound_bytes):
                     full.append(path)
                 else:
-                    fstree.copy_tree(fd, path)
+                    fstree.copy_tree(fd, path, only=self.view.bring_back)
         finally:
             self.close()
         return tuple(full)
