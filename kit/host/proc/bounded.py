@@ -27,6 +27,9 @@ from kit.host.sandbox import SandboxError, View
 
 #: seconds to wait for bubblewrap to report its child and set the tmpfs up
 SETUP_S = 10.0
+#: seconds between two looks for the tmpfs (bubblewrap mounts it a few ms after it reports its child; each look
+#: is an open and a stat, ~20 us, and every run of a timing waits for it)
+POLL_S = 0.0005
 
 
 def _margin(bound_bytes: int) -> int:
@@ -114,7 +117,7 @@ class Held:
                 why = "not mounted yet"
             if time.monotonic() > deadline:
                 raise SandboxError(f"{self.view.step}: the sandbox's bounded directory {path} did not appear ({why})")
-            time.sleep(0.002)
+            time.sleep(POLL_S)
 
     def bring_back(self) -> tuple[str, ...]:
         """Copy each bounded directory's content (the entries ``view.bring_back`` names, or all) to the host
