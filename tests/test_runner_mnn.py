@@ -264,9 +264,10 @@ def test_started_runner_runs_only_after_go(runner_bin, converted, work):
     assert not Path(f"/proc/{other.waiting.pid}").exists()
     # a timing's native side: its times alone come back (sandboxed: nothing else is brought back to the host)
     bwrap = not sandbox_check.bwrap_works()
-    sandboxed = replace(settings, policy=sandbox.Policy(bwrap, out_bytes=64 << 20), checked=1, iterations=4)
+    sandboxed = replace(settings, policy=sandbox.Policy(bwrap, out_bytes=64 << 20), checked=1, iterations=4,
+                        outputs=False)
     times = mr.start_model(runner_bin, mnn_path, inputs, ["y"], BUILD_DIR, scratch=work / "go_times",
-                           settings=sandboxed, read_outputs=False)
+                           settings=sandboxed)
     assert isinstance(times, mr.StartedRun), times.error
     res = times.go()
     assert res.ok and len(res.op_ms) == 4 and res.outputs == {} and res.output_sets == () and res.checked == ()

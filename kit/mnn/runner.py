@@ -181,7 +181,10 @@ class RunSettings:
     build links the side's engine into it; empty: the path); ``remote``: the machine that runs the runner
     (:class:`RemoteRunner`; None: this one, through :mod:`kit.host.proc`); ``env``: the base environment of the
     runner process (None: :func:`kit.host.proc.base_env`; ``LD_LIBRARY_PATH`` is set from the libraries either
-    way; not compared, like ``remote``: the environment the runner gets is in the invocation digest).
+    way; not compared, like ``remote``: the environment the runner gets is in the invocation digest);
+    ``outputs``: a timing run's outputs and checked forwards are brought back and read (False: its times alone,
+    the result's outputs, output sets and checked forwards empty: the native side of a timing, whose outputs
+    nothing compares; not compared, and not in the invocation digest: it changes nothing the runner does).
     """
 
     threads: int = 1
@@ -199,6 +202,7 @@ class RunSettings:
     checked: int = 0
     remote: RemoteRunner | None = field(default=None, compare=False)
     env: Mapping[str, str] | None = field(default=None, compare=False)
+    outputs: bool = field(default=True, compare=False)
 
 
 def run_model(
@@ -288,19 +292,16 @@ def start_model(
     settings: RunSettings = RunSettings(),
     *,
     scratch: Path,
-    read_outputs: bool = True,
 ) -> StartedRun | RunResult:
     """:func:`run_model` in two halves: start the runner with ``--wait-go 1`` and return once it has loaded the
     model and read the inputs (a :class:`StartedRun`; its :meth:`StartedRun.go` runs the rest), or the
     :class:`RunResult` of a runner that failed before (``ok`` False).  ``settings.timeout_s`` applies to each
-    half.  ``read_outputs`` False: only the times are brought back and read (the outputs, the output sets and
-    the checked forwards of the result are empty: the native side of a timing, whose outputs nothing compares).
+    half.
 
     Raises:
         what :func:`run_model` raises.
     """
-    call = _Call.prepare(runner, model, inputs, output_names, lib_dir, settings, scratch=scratch,
-                         read_outputs=read_outputs)
+    call = _Call.prepare(runner, model, inputs, output_names, lib_dir, settings, scratch=scratch)
     if settings.remote is not None:
         return settings.remote.start(call)
     started = proc.start([*call.command, "--wait-go", "1"], ready_line=READY_LINE, cwd=call.scratch, env=call.env,
@@ -369,11 +370,10 @@ class _Call:
     @classmethod
     def prepare(
         cls, runner: Path, model: Path, inputs: Inputs | WrittenInputs, output_names: Sequence[str],
-        lib_dir: Path | None, settings: RunSettings, *, scratch: Path, read_outputs: bool = True,
+        lib_dir: Path | None, settings: RunSettings, *, scratch: Path,
     ) -> _Call:
         """Check the arguments, recreate ``scratch/in`` (with the inputs, unless they are :class:`WrittenInputs`) and
-        ``scratch/out``; the environment is ``settings.env`` with ``lib_dir``'s libraries (:func:`runner_env`);
-        ``read_outputs``: see :attr:`read_outputs` (verify mode reads them always).
+        ``scratch/out``; the environment is ``settings.env`` with ``lib_dir``'s libraries (:func:`runner_env`).
 
         Raises:
             as :func:`run_model`."""
@@ -415,7 +415,7 @@ class _Call:
         # the emulator and its sysroot (its absolute arguments) lie under /usr, which every sandbox shows: named
         # anyway, for an emulator installed elsewhere
         emulator = [a for a in settings.emulator if a.startswith("/")]
-        read_outputs = read_outputs or not iterations
+        read_outputs = settings.outputs or not iterations  # verify mode's outputs are what it is for
         confine = settings.policy.confine(ro=[runner, model, in_dir, *sandbox.lib_dirs(lib_dir), *emulator],
                                           bounded=[out_dir], step=f"runner {runner}",
                                           bring_back=None if read_outputs else (TIMING_FILE,))

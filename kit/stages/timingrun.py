@@ -79,7 +79,7 @@ def start_run(task: Task, runner: Path, timed: SideModel, inputs: mrunner.Inputs
         side = timed.side
         # the native side's outputs are never compared: only its times come back
         started = mrunner.start_model(side.runner or runner, timed.model, inputs, [o.name for o in task.outputs],
-                                      side.lib_dir, settings, scratch=scratch, read_outputs=what != "native")
+                                      side.lib_dir, replace(settings, outputs=what != "native"), scratch=scratch)
     if isinstance(started, mrunner.RunResult):
         check_run(started, what)
         status = Status.TIMING_FAILED if what == "native" else Status.RUNTIME_CRASH
