@@ -161,3 +161,10 @@ def test_indices_that_are_no_sample_are_a_forgery(n):
     swapped = draw.copy()
     swapped[[0, 1]] = swapped[[1, 0]]
     assert pool.take(swapped) is not None
+
+
+def test_a_tensor_without_elements_is_its_own_sample():
+    sets = [np.zeros(0, np.float32), np.zeros(0, np.float32)]
+    pool = fresh.Pool(sets)
+    assert pool.take(np.zeros(0, np.int32)).size == 0 and pool.excess(np.zeros(0, np.float32)) == 0
+    assert pool.take(np.zeros(1, np.int32)) is None

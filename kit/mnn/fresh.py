@@ -142,7 +142,7 @@ class Pool:
         """The sets' units in pool order (row ``k * units + u``: unit ``u`` of set ``k``; single elements for a
         tensor of at most :data:`ELEMENTWISE_UP_TO`) and the words after each set's last full unit (``k * rest +
         e``): what the runner's draw indices point at (``runner/mkb_fresh.hpp`` ``FreshInputs::drawn``)."""
-        sets = self._words.reshape(-1, self.size)
+        sets = self._words.reshape(self.sets, self.size)  # not (-1, size): a tensor may have no elements
         if not self.by_units:
             return sets.reshape(-1, 1), sets[:, :0].reshape(-1)
         parts = [_units(w) for w in sets]
