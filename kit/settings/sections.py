@@ -150,7 +150,8 @@ class TimingSection(Section):
     implausible_speedup: float = Field(default=10.0, gt=1.0)
     timeout_s: float = Field(default=300.0, gt=0)
     #: timed forwards per run, of those on fresh inputs, that the runner picks at random after each forward and
-    #: writes out with their inputs, for the kit to compare with ONNX Runtime (docs/untrusted.md)
+    #: writes out (with the pool indices of their inputs, which the kit rebuilds from its own sets), for the kit
+    #: to compare with ONNX Runtime (docs/untrusted.md)
     checked_forwards: int = Field(default=2, ge=0)
 
     def digest_payload(self, fast_p: list[float]) -> dict[str, Any]:
