@@ -151,7 +151,8 @@ def test_indices_that_are_no_sample_are_a_forgery(n):
     twice[1] = twice[0]
     beyond = draw.copy()
     beyond[-1] = 2 * n
-    for bad in (twice, beyond, draw[:-1], np.concatenate([draw, draw[:1]]), draw.astype(np.int64), -draw - 1):
+    for bad in (twice, beyond, draw[:-1], np.concatenate([draw, draw[:1]]), draw.astype(np.int64), -draw - 1,
+                draw.view(np.float32)):
         assert pool.take(bad) is None
     pools = fresh.pools([{"x": s} for s in sets])
     _, why = fresh.rebuilt({"x": twice}, pools, {"x": (n,)})

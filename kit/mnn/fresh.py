@@ -152,11 +152,12 @@ class Pool:
         """The tensor the runner drew at the pool indices ``draw`` (its word for a checked forward: int32, one per
         unit, then one per element after the last full unit; ``runner/mkb_fresh.hpp`` ``FreshInputs::drawn``),
         rebuilt from the kit's own sets: a flat wire array of the sets' size and dtype; None when ``draw`` is no
-        sample without replacement (another size or item size, an index repeated or beyond the pool).  Cost for
-        1 M elements from 2 sets: about 3 ms (a gather), against 10 ms for checking a written input by sorting."""
+        sample without replacement (another size, not 4-byte integers, an index repeated or beyond the pool).
+        Cost for 1 M elements from 2 sets: about 1.2 ms (a gather), against 10 ms for checking a written input by
+        sorting."""
         rows, rest = self._rows
         idx = np.ascontiguousarray(draw).reshape(-1)
-        if idx.dtype.itemsize != 4 or idx.size != (rows.shape[0] + rest.size) // self.sets:
+        if idx.dtype not in (np.int32, np.uint32) or idx.size != (rows.shape[0] + rest.size) // self.sets:
             return None
         idx = idx.view(np.uint32)
         head, back = idx[:rows.shape[0] // self.sets], idx[rows.shape[0] // self.sets:]
