@@ -134,7 +134,7 @@ def test_a_draw_is_rebuilt_from_the_kits_own_sets(n):
     drawn, draw = _with_draw(sets)
     got = pool.take(draw)
     assert got is not None and got.dtype == np.float32 and np.array_equal(got.view(np.uint32), drawn.view(np.uint32))
-    inputs, why = fresh.rebuilt({"x": draw}, fresh.pools([{"x": s.reshape(1, n)} for s in sets]), {"x": (1, n)})
+    inputs, why = fresh.rebuilt({"x": draw}, fresh.pools([{"x": s.reshape(1, n)} for s in sets]))
     assert why == [] and inputs["x"].shape == (1, n) and np.array_equal(inputs["x"].ravel(), drawn)
     ints = _sets(n, high=50)
     assert fresh.Pool(ints).take(_with_draw(ints)[1]).dtype == np.int32
@@ -155,9 +155,9 @@ def test_indices_that_are_no_sample_are_a_forgery(n):
                 draw.view(np.float32)):
         assert pool.take(bad) is None
     pools = fresh.pools([{"x": s} for s in sets])
-    _, why = fresh.rebuilt({"x": twice}, pools, {"x": (n,)})
+    _, why = fresh.rebuilt({"x": twice}, pools)
     assert len(why) == 1 and "input 'x'" in why[0] and "no sample without replacement" in why[0]
-    assert fresh.rebuilt({}, pools, {"x": (n,)})[1]  # none written for a tensor
+    assert fresh.rebuilt({}, pools)[1]  # none written for a tensor
     # any other order of distinct indices is a sample: it names other values, which the outputs must then match
     swapped = draw.copy()
     swapped[[0, 1]] = swapped[[1, 0]]

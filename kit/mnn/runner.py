@@ -312,6 +312,12 @@ def start_model(
     return StartedRun(call, started, settings.timeout_s)
 
 
+def _reads_outputs(settings: RunSettings, iterations: int) -> bool:
+    """Whether a run's outputs and checked forwards are brought back and read: always in verify mode
+    (``iterations`` 0: they are what it is for); in timing mode as ``settings.outputs`` says."""
+    return settings.outputs or not iterations
+
+
 @dataclass
 class _Call:
     """One runner invocation, prepared: its argv, environment and directories."""
@@ -326,9 +332,11 @@ class _Call:
     confine: sandbox.Confinement | None = None
     #: the number of input sets in ``in/<k>/`` (None: one set in ``in/`` itself)
     n_sets: int | None = None
-    #: a timing run's outputs and checked forwards brought back and read (False: ``timing.json`` alone, for the
-    #: native side, whose outputs nothing compares)
-    read_outputs: bool = True
+
+    @property
+    def read_outputs(self) -> bool:
+        """:func:`_reads_outputs` of this call."""
+        return _reads_outputs(self.settings, self.iterations)
 
     @property
     def log_limit(self) -> int:
@@ -415,16 +423,15 @@ class _Call:
         # the emulator and its sysroot (its absolute arguments) lie under /usr, which every sandbox shows: named
         # anyway, for an emulator installed elsewhere
         emulator = [a for a in settings.emulator if a.startswith("/")]
-        read_outputs = settings.outputs or not iterations  # verify mode's outputs are what it is for
         confine = settings.policy.confine(ro=[runner, model, in_dir, *sandbox.lib_dirs(lib_dir), *emulator],
                                           bounded=[out_dir], step=f"runner {runner}",
-                                          bring_back=None if read_outputs else (TIMING_FILE,))
+                                          bring_back=None if _reads_outputs(settings, iterations) else (TIMING_FILE,))
         if confine.view is not None and settings.remote is None:
             # the sandbox's PID namespace: the runner lists /proc (it cannot tell from bubblewrap's own /proc,
             # whose NSpid line shows one level)
             argv += ["--pid-ns", "1"]
         return cls(argv, runner_env(lib_dir, settings.env), scratch, out_dir, tuple(output_names), iterations, settings,
-                   confine, n_sets, read_outputs)
+                   confine, n_sets)
 
     def finish(self, result: proc.ProcResult) -> RunResult:
         """The :class:`RunResult` of the finished runner (outputs and timing files read; in timing mode its

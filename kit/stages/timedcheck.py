@@ -71,8 +71,7 @@ def check_timed_outputs(task: Task, runs: Sequence[mrunner.RunResult], seeds: Se
             inputs are not the task's (:func:`from_wire`)."""
     out_names = [o.name for o in task.outputs]
     expected = [reference(task, seed, one, refs) for seed, one in zip(seeds, inputs)]
-    wire = [{name: to_wire(name, a) for name, a in one.items()} for one in inputs]
-    sets, shapes = fresh.pools(wire), ({name: a.shape for name, a in wire[0].items()} if wire else {})
+    sets = fresh.pools([{name: to_wire(name, a) for name, a in one.items()} for one in inputs])
     bad, forgeries, compared = [], [], 0
     for r, run in enumerate(runs):
         for j, (seed, outputs, ref) in enumerate(zip(seeds, run.output_sets, expected)):
@@ -88,7 +87,7 @@ def check_timed_outputs(task: Task, runs: Sequence[mrunner.RunResult], seeds: Se
             except mrunner.RunnerProtocolError as exc:  # a link or a FIFO planted there, say: the candidate's
                 raise protocol_failure(exc, f"candidate timing run (round {r})") from None
             if picked.drawn:  # the inputs rebuilt from the kit's own sets at the runner's indices
-                wire_in, why = fresh.rebuilt(written, sets, shapes)
+                wire_in, why = fresh.rebuilt(written, sets)
             else:  # the inputs as the runner wrote them: each must be drawable from the sets
                 wire_in, why = written, fresh.forged(written, sets)
             if why:
