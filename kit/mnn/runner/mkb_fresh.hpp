@@ -156,8 +156,8 @@ struct FreshInputs {
         const UnitSampler& w = whole[t];
         const UnitSampler& r = rest[t];
         std::vector<char> bytes((w.units + r.units) * 4);
-        for (size_t i = 0; i < w.units; ++i) __builtin_memcpy(bytes.data() + i * 4, &w.order[i], 4);
-        for (size_t i = 0; i < r.units; ++i) __builtin_memcpy(bytes.data() + (w.units + i) * 4, &r.order[i], 4);
+        if (w.units > 0) __builtin_memcpy(bytes.data(), w.order.data(), w.units * 4);
+        if (r.units > 0) __builtin_memcpy(bytes.data() + w.units * 4, r.order.data(), r.units * 4);
         return bytes;
     }
 };
