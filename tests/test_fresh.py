@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from kit.bench.inputcheck import derive
 from kit.mnn import fresh
 
 
@@ -112,19 +113,8 @@ def test_units_that_repeat_in_the_sets_may_repeat_as_often():
 
 
 def _with_draw(sets: list[np.ndarray], seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """As the kit's runner: a sample (:func:`_by_units`, single elements up to ELEMENTWISE_UP_TO) and the pool
-    indices it wrote beside it (``FreshInputs::drawn``: set * units + unit, then set * rest + element)."""
-    rng = np.random.default_rng(seed)
-    n = sets[0].size
-    unit = 1 if n <= fresh.ELEMENTWISE_UP_TO else fresh.UNIT_ELEMENTS
-    units, rest = n // unit, n % unit
-    cut = units * unit
-    head = rng.permutation(2 * units)[:units]
-    back = rng.permutation(2 * rest)[:rest]
-    rows = np.concatenate([s[:cut].reshape(-1, unit) for s in sets])
-    tail = np.concatenate([s[cut:] for s in sets])
-    drawn = np.concatenate([rows[head].reshape(-1), tail[back]])
-    return drawn, np.concatenate([head, back]).astype(np.int32)
+    """A sample as the kit's runner draws it and the pool indices it writes (the input-check benchmark's)."""
+    return derive(sets, np.random.default_rng(seed))
 
 
 @pytest.mark.parametrize("n", [7, 4096, fresh.ELEMENTWISE_UP_TO + 37, 132096])

@@ -30,7 +30,7 @@ from kit.suite.reference import run_reference
 from kit.suite.tasks import Task, load_suite
 
 
-def _derive(sets: list[np.ndarray], rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def derive(sets: list[np.ndarray], rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """One fresh input of one tensor from its timed sets, as the kit's runner derives it, and the pool indices it
     writes for it (``FreshInputs::drawn``: set * units + unit, then set * rest + element; int32)."""
     n = sets[0].size
@@ -60,7 +60,7 @@ def _one(task: Task, repeats: int, tmp: Path) -> str:
     sets = [{name: tensorio.to_wire(name, a) for name, a in make_inputs(task, TIMED_SEED_OFFSET + j).items()}
             for j in range(TIMED_SETS)]
     rng = np.random.default_rng(0)
-    both = {name: _derive([s[name] for s in sets], rng) for name in sets[0]}
+    both = {name: derive([s[name] for s in sets], rng) for name in sets[0]}
     drawn, draw = {n: d for n, (d, _) in both.items()}, {n: i for n, (_, i) in both.items()}
     ref = run_reference(task.onnx_path, from_wire(task, drawn))
     tensorio.write_tensors(tmp / "in", drawn)
