@@ -1,5 +1,6 @@
 """The kit's check that a checked forward's inputs can be the runner's fresh inputs (kit/mnn/fresh.py): a sample
-without replacement of the timed sets' values, by elements or by the runner's 16-element units, keeps the rule;
+without replacement of the timed sets' values, by elements or by the runner's units of
+``fresh.UNIT_ELEMENTS`` elements, keeps the rule;
 zeros, a value used once too often, a value of neither set, or an input of another size do not."""
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def _by_elements(sets: list[np.ndarray], seed: int = 1) -> np.ndarray:
 
 
 def _by_units(sets: list[np.ndarray], seed: int = 1) -> np.ndarray:
-    """As the kit's runner (mkb_fresh.hpp) for a large tensor: full 16-element units without replacement, the
+    """As the kit's runner (mkb_fresh.hpp) for a large tensor: full units without replacement, the
     trailing elements one by one."""
     rng = np.random.default_rng(seed)
     n = sets[0].size
@@ -99,13 +100,16 @@ def test_the_unit_constants_are_the_runners():
 
 
 def test_units_that_repeat_in_the_sets_may_repeat_as_often():
-    """A large tensor of two values has many equal 16-element units: a sample of the units keeps the rule (each
-    unit at most as often as the sets hold it).  All zeros, no unit of the sets, is judged by the elements: the two
-    sets hold about n zeros, so it keeps the rule or breaks it by the few it lacks (the rule's limit on a domain
-    of few values)."""
-    n = fresh.ELEMENTWISE_UP_TO + 4000
-    sets = _sets(n, high=2)
-    units = np.concatenate([s[: n // 16 * 16].reshape(-1, 16) for s in sets])
+    """A large tensor of 0s and 1s whose units are a few patterns has many equal units: a sample of the units
+    keeps the rule (each unit at most as often as the sets hold it).  All zeros, no unit of the sets, is judged by
+    the elements: the two sets hold about n zeros, so it keeps the rule or breaks it by the few it lacks (the
+    rule's limit on a domain of few values)."""
+    n, k = fresh.ELEMENTWISE_UP_TO + 4000, fresh.UNIT_ELEMENTS
+    rng = np.random.default_rng(0)
+    patterns = rng.integers(0, 2, (4, k)).astype(np.int32)
+    sets = [np.concatenate([patterns[rng.integers(0, 4, n // k)].reshape(-1), rng.integers(0, 2, n % k).astype(np.int32)])
+            for _ in range(2)]
+    units = np.concatenate([s[: n // k * k].reshape(-1, k) for s in sets])
     assert len(np.unique(units, axis=0)) < len(units)  # equal units in the sets
     pool = fresh.Pool(sets)
     assert pool.excess(_by_units(sets)) == 0

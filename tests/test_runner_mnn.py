@@ -480,7 +480,7 @@ __attribute__((constructor)) static void start() {
 
 def test_timed_forwards_run_on_fresh_inputs_and_the_checked_ones_are_right(runner_bin, work):
     """Timing mode: the first timed forward on each set runs on that set; the others on inputs derived from the
-    sets (every tensor a sample without replacement of the sets' values: units of 16 elements for the 1 MB
+    sets (every tensor a sample without replacement of the sets' values: units of 64 elements for the 1 MB
     input and its last element alone, single elements for the small one); the runner writes --checked of them
     out with the pool indices it drew their inputs at, and their outputs are ONNX Runtime's for those inputs."""
     model = _model(helper.make_node("Add", ["a", "b"], ["y"]), [("a", F32, [255, 1023]), ("b", F32, [1023])],

@@ -2,9 +2,9 @@
 that forward (:func:`kit.stages.timedcheck.check_timed_outputs`: read its inputs and outputs, ONNX Runtime on the
 inputs, the comparison), per checked forward, on the tasks of the sample set.
 
-The checked inputs are derived as the kit's runner derives them (``runner/mkb_fresh.hpp``: 16-element units
-without replacement for a tensor of more than 65 536 elements, elements below) from the two timed sets the kit
-draws, with the pool indices the runner writes; ONNX Runtime's outputs stand in for the candidate's.  Three parts
+The checked inputs are derived as the kit's runner derives them (``runner/mkb_fresh.hpp``: units of
+``fresh.UNIT_ELEMENTS`` elements without replacement for a tensor of more than 65 536 elements, elements below)
+from the two timed sets the kit draws, with the pool indices the runner writes; ONNX Runtime's outputs stand in for the candidate's.  Three parts
 alternate, ``repeats`` times each: the forward's read and comparison, the check of inputs the runner wrote by
 sorting (the fixture engine's runner's way), their rebuilding from the indices (the kit's runner's way); medians
 and ranges in ms are printed, with the sets' sort, made once per timing stage where inputs are written.

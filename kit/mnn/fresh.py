@@ -19,7 +19,7 @@ Inputs a runner wrote out are vouched for by this rule (:func:`forged`):
     sets: no word occurs in it more often than in all the sets together.
 
 A sample without replacement meets it whatever the runner samples.  For a large tensor the kit first tries the
-stronger unit form (every 64-byte unit one of the sets' units, as often at most, and the trailing elements among
+stronger unit form (every 256-byte unit one of the sets' units, as often at most, and the trailing elements among
 the sets' trailing elements; a sort key per unit, then a whole comparison), and checks the elements only where
 that fails.  What neither form sees: an input whose values are all the sets' (a shuffle of the pool, the pool's
 values moved between forwards); and for a tensor of few distinct values (bool, small integer domains) the rule
@@ -37,7 +37,7 @@ import numpy as np
 
 #: the runner's unit of a large tensor's sample, in elements, and the largest tensor it samples element by element
 #: (``kUnitElements``, ``kElementwiseUpTo`` of ``runner/mkb_fresh.hpp``)
-UNIT_ELEMENTS = 16
+UNIT_ELEMENTS = 64
 ELEMENTWISE_UP_TO = 1 << 16
 
 
@@ -58,16 +58,17 @@ def _units(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return words[:cut].reshape(-1, UNIT_ELEMENTS), words[cut:]
 
 
-#: odd 64-bit multipliers of a unit's eight 8-byte words in its sort key (:func:`_keys`)
+#: odd 64-bit multipliers of a unit's first eight 8-byte words in its sort key (:func:`_keys`)
 _MIX = np.array([0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0xD6E8FEB86659FD93,
                  0xA0761D6478BD642F, 0xE7037ED1A0B428DB, 0x8EBC6AF09C88C6E3, 0x589965CC75374CC3], dtype=np.uint64)
 
 
 def _keys(units: np.ndarray) -> np.ndarray:
-    """A 64-bit key per unit (rows of 16 uint32 words): the sum of its 8-byte words times :data:`_MIX`, modulo
-    2**64.  Units with equal keys need not be equal: :class:`_Units` compares them whole."""
+    """A 64-bit key per unit (rows of :data:`UNIT_ELEMENTS` uint32 words): the sum of its first eight 8-byte words
+    times :data:`_MIX`, modulo 2**64.  Units with equal keys need not be equal: :class:`_Units` compares them
+    whole."""
     # einsum: the same sums of products modulo 2**64 without the (n, 8) temporary (a third of the time)
-    return np.einsum("ij,j->i", np.ascontiguousarray(units).view(np.uint64), _MIX)
+    return np.einsum("ij,j->i", np.ascontiguousarray(units).view(np.uint64)[:, :_MIX.size], _MIX)
 
 
 class _Units:
@@ -129,7 +130,7 @@ class Pool:
         self._words = np.concatenate(words)
         self.size, self.sets = words[0].size, len(words)
         self.shape, self.dtype = np.shape(sets[0]), np.asarray(sets[0]).dtype
-        #: drawn by the runner's 16-element units (else element by element)
+        #: drawn by the runner's units of :data:`UNIT_ELEMENTS` elements (else element by element)
         self.by_units = self.size > ELEMENTWISE_UP_TO
 
     @functools.cached_property

@@ -12,15 +12,17 @@
 // rebuild those inputs and compare the outputs with ONNX Runtime's.
 //
 // How an input is derived, per tensor: its elements (4 bytes each, float32 or int32 alike) are cut into units
-// (16 elements, or 1 where the tensor has at most kElementwiseUpTo elements), and the new tensor is a random
+// (64 elements, or 1 where the tensor has at most kElementwiseUpTo elements), and the new tensor is a random
 // sample without replacement of the units of all S sets, in random order (a partial Fisher-Yates shuffle over
 // the S x units indices; the elements that do not fill a last unit are sampled alike, one by one).  Every value
 // is one the kit drew, so it stays in the tensor's domain: the kit draws every element of a tensor
 // independently from one distribution (kit.suite.inputs), so a value is as valid at any position as at its own.
 // The multiset of values changes from one forward to the next (half of the pool with S = 2), so no fingerprint
-// of the input, not even one over every element (a sum), repeats.  Cost measured on the 2-core dev VM for a
-// 3.2 MB float tensor (S = 2): 0.15-0.25 ms for the shuffle of the 100 000 unit indices and 1.0-1.4 ms for the
-// gather of 16-element units; element by element (a shuffle of 1.6 M indices) took 14-39 ms, 20 times more.
+// of the input, not even one over every element (a sum), repeats.  Cost, measured in the runner on the 2-core
+// dev VM for a 4 MB float tensor (S = 2, 29 derivations per run of 10 + 30 forwards, 7 runs each, interleaved):
+// 0.28-0.50 ms a derivation with 64-element units, 0.65-1.0 ms with 16-element ones (a random 64-byte line per
+// unit: the gather waited on the cache), no faster with 128 or 256; element by element (a shuffle of 1 M
+// indices) took 14-39 ms.
 
 #pragma once
 
@@ -61,7 +63,7 @@ struct Rng {
     uint64_t below(uint64_t n) { return static_cast<uint64_t>((static_cast<unsigned __int128>(next()) * n) >> 64); }
 };
 
-constexpr size_t kUnitElements = 16;          // 64 bytes: a cache line per unit, so the gather runs near memcpy speed
+constexpr size_t kUnitElements = 64;          // 256 bytes: four cache lines in a row per unit (see above)
 constexpr size_t kElementwiseUpTo = 1 << 16;  // tensors this small are shuffled element by element (< 0.5 ms)
 // steps between asking for a unit's memory and using it.  Measured on the loaded 2-core dev VM (load 6), one 4 MB
 // float tensor from 2 sets, the mean of 20 derivations, same seed and bytes, 9 tries of both side by side: one
@@ -104,9 +106,10 @@ struct UnitSampler {
             const char* src = source(i);
             char* to = dst + offset + i * unitBytes;
             // copies of a constant size, which the compiler inlines as moves (never a call to memcpy, which a
-            // library could replace); a loop of 8-byte moves of a variable size took twice as long
+            // library could replace; 64 bytes a copy: inlined by g++ for x86-64 and aarch64 alike); a loop of
+            // 8-byte moves of a variable size took twice as long
             if (unitBytes == kUnitElements * 4) {
-                __builtin_memcpy(to, src, kUnitElements * 4);
+                for (size_t b = 0; b < kUnitElements * 4; b += 64) __builtin_memcpy(to + b, src + b, 64);
             } else {
                 for (size_t b = 0; b < unitBytes; b += 4) __builtin_memcpy(to + b, src + b, 4);
             }
@@ -186,14 +189,21 @@ struct Picker {
 
 // Whether any float32 word of n bytes at p still holds the runner's poison (0xFFFFFFFF, a NaN no arithmetic
 // makes: the default NaN is 0xFFC00000 on x86-64, 0x7FC00000 on aarch64, and no input holds a NaN): the
-// forward did not write every element of that output.  Read 8 bytes at a time, no libc.
+// forward did not write every element of that output.  No libc: 16-byte vectors (GCC's vector extension, SSE2
+// or NEON), 256 bytes between looks; 0.09 ms for 4 MB in the runner here, against 0.22 ms 8 bytes at a time.
 inline bool holdsPoison(const void* p, size_t n) {
+    typedef uint32_t Words __attribute__((vector_size(16)));
+    const Words poison = {0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu};
     const unsigned char* b = static_cast<const unsigned char*>(p);
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        __builtin_memcpy(&w, b + i, 8);
-        if ((w & 0xFFFFFFFFull) == 0xFFFFFFFFull || (w >> 32) == 0xFFFFFFFFull) return true;
+    for (; i + 256 <= n; i += 256) {
+        Words hit = {0, 0, 0, 0};
+        for (size_t k = 0; k < 256; k += 16) {
+            Words w;
+            __builtin_memcpy(&w, b + i + k, 16);
+            hit |= reinterpret_cast<Words>(w == poison);
+        }
+        if ((hit[0] | hit[1] | hit[2] | hit[3]) != 0) return true;
     }
     for (; i + 4 <= n; i += 4) {
         uint32_t w;

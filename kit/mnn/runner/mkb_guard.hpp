@@ -174,22 +174,27 @@ struct ProcessView {
     }
 };
 
-// Whether a and b hold the same n bytes: an OR of XORs, 8 bytes at a time (the fixed-size __builtin_memcpy is
-// a plain load), which the compiler never turns into a call to memcmp, a symbol a library could replace.
-// ~0.2 ms for 3.2 MB here, where a byte at a time took ~3 ms a forward.
+// Whether a and b hold the same n bytes: an OR of XORs over 16-byte vectors (GCC's vector extension: SSE2 or
+// NEON; the fixed-size __builtin_memcpy is a plain load), which the compiler never turns into a call to memcmp,
+// a symbol a library could replace.  0.12 ms for 4 MB in the runner here, 0.29 ms 8 bytes at a time, ~3 ms a
+// byte at a time.
 inline bool sameBytes(const void* a, const void* b, size_t n) {
+    typedef uint64_t Lanes __attribute__((vector_size(16)));
     const unsigned char* x = static_cast<const unsigned char*>(a);
     const unsigned char* y = static_cast<const unsigned char*>(b);
-    uint64_t diff = 0;
+    Lanes diff = {0, 0};
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t u, v;
-        __builtin_memcpy(&u, x + i, 8);
-        __builtin_memcpy(&v, y + i, 8);
-        diff |= u ^ v;
+    for (; i + 64 <= n; i += 64) {
+        for (size_t k = 0; k < 64; k += 16) {
+            Lanes u, v;
+            __builtin_memcpy(&u, x + i + k, 16);
+            __builtin_memcpy(&v, y + i + k, 16);
+            diff |= u ^ v;
+        }
     }
-    for (; i < n; ++i) diff |= static_cast<uint64_t>(x[i] ^ y[i]);
-    return diff == 0;
+    uint64_t rest = diff[0] | diff[1];
+    for (; i < n; ++i) rest |= static_cast<uint64_t>(x[i] ^ y[i]);
+    return rest == 0;
 }
 
 // End the process now with `code`, by the exit_group system call itself: no static object's destructor, no

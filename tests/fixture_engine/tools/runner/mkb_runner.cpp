@@ -378,7 +378,7 @@ struct Rng {  // splitmix64 (Steele, Lea and Flood, OOPSLA 2014)
 };
 
 // Per tensor: a random sample without replacement of the 4-byte elements of all sets, in random order (the
-// fixture's tensors are small: element by element; the kit's runner moves 16-element units of large ones).
+// fixture's tensors are small: element by element; the kit's runner moves 64-element units of large ones).
 struct Fresh {
     std::vector<std::vector<uint32_t>> order;  // per tensor: set * elements + element, shuffled run after run
     Rng rng;
