@@ -25,7 +25,7 @@ from kit.mnn import toolchain
 from kit.mnn.runner_build import RUNNER_SOURCE
 from kit.mnn.tensorio import to_wire, write_tensors
 from kit.results.records import ErrorKind, Status
-from kit.stages.verify import process_failure
+from kit.stages.runfailure import process_failure
 from kit.suite.inputs import make_inputs
 from kit.suite.tasks import load_suite
 

@@ -13,7 +13,7 @@ import pytest
 
 from kit.host import proc, sandbox, sandbox_check
 from kit.results.records import ErrorKind, Status
-from kit.stages.verify import process_failure
+from kit.stages.runfailure import process_failure
 
 BWRAP = pytest.mark.skipif(bool(sandbox_check.bwrap_works()), reason=f"bubblewrap does not work here: {sandbox_check.bwrap_works()}")
 

@@ -30,7 +30,8 @@ from kit.mnn import runner as mrunner
 from kit.mnn.tensorio import to_wire
 from kit.results.outcomes import StageFailure
 from kit.results.records import ErrorKind, Status
-from kit.stages.verify import References, protocol_failure, reference, trial_verdict
+from kit.stages.runfailure import protocol_failure
+from kit.stages.verify import References, reference, trial_verdict
 from kit.suite.reference import run_reference
 from kit.suite.tasks import Task
 
@@ -67,7 +68,7 @@ def check_timed_outputs(task: Task, runs: Sequence[mrunner.RunResult], seeds: Se
         StageFailure: VERIFY_MISMATCH, ``inputs_forged`` when a checked forward's inputs cannot have been drawn from
             the timed sets (indices repeated or beyond them, or written inputs of other values), else ``timed_output_mismatch`` (the kernel is wrong when timed, so not functionally
             correct), naming how many of the compared forwards were and the first of them; RUNTIME_CRASH when a
-            checked forward's files are unreadable or planted (:func:`kit.stages.verify.protocol_failure`) or its
+            checked forward's files are unreadable or planted (:func:`kit.stages.runfailure.protocol_failure`) or its
             inputs are not the task's (:func:`from_wire`)."""
     out_names = [o.name for o in task.outputs]
     expected = [reference(task, seed, one, refs) for seed, one in zip(seeds, inputs)]

@@ -16,7 +16,8 @@ from kit.mnn import runner as mrunner
 from kit.results.outcomes import StageFailure
 from kit.results.records import ErrorKind, Status
 from kit.stages import accounting
-from kit.stages.verify import SideModel, process_failure, protocol_failure
+from kit.stages.runfailure import process_failure, protocol_failure
+from kit.stages.verify import SideModel
 from kit.suite.tasks import Task
 
 
@@ -187,7 +188,7 @@ def check_clock(total_ms: list[float], phase_ms: float | None, kit_ms: float,
 @contextmanager
 def _protocol(what: str) -> Iterator[None]:
     """A runner that breaks its protocol during timing: the candidate's code in it (RUNTIME_CRASH, ``exit_code``
-    or ``forbidden``: :func:`kit.stages.verify.protocol_failure`); on the native side TIMING_FAILED
+    or ``forbidden``: :func:`kit.stages.runfailure.protocol_failure`); on the native side TIMING_FAILED
     (``exit_code``)."""
     try:
         yield
@@ -201,7 +202,7 @@ def _protocol(what: str) -> Iterator[None]:
 def check_run(res: mrunner.RunResult, what: str, round_: int | None = None) -> None:
     """Raise the failure of a finished timing run, if it failed.
 
-    The candidate's runner: as in verification (:func:`kit.stages.verify.process_failure`): a signal, a bad
+    The candidate's runner: as in verification (:func:`kit.stages.runfailure.process_failure`): a signal, a bad
     exit or a limit is RUNTIME_CRASH, a timeout RUNTIME_TIMEOUT, the runner's own verdicts theirs; never
     TIMING_FAILED, which counts as correct: a kernel that traps once it has been verified (wrong after 8 calls,
     crashing instead of returning wrong outputs) scored timing_failed, correct.  The native runner (pristine
