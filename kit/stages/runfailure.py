@@ -1,7 +1,10 @@
-"""What a finished runner process of a stage stands for: the one mapping from its exit status, signal, output and
-limits to a stage's status and error kind (:func:`process_failure`), and from a runner that broke its protocol
-(:class:`kit.mnn.runner.RunnerProtocolError`) to the candidate's failure (:func:`protocol_failure`).  Verification
-and timing runs alike (:mod:`kit.stages.verify`, :mod:`kit.stages.timingrun`, :mod:`kit.stages.timedcheck`)."""
+"""What a finished runner process stands for: one mapping from its exit, signal and limits to a stage's status.
+
+:func:`process_failure` maps a runner's (or the converter's) exit status, signal, output and limits to a status and
+error kind; :func:`protocol_failure` maps a runner that broke its protocol (:class:`kit.mnn.runner.RunnerProtocolError`)
+to the candidate's failure.  Verification and timing runs alike (:mod:`kit.stages.verify`,
+:mod:`kit.stages.timingrun`, :mod:`kit.stages.timedcheck`).
+"""
 
 from __future__ import annotations
 
