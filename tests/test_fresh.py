@@ -1,7 +1,7 @@
 """The kit's check that a checked forward's inputs can be the runner's fresh inputs (kit/mnn/fresh.py): a sample
-without replacement of the timed sets' values, by elements or by the runner's units of
-``fresh.UNIT_ELEMENTS`` elements, keeps the rule;
-zeros, a value used once too often, a value of neither set, or an input of another size do not."""
+without replacement of the timed sets' values, by elements or by the runner's units of ``fresh.UNIT_ELEMENTS``
+elements, keeps the rule; zeros, a value used once too often, a value of neither set, or an input of another size
+do not."""
 
 from __future__ import annotations
 
@@ -107,8 +107,8 @@ def test_units_that_repeat_in_the_sets_may_repeat_as_often():
     n, k = fresh.ELEMENTWISE_UP_TO + 4000, fresh.UNIT_ELEMENTS
     rng = np.random.default_rng(0)
     patterns = rng.integers(0, 2, (4, k)).astype(np.int32)
-    sets = [np.concatenate([patterns[rng.integers(0, 4, n // k)].reshape(-1), rng.integers(0, 2, n % k).astype(np.int32)])
-            for _ in range(2)]
+    sets = [np.concatenate([patterns[rng.integers(0, 4, n // k)].reshape(-1),
+                            rng.integers(0, 2, n % k).astype(np.int32)]) for _ in range(2)]
     units = np.concatenate([s[: n // k * k].reshape(-1, k) for s in sets])
     assert len(np.unique(units, axis=0)) < len(units)  # equal units in the sets
     pool = fresh.Pool(sets)

@@ -4,10 +4,11 @@ inputs, the comparison), per checked forward, on the tasks of the sample set.
 
 The checked inputs are derived as the kit's runner derives them (``runner/mkb_fresh.hpp``: units of
 ``fresh.UNIT_ELEMENTS`` elements without replacement for a tensor of more than 65 536 elements, elements below)
-from the two timed sets the kit draws, with the pool indices the runner writes; ONNX Runtime's outputs stand in for the candidate's.  Three parts
-alternate, ``repeats`` times each: the forward's read and comparison, the check of inputs the runner wrote by
-sorting (the fixture engine's runner's way), their rebuilding from the indices (the kit's runner's way); medians
-and ranges in ms are printed, with the sets' sort, made once per timing stage where inputs are written.
+from the two timed sets the kit draws, with the pool indices the runner writes; ONNX Runtime's outputs stand in
+for the candidate's.  Three parts alternate, ``repeats`` times each: the forward's read and comparison, the check
+of inputs the runner wrote by sorting (the fixture engine's runner's way), their rebuilding from the indices (the
+kit's runner's way); medians and ranges in ms are printed, with the sets' sort, made once per timing stage where
+inputs are written.
 """
 
 from __future__ import annotations
