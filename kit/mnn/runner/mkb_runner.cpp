@@ -490,8 +490,8 @@ int run(const Options& o) {
     if (!fresh.init(pool, derived)) fail("no random bytes from getrandom");
     const Inputs derivedInputs{&sets[0].specs, &derived, "derived inputs"};
     Picker picker{static_cast<size_t>(o.checked), static_cast<size_t>(o.iterations) - nSets};
-    // the warm-ups run on one input derived for them: a derivation costs as much as a small forward (3 ms for a
-    // 4 MB tensor) and a warm-up's input is never timed, kept or compared, so drawing one per warm-up bought nothing
+    // the warm-ups run on one input derived for them: a derivation costs about as much as a small forward (0.3-0.5
+    // ms for a 4 MB tensor) and a warm-up's input is never timed, kept or compared, so one per warm-up buys nothing
     if (o.warmup > 0) fresh.next(derived);
     for (int i = 0; i < o.warmup; ++i) {
         auto outs = once(derivedInputs, nullptr);
