@@ -6,7 +6,7 @@
     mkb check --task ID --files A.hpp A.cpp | --response R.md   one candidate, JSON verdict on stdout ([--no-timing])
     mkb serve --config cfg.toml [--host H] [--port P]           verdicts over HTTP for agents and trainers
     mkb calibrate --config cfg.toml                             the native method on a split (A/A noise floor)
-    mkb calibrate --config cfg.toml --between-runs DIR...       the between-run sd of separate calibrations
+    mkb calibrate --config cfg.toml --between-runs DIR...       the between-run sd of separate calibrations/runs
     mkb tasks list|generate|audit|tolerances                    the task suite
     mkb tasks import SRC... --out DIR [--official]              problem files / ONNX models -> task folders
     mkb tasks import --official DIR --per-category 1 --out OUT  one pinned file per category (or --only NAME...)
@@ -67,8 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("calibrate", help="run the native method on every task of the split")
     _add_config(p, required=True)
     p.add_argument("--between-runs", nargs="+", type=Path, default=None, metavar="DIR",
-                   help="time nothing: estimate the between-run sd from these separate calibrations (run directories "
-                        "or calibration.json files) and this config's, and write it into run.dir's calibration.json")
+                   help="time nothing: estimate the between-run sd from these separate runs (mkb calibrate's run "
+                        "directories or calibration.json files, mkb eval run directories of the same candidates) and "
+                        "this config's run.dir, and write it into run.dir's calibration.json")
 
     from kit.outline.tasks_cli import add_parser as add_tasks
 

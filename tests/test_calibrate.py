@@ -104,6 +104,49 @@ def test_between_runs_combines_separate_calibrations_into_the_run_dirs_file(tmp_
     assert "other.json: not a calibration.json" in str(err.value)
 
 
+def _eval_run(path, speedups: dict[str, float], half_log: float = 0.02):
+    """The record shards of one ``mkb eval`` run: per task one ok candidate (the same file in every run) with its
+    speedup and an interval of half-width ``half_log`` on the log scale."""
+    from kit.results.records import Record, Status
+    from kit.results.shards import ShardWriter
+
+    path.mkdir(parents=True)
+    with ShardWriter(path, "w0", flush_every=100) as w:
+        for t, v in speedups.items():
+            w.append(Record(job_id=f"{t}-s", method="m", task_id=t, sample_id="s", candidate_sha256="c" * 64,
+                            config_digest="d", status=Status.OK, speedup=v, speedup_ci_low=v * math.exp(-half_log),
+                            speedup_ci_high=v * math.exp(half_log)))
+
+
+def test_between_runs_takes_the_candidates_of_separate_evaluations_and_a_copied_calibration_once(tmp_path):
+    """Six evaluations of the same 8 candidates, each candidate's speedup moving by N(0, 0.06^2) between runs (what
+    two copies of native in an A/A run do not show), beside one A/A calibration copied into the first: per-task
+    figures from the candidates' 6 runs, the pooled one over both sources, the copy read once."""
+    import json
+    import shutil
+
+    import numpy as np
+
+    from kit.outline.calibrate import combine
+    from kit.settings.config import EvalConfig
+
+    rng = np.random.default_rng(3)
+    cal = tmp_path / "cal"
+    _calibration_json(cal, {f"t{j}": 1.0 for j in range(8)})
+    true = {f"t{j}": float(np.exp(rng.normal(0, 0.5))) for j in range(8)}
+    runs = [tmp_path / f"eval-{i}" for i in range(6)]
+    for r in runs:
+        _eval_run(r, {t: v * float(np.exp(rng.normal(0, 0.06))) for t, v in true.items()})
+    shutil.copy(cal / "calibration.json", runs[0] / "calibration.json")
+    assert combine(EvalConfig.model_validate({"run": {"dir": str(runs[0])}}), [cal, *runs[1:]]) == 0
+    data = json.loads((runs[0] / "calibration.json").read_text())
+    br = data["between_run"]
+    # 6 runs each: the one A/A run adds no degree of freedom, its copy is not taken for a second A/A run
+    assert set(br["tasks"]) == set(true) and all(t["runs"] == 6 for t in br["tasks"].values())
+    assert 0.03 < br["pooled"]["log_sd_raw"] < 0.09 and len(br["sources"]) == 7 and br["pooled"]["points"] == 48
+    assert data["tasks"] and data["summary"]["timed"] == 8  # the copied calibration's own content kept
+
+
 def _toml(tmp_path, run_dir):
     p = tmp_path / "c.toml"
     p.write_text(f'[run]\ndir = "{run_dir}"\n')

@@ -88,7 +88,5 @@ def between_run(table: pl.DataFrame) -> dict:
         point = betweenrun.points_from_rounds(rounds)
         if point is not None:
             by_task.setdefault(f"{task_id}@{digest}", []).append(point)
-    est = betweenrun.estimate(by_task)
-    # per task id (the digest only kept runs of other task files apart)
-    est["tasks"] = {k.split("@", 1)[0]: v for k, v in est["tasks"].items()}
-    return est
+    # per task id over its digests (each digest's runs keep a mean of their own)
+    return betweenrun.estimate(by_task)

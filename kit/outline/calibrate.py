@@ -10,12 +10,13 @@ a candidate's speedup ``s`` is inside the noise band of its task when ``|ln s| <
 (resumed like a run); the summary and the per-task entries to ``<run.dir>/calibration.json``, which a run's
 report reads (copy it into the run directory).
 
-``mkb calibrate --between-runs DIR...`` times nothing: it reads the ``calibration.json`` of several **separate**
-calibrations of this host (each its own ``mkb calibrate`` with its own ``--run.dir``, ideally hours apart) and
-the config's run directory's own, estimates the between-run sd of the A/A log speedups
-(:mod:`kit.score.betweenrun`: DerSimonian-Laird, pooled and per task with enough runs) and writes it into the
-config's ``<run.dir>/calibration.json`` as ``between_run`` (that file's other content kept; without one, the
-last given run's copied), which ``mkb reproduce`` and the report use for speedups compared across runs.
+``mkb calibrate --between-runs DIR...`` times nothing: it reads several **separate** runs of this host, each
+``mkb calibrate``'s ``calibration.json`` (its A/A log speedups) and/or an ``mkb eval`` run's records (its
+candidates' log speedups: the same candidates evaluated in each), together with the config's run directory's
+own, estimates the between-run sd (:mod:`kit.score.betweenrun`: DerSimonian-Laird, a mean per task and group,
+pooled and per task with enough runs) and writes it into the config's ``<run.dir>/calibration.json`` as
+``between_run`` (that file's other content kept; without one, the first given calibration's copied), which
+``mkb reproduce`` and the report use for speedups compared across runs.
 """
 
 from __future__ import annotations
@@ -23,11 +24,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
+
 from kit import candidates as kcand
 from kit.job.record import job_from
 from kit.mnn.source import ensure_pristine
 from kit.outline.evaluate import execute
-from kit.results.shards import done_job_ids, read_records
+from kit.results.schema import ShardError
+from kit.results.shards import done_job_ids, read_records, shard_paths
 from kit.run.rundir import prepare as prepare_run_dir
 from kit.run.rundir import release as release_run_dir
 from kit.run.serial_executor import SerialExecutor
@@ -68,41 +72,69 @@ def calibrate(cfg: EvalConfig) -> int:
 
 
 class CalibrationError(Exception):
-    """``--between-runs`` got fewer than 2 readable calibrations (names each that is not one)."""
+    """``--between-runs`` got fewer than 2 separate runs to compare, or a path that is neither a calibration nor an
+    evaluation run (names each)."""
 
 
 def _calibration_file(path: Path) -> Path:
     return path / CALIBRATION_FILE if path.is_dir() else path
 
 
+def _read_calibration(f: Path) -> dict:
+    data = json.loads(f.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
+        raise ValueError("not a calibration.json of mkb calibrate (no 'tasks' list)")
+    return data
+
+
+def _sources(paths: list[Path], confidence: float) -> tuple[list[tuple[str, dict]], dict | None, list[str]]:
+    """The between-run points of ``paths``: ``([(source, {group key: (y, se)})], the first calibration's content,
+    [problems])``.  A calibration.json (or a folder holding one) gives A/A points, a folder with record shards
+    (an ``mkb eval`` run) its candidates' points (:func:`kit.score.betweenrun.points_from_records`); a
+    calibration copied into several folders counts once (the same points)."""
+    found: list[tuple[str, dict]] = []
+    first, bad = None, []
+    for path in paths:
+        cal, shards = _calibration_file(path), path.is_dir() and shard_paths(path)
+        if not cal.is_file() and not shards:
+            bad.append(f"not found: {cal} (nor record shards in {path})")
+        if cal.is_file():
+            try:
+                data = _read_calibration(cal)
+                points = {f"{t}@aa": pt for t, pt in betweenrun.points_from_calibration(data, confidence).items()}
+                first = first if first is not None else data
+                if points and all(points != p for _s, p in found):
+                    found.append((str(cal), points))
+            except (OSError, ValueError, TypeError, AttributeError, KeyError) as exc:
+                bad.append(f"unreadable: {cal}: {exc}")
+        if shards:
+            try:
+                found.append((str(path), betweenrun.points_from_records(read_records(path), confidence)))
+            except (ShardError, OSError, pl.exceptions.PolarsError) as exc:
+                bad.append(f"unreadable records: {path}: {exc}")
+    return found, first, bad
+
+
 def combine(cfg: EvalConfig, runs: list[Path]) -> int:
-    """``mkb calibrate --between-runs``: the between-run sd of ``runs`` (run directories or calibration.json
-    files) and of ``cfg.run.dir``'s own calibration, written into the latter (module docstring).  Returns 0.
+    """``mkb calibrate --between-runs``: the between-run sd of ``runs`` (run directories of ``mkb calibrate`` or
+    their calibration.json; run directories of ``mkb eval`` that evaluated the same candidates) and of
+    ``cfg.run.dir``'s own, written into ``cfg.run.dir``'s calibration.json (module docstring).  Returns 0.
 
     Raises:
-        CalibrationError: fewer than 2 distinct readable calibrations, or one given is not a calibration."""
+        CalibrationError: fewer than 2 separate runs with points, or a path given is neither."""
     own = cfg.run.dir / CALIBRATION_FILE  # run.dir is a folder, made below if it is not there yet
-    files = list(dict.fromkeys(p.resolve() for p in [*(_calibration_file(r) for r in runs), own] if p.exists()))
-    bad, datas = [], []
-    for f in files:
-        try:
-            data = json.loads(f.read_text(encoding="utf-8"))
-            if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
-                raise ValueError("not a calibration.json of mkb calibrate (no 'tasks' list)")
-            datas.append((f, data, betweenrun.points_from_calibration(data, cfg.timing.confidence)))
-        except (OSError, ValueError, TypeError, AttributeError, KeyError) as exc:
-            bad.append(f"{f}: {exc}")
-    missing = [str(_calibration_file(r)) for r in runs if not _calibration_file(r).exists()]
-    if bad or missing or len(datas) < 2:
-        raise CalibrationError("--between-runs needs at least 2 separate calibrations (run directories of mkb "
-                               f"calibrate, or their calibration.json); {len(datas)} read" +
-                               "".join(f"; not found: {m}" for m in missing) + "".join(f"; unreadable: {b}" for b in bad))
-    by_task: dict[str, list[tuple[float, float]]] = {}
-    for _f, _d, points in datas:
-        for tid, pt in points.items():
-            by_task.setdefault(tid, []).append(pt)
-    est = betweenrun.estimate(by_task) | {"sources": [str(f) for f, _d, _p in datas]}
-    base = next((d for f, d, _p in datas if f == own.resolve()), datas[-1][1])
+    paths = list(dict.fromkeys(p.resolve() for p in [*runs, *([cfg.run.dir] if cfg.run.dir.exists() else [])]))
+    found, first, bad = _sources(paths, cfg.timing.confidence)
+    by_group: dict[str, list[tuple[float, float]]] = {}
+    for _src, points in found:
+        for key, pt in points.items():
+            by_group.setdefault(key, []).append(pt)
+    if bad or not any(len(g) >= 2 for g in by_group.values()):
+        raise CalibrationError("--between-runs needs at least 2 separate runs of the same tasks (run directories of "
+                               "mkb calibrate or their calibration.json, or run directories of mkb eval that "
+                               f"evaluated the same candidates); {len(found)} read" + "".join(f"; {b}" for b in bad))
+    est = betweenrun.estimate(by_group) | {"sources": [src for src, _p in found]}
+    base = _read_calibration(own) if own.is_file() else first or {"summary": {}, "tasks": []}
     cfg.run.dir.mkdir(parents=True, exist_ok=True)
     own.write_text(json.dumps(base | {"between_run": est}, indent=1))
     print(json.dumps({k: est[k] for k in ("method", "pooled")} | {"tasks_with_own_figure": len(est["tasks"])}, indent=1))

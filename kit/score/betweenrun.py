@@ -27,9 +27,11 @@ standard deviation of a run's effect on the log scale).
 ``se = ln(ci_high / ci_low) / (2 z)`` recovered from each side's interval (its own quantile is Student's t or
 the repeated interval's boundary, wider than ``z``: the recovered ``se`` errs on the wide side).
 
-**Sources**: separate A/A calibrations (:func:`points_from_calibration`, ``y`` = ln of the A/A speedup), and
-the baseline tables' native times of separate runs (:func:`points_from_rounds`, ``y`` = the mean ln of one
-run's round medians of a task: the between-run sd of one side's time, which the tables keep per host).
+**Sources**: separate A/A calibrations (:func:`points_from_calibration`, ``y`` = ln of the A/A speedup),
+separate evaluations of the same candidates (:func:`points_from_records`, ``y`` = ln of a candidate's speedup:
+what moves a candidate's code against native's, which two copies of native do not show), and the baseline
+tables' native times of separate runs (:func:`points_from_rounds`, ``y`` = the mean ln of one run's round
+medians of a task: the between-run sd of one side's time, which the tables keep per host).
 **Without an estimate** the kit uses :data:`DEFAULT_LOG_SD` and says so (:func:`default_tau`).
 """
 
@@ -39,6 +41,11 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from statistics import NormalDist
+
+import polars as pl
+
+from kit.results import rules as scoring
+from kit.results.records import ErrorKind
 
 #: the file of a run directory that holds an A/A calibration and its between-run estimate (``mkb calibrate``)
 CALIBRATION_FILE = "calibration.json"
@@ -102,25 +109,33 @@ def dl_tau2(groups: Iterable[list[tuple[float, float]]]) -> tuple[float, int, in
     return max(0.0, (q - df) / c), int(df), used
 
 
+def task_of(key: str) -> str:
+    """The task id of an :func:`estimate` group key (``task_id`` or ``task_id@group``)."""
+    return key.split("@", 1)[0]
+
+
 def estimate(by_task: Mapping[str, list[tuple[float, float]]]) -> dict:
-    """The between-run figures of ``by_task`` (task id -> one ``(y, se)`` per separate run): ``{"method",
-    "pooled": {"log_sd", "log_sd_raw", "runs", "tasks", "df", "points"} or None, "tasks": {task_id: {"log_sd",
-    "log_sd_raw", "runs"}}}``, the per-task entries only for tasks with >= :data:`MIN_TASK_RUNS` runs, each at
-    least the pooled ``log_sd`` (module docstring)."""
+    """The between-run figures of ``by_task`` (a group key -> one ``(y, se)`` per separate run; the key is a task
+    id, or ``task_id@group`` where one task has several groups, each with a mean of its own: the A/A pair, each
+    candidate of it): ``{"method", "pooled": {"log_sd", "log_sd_raw", "runs", "tasks", "df", "points"} or None,
+    "tasks": {task_id: {"log_sd", "log_sd_raw", "runs"}}}``, the per-task entries (over that task's groups) only
+    for tasks with >= :data:`MIN_TASK_RUNS` - 1 degrees of freedom (5 runs of one group), each at least the
+    pooled ``log_sd`` (module docstring)."""
     tau2, df, used = dl_tau2(by_task.values())
     pooled = None
     if df:
-        n_tasks = sum(1 for g in by_task.values() if _moments(g) is not None)
+        n_tasks = len({task_of(k) for k, g in by_task.items() if _moments(g) is not None})
         pooled = {"log_sd": max(FLOOR_LOG_SD, math.sqrt(tau2)), "log_sd_raw": math.sqrt(tau2), "runs": max(
             len(g) for g in by_task.values()), "tasks": n_tasks, "df": df, "points": used}
+    groups: dict[str, list[list[tuple[float, float]]]] = {}
+    for key, g in by_task.items():
+        groups.setdefault(task_of(key), []).append(g)
     tasks = {}
-    for tid, g in sorted(by_task.items()):
-        if len(g) < MIN_TASK_RUNS:
-            continue
-        t2, tdf, _n = dl_tau2([g])
-        if tdf and pooled is not None:
-            tasks[tid] = {"log_sd": max(pooled["log_sd"], math.sqrt(t2)), "log_sd_raw": math.sqrt(t2), "runs": tdf + 1}
-    return {"method": "DerSimonian-Laird moments, a mean per task", "pooled": pooled, "tasks": tasks}
+    for tid, gs in sorted(groups.items()):
+        t2, tdf, used_t = dl_tau2(gs)
+        if tdf >= MIN_TASK_RUNS - 1 and pooled is not None:
+            tasks[tid] = {"log_sd": max(pooled["log_sd"], math.sqrt(t2)), "log_sd_raw": math.sqrt(t2), "runs": used_t}
+    return {"method": "DerSimonian-Laird moments, a mean per task and group", "pooled": pooled, "tasks": tasks}
 
 
 def points_from_calibration(data: Mapping, confidence: float = 0.95) -> dict[str, tuple[float, float]]:
@@ -133,6 +148,23 @@ def points_from_calibration(data: Mapping, confidence: float = 0.95) -> dict[str
         if not s or not lo or not hi or min(s, lo, hi) <= 0 or t.get("untimeable"):
             continue
         out[t["task_id"]] = (math.log(s), log_se(lo, hi, confidence))
+    return out
+
+
+def points_from_records(records: pl.DataFrame, confidence: float = 0.95) -> dict[str, tuple[float, float]]:
+    """Group key ``task_id@method/sample_id/sha256[:12]`` -> ``(ln speedup, se)`` of each usable speedup
+    (:func:`kit.results.rules.scorable_speedup`) with a finite interval in one evaluation run's deduplicated
+    ``records``: the same candidate evaluated in separate runs (a run and its reproductions, a config evaluated
+    twice) gives that candidate's between-run points; ``se`` recovered from the interval (:func:`log_se`)."""
+    recs = scoring.with_optional_columns(records)
+    no_native = recs.filter(pl.col("error_kind") == ErrorKind.NO_NATIVE.value)["task_id"].unique().to_list()
+    rows = recs.filter(scoring.scorable_speedup(no_native)).select(
+        "task_id", "method", "sample_id", "candidate_sha256", "speedup", "speedup_ci_low", "speedup_ci_high")
+    out = {}
+    for tid, method, sample, sha, s, lo, hi in rows.iter_rows():
+        if lo is None or hi is None or not (0 < lo <= hi) or not math.isfinite(hi):
+            continue
+        out[f"{tid}@{method}/{sample}/{(sha or '')[:12]}"] = (math.log(s), log_se(lo, hi, confidence))
     return out
 
 
@@ -174,6 +206,18 @@ def differ(a: tuple[float, float, float], b: tuple[float, float, float], tau: fl
     runs' intervals and the between-run sd ``tau`` (log scale; module docstring)."""
     se2 = log_se(a[1], a[2], confidence) ** 2 + log_se(b[1], b[2], confidence) ** 2
     return abs(math.log(b[0] / a[0])) > z_of(confidence) * math.sqrt(se2 + 2 * tau * tau)
+
+
+def detectable_change(a: tuple[float, float, float], b: tuple[float, float, float], tau: float,
+                      confidence: float = 0.95) -> float:
+    """The smallest relative change of speedup ``b`` (``(value, ci_low, ci_high)``) against ``a`` that a comparison
+    of the two across runs calls different: 0.2 for a kernel made 20 % slower or faster (time x 1.2: speedup /
+    1.2).  A difference needs both the intervals apart (the sum of their half-widths on the log scale) and
+    :func:`differ`'s ``z sqrt(se1^2 + se2^2 + 2 tau^2)``, with ``b``'s interval kept as wide as it is; returns
+    ``exp(max of the two) - 1``."""
+    half = (math.log(a[2] / a[1]) + math.log(b[2] / b[1])) / 2
+    se2 = log_se(a[1], a[2], confidence) ** 2 + log_se(b[1], b[2], confidence) ** 2
+    return math.expm1(max(half, z_of(confidence) * math.sqrt(se2 + 2 * tau * tau)))
 
 
 def from_calibration(data: Mapping | None, task_id: str | None, source: str) -> Tau | None:
