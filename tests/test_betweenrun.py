@@ -60,9 +60,55 @@ def test_the_layernorm_pair_is_within_noise_with_a_realistic_tau_not_without():
 
 
 def test_a_candidate_20_percent_slower_still_differs_at_that_tau():
-    slower = tuple(x * 0.8 for x in BUNDLE)
-    assert br.differ(BUNDLE, slower, tau=br.DEFAULT_LOG_SD)
+    """Made 20 % slower (time x 1.2, speedup / 1.2): different at the default tau where the intervals are as tight
+    as the adaptive rule leaves the sample set's (+-3 %), also at transpose's own between-run sd (0.047, 6 runs);
+    with layernorm's +-9 % of the older protocol only a 25 % slower one is."""
+    tight = (1.545, 1.50, 1.59)
+    for tau in (br.DEFAULT_LOG_SD, 0.047, br.FLOOR_LOG_SD):
+        assert br.differ(tight, tuple(x / 1.2 for x in tight), tau=tau)
+    assert not br.differ(BUNDLE, tuple(x / 1.2 for x in BUNDLE), tau=br.DEFAULT_LOG_SD)
+    assert br.differ(BUNDLE, tuple(x * 0.8 for x in BUNDLE), tau=br.DEFAULT_LOG_SD)
     assert br.differ(REPRO, tuple(x * 0.8 for x in REPRO), tau=br.DEFAULT_LOG_SD)
+
+
+def test_the_detectable_change_is_the_least_change_a_comparison_calls_different():
+    """Intervals of +-3 %: the two half-widths (0.06) decide at tau 0.01, the between-run term at transpose's 0.047;
+    a speedup changed by just more than the figure is different, by just less not."""
+    a = (1.5, 1.5 / math.exp(0.03), 1.5 * math.exp(0.03))
+    low = br.detectable_change(a, a, tau=0.01)
+    assert low == pytest.approx(math.expm1(0.06))
+    high = br.detectable_change(a, a, tau=0.047)
+    se = 0.03 / 1.959964
+    assert high == pytest.approx(math.expm1(1.959964 * math.sqrt(2 * se * se + 2 * 0.047**2)), rel=1e-5)
+    for tau, change in ((0.01, low), (0.047, high)):
+        assert br.differ(a, tuple(x / (1 + change) / 1.001 for x in a), tau)
+        assert not br.differ(a, tuple(x / (1 + change) * 1.001 for x in a), tau) or tau == 0.01
+
+
+def test_groups_of_one_task_each_keep_their_mean_and_give_the_task_one_figure():
+    """An A/A pair and a candidate of the same task, 3 runs each (2 + 2 degrees of freedom, >= 4: the task's own
+    figure); the candidate sits far from the A/A pair's mean without that counting as between-run movement."""
+    aa = [(0.0, 0.01), (0.02, 0.01), (-0.02, 0.01)]
+    cand = [(0.5, 0.01), (0.52, 0.01), (0.48, 0.01)]
+    est = br.estimate({"t@aa": aa, "t@m/s/abc": cand, "u": [(0.1, 0.01), (0.1, 0.01)]})
+    assert set(est["tasks"]) == {"t"} and est["tasks"]["t"]["runs"] == 6
+    assert est["tasks"]["t"]["log_sd_raw"] == pytest.approx(math.sqrt((0.0016 * 1e4 - 4) / (2 * (3e4 - 1e4))), rel=1e-6)
+    assert est["pooled"]["tasks"] == 2 and est["pooled"]["df"] == 5
+    assert br.estimate({"t@aa": aa[:3], "t@m": cand[:2]})["tasks"] == {}  # 3 degrees of freedom: pooled only
+
+
+def test_an_evaluation_run_gives_one_point_per_candidate_with_a_usable_speedup():
+    from kit.results.records import Record, Status
+    from kit.results.shards import records_frame
+
+    rows = [("a", "s", Status.OK, 1.2, 1.1, 1.3), ("a", "k", Status.OK, 0.5, 0.45, 0.55),
+            ("b", "s", Status.OK, 2.0, None, None), ("c", "s", Status.VERIFY_MISMATCH, None, None, None)]
+    recs = records_frame([Record(job_id=f"{t}-{s}", method="m", task_id=t, sample_id=s, config_digest="d",
+                                 candidate_sha256=str(i + 1) * 64, status=st, speedup=v, speedup_ci_low=lo,
+                                 speedup_ci_high=hi) for i, (t, s, st, v, lo, hi) in enumerate(rows)])
+    pts = br.points_from_records(recs)
+    assert set(pts) == {"a@m/s/111111111111", "a@m/k/222222222222"}  # b: no interval; c: not ok
+    assert pts["a@m/s/111111111111"] == pytest.approx((math.log(1.2), math.log(1.3 / 1.1) / (2 * 1.959964)), rel=1e-5)
 
 
 def test_tau_from_a_calibration_file_per_task_then_pooled_then_none():
@@ -104,7 +150,7 @@ def test_the_baseline_tables_give_the_native_times_between_run_sd(tmp_path):
     assert set(est["tasks"]) == {f"t{j}" for j in range(6)} and est["pooled"]["df"] == 30
 
 
-def test_a_reproduction_uses_the_larger_of_the_calibrations_and_the_tables_figure_else_the_default(tmp_path):
+def test_a_reproduction_uses_the_calibrations_figure_for_a_paired_speedup_the_larger_for_a_table_timed_one(tmp_path):
     import json
 
     import polars as pl
@@ -131,11 +177,16 @@ def test_a_reproduction_uses_the_larger_of_the_calibrations_and_the_tables_figur
                                                                            "tasks": {"t0": {"log_sd": 0.4, "runs": 5}}}}))
     tau = resolver([run_dir, bundle], recs, tables)("t0")
     assert (tau.log_sd, tau.scope, tau.source) == (0.4, "task", str(run_dir / "calibration.json"))
-    # the larger of it and the tables' figure: an A/A figure below what native's times move is not used
-    with_key = pl.DataFrame({"task_id": ["t0"], "baseline_key": [key]})
-    tau = resolver([run_dir, bundle], with_key, tables)("t1")  # t1: the pooled A/A figure 0.02, the table's larger
-    assert table_sd > 0.02 and tau.log_sd == pytest.approx(table_sd) and "baseline table" in tau.source
-    assert resolver([run_dir, bundle], with_key, tables)("t0").log_sd == 0.4  # t0's own A/A figure is larger
+    # a paired speedup: the calibrations' figure, even where native's own times move more
+    with_key = pl.DataFrame({"task_id": ["t0", "t1"], "baseline_key": [key] * 2,
+                             "native_timing": ["interleaved", "interleaved"]})
+    tau = resolver([run_dir, bundle], with_key, tables)("t1")  # t1: the pooled figure 0.02
+    assert table_sd > 0.02 and tau.log_sd == 0.02 and tau.source == str(run_dir / "calibration.json")
+    # a table-timed one: the larger of it and the tables' figure (native from another run moves on its own)
+    table_timed = with_key.with_columns(native_timing=pl.lit("table"))
+    tau = resolver([run_dir, bundle], table_timed, tables)("t1")
+    assert tau.log_sd == pytest.approx(table_sd) and "baseline table" in tau.source
+    assert resolver([run_dir, bundle], table_timed, tables)("t0").log_sd == 0.4  # t0's own figure is larger
 
 
 def test_a_table_timed_interval_takes_in_two_runs_between_run_sd(tmp_path):

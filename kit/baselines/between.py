@@ -1,18 +1,21 @@
 """Which between-run sd a comparison of speedups across runs uses (:mod:`kit.score.betweenrun`), per task, and
 where it came from (``mkb reproduce``, the report of several runs).
 
-Two sources, each giving the task's own figure, else its pooled one; the **larger** of the two is used:
+Two sources, each giving the task's own figure, else its pooled one:
 
 * the ``calibration.json`` of the first run directory given that has one (``mkb reproduce``: the reproduction's,
-  then the bundle's; the report: the later run's, then the earlier's): an estimate from separate A/A
-  calibrations on that host (``mkb calibrate --between-runs``).  A/A pairs two copies of the same code, which
-  move together between runs; a candidate's code need not move with native's;
+  then the bundle's; the report: the later run's, then the earlier's): an estimate from separate runs on that
+  host (``mkb calibrate --between-runs``: A/A calibrations, whose two copies of native's code move together,
+  and evaluations of the same candidates, whose code need not move with native's);
 * the baseline tables of the records (``baseline_key``): the between-run sd of native's log op time on this
   hardware (:func:`kit.baselines.drift.between_run`): how far one side moves between runs.
 
-The larger, because each misses what the other sees (measured on the fixture engine, 8 separate A/A
-calibrations of 3 tasks on the loaded 2-core VM: A/A 0.000 before the floor, native times of the same runs
-0.012).  Neither: :data:`kit.score.betweenrun.DEFAULT_LOG_SD`, said as the default.
+A **paired** speedup (native timed in the same rounds, ``native_timing = "interleaved"``) uses the calibration's
+figure: what moves both sides together cancels in the pair, so native's own drift is not what it is exposed to
+(measured on MNN 3.2.2, the sample set in 6 separate runs of a quiet 2-core VM: HardSigmoid's native time had a
+table tau of 19-20 %, its paired speedup 1.4 %).  Without one, the table's figure stands in, erring wide.  A
+**table-timed** speedup (``native_timing = "table"``: native from other runs) uses the larger of the two, since it
+is exposed to both.  Neither: :data:`kit.score.betweenrun.DEFAULT_LOG_SD`, said as the default.
 """
 
 from __future__ import annotations
@@ -58,12 +61,18 @@ def resolver(run_dirs: list[Path], records: pl.DataFrame, tables_root: Path | No
     (the first of ``run_dirs`` with a figure, the tables under ``tables_root`` that ``records`` name)."""
     cals = [(d / CALIBRATION_FILE, _calibration(d / CALIBRATION_FILE)) for d in run_dirs]
     tables = _tables(tables_root, records)
+    table_timed = set()
+    if "native_timing" in records.columns:
+        table_timed = set(records.filter(pl.col("native_timing") == "table")["task_id"].unique().to_list())
 
     def tau_of(task_id: str) -> Tau:
-        from_cal = (betweenrun.from_calibration(data, task_id, str(path)) for path, data in cals)
-        from_tables = (betweenrun.from_calibration({"between_run": est}, task_id,
-                                                   f"baseline table {key[:12]} (native times)") for key, est in tables)
-        found = [t for t in (next((t for t in from_cal if t), None), next((t for t in from_tables if t), None)) if t]
-        return max(found, key=lambda t: t.log_sd) if found else betweenrun.default_tau()
+        from_cal = next((t for path, data in cals if (t := betweenrun.from_calibration(data, task_id, str(path)))),
+                        None)
+        from_table = next((t for key, est in tables if (t := betweenrun.from_calibration(
+            {"between_run": est}, task_id, f"baseline table {key[:12]} (native times)"))), None)
+        if task_id in table_timed:
+            found = [t for t in (from_cal, from_table) if t]
+            return max(found, key=lambda t: t.log_sd) if found else betweenrun.default_tau()
+        return from_cal or from_table or betweenrun.default_tau()
 
     return tau_of

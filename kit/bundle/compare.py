@@ -8,12 +8,16 @@ Rules (issue 17):
   status in :data:`kit.results.records.CORRECT`, else the status (``not built`` before a build).  A candidate recorded
   on one side only is a difference.
 * **Speedups** (only a usable one, :func:`kit.results.rules.scorable_speedup`) must agree within their intervals:
-  ``same`` when each lies inside the other's interval, ``within noise`` when the intervals overlap or the ratio
-  of the two is inside the task's A/A noise band (``noise_log``, :mod:`kit.results.rules`) or within both runs'
-  errors and the between-run component ``tau`` (:func:`kit.score.betweenrun.differ`: ``|ln s1 - ln s2| <=
-  z sqrt(se1^2 + se2^2 + 2 tau^2)``; the intervals are over one run's rounds, what moves between runs is not in
-  them), else ``different``; a usable speedup on one side only is a difference.  ``tau`` per task comes from the
-  caller (:func:`kit.baselines.between.resolver`); without one, :func:`kit.score.betweenrun.default_tau`.
+  ``same`` when each lies inside the other's interval, ``within noise`` when the intervals overlap or the two
+  are within both runs' errors and the between-run component ``tau`` (:func:`kit.score.betweenrun.differ`:
+  ``|ln s1 - ln s2| <= z sqrt(se1^2 + se2^2 + 2 tau^2)``; the intervals are over one run's rounds, what moves
+  between runs is not in them), else ``different``; a usable speedup on one side only is a difference.  ``tau``
+  per task comes from the caller (:func:`kit.baselines.between.resolver`); without one,
+  :func:`kit.score.betweenrun.default_tau`.  Each compared row keeps ``detectable_change``, the smallest
+  relative change these two intervals and that ``tau`` would call different
+  (:func:`kit.score.betweenrun.detectable_change`).  The task's A/A noise band is no part of it: that band is one A/A
+  run's own interval (a within-run figure, as wide as that run's rounds made it), which both sides' intervals
+  measure for these runs themselves; what a run adds is ``tau``.
 * **fast_p** of a task may differ only inside the noise band: a task that counts for ``fast_p`` on one side
   and not on the other is ``within noise`` when its best speedups agree (the rule above), else ``different``.
   A metric (CSR, FCR, each fast_p per method, :func:`kit.score.metrics.summary`) is ``same`` when equal; a fast_p
@@ -63,15 +67,12 @@ class Speedup:
         return f"{self.value:.3g}x [{self.low:.3g}, {self.high:.3g}]"
 
 
-def speedup_verdict(a: Speedup, b: Speedup, noise_log: float | None = None, tau: float = 0.0,
-                    confidence: float = 0.95) -> str:
+def speedup_verdict(a: Speedup, b: Speedup, tau: float = 0.0, confidence: float = 0.95) -> str:
     """``same`` / ``within noise`` / ``different`` for two speedups of one candidate or task from separate runs
     (module rules); ``tau`` the between-run sd of ln speedup, ``confidence`` the intervals' level."""
     if a.low <= b.value <= a.high and b.low <= a.value <= b.high:
         return SAME
     if max(a.low, b.low) <= min(a.high, b.high):
-        return NOISE
-    if noise_log is not None and abs(math.log(b.value / a.value)) <= noise_log:
         return NOISE
     if not betweenrun.differ((a.value, a.low, a.high), (b.value, b.low, b.high), tau, confidence):
         return NOISE
@@ -108,12 +109,27 @@ class BundleComparison:
     def matches(self) -> bool:
         return not self.differences
 
-    def verdict(self, a: Speedup, b: Speedup, task_id: str, noise_log: float | None) -> str:
+    def verdict(self, a: Speedup, b: Speedup, task_id: str) -> str:
         """:func:`speedup_verdict` of task ``task_id``'s speedups with its between-run sd."""
-        return speedup_verdict(a, b, noise_log, self.tau_of(task_id).log_sd, self.between.confidence)
+        return speedup_verdict(a, b, self.tau_of(task_id).log_sd, self.between.confidence)
 
     def tau_of(self, task_id: str) -> Tau:
         return self.between.tau_of(task_id)
+
+    def detectable(self, change: float = 0.2) -> str | None:
+        """One sentence: for how many compared speedups a change of ``change`` (0.2: a kernel made 20 % slower)
+        would be called different, naming those it would not be with the change each needs (the rows'
+        ``detectable_change``); None when no speedup was compared."""
+        rows = [r for r in self.candidates if r.get("detectable_change") is not None]
+        if not rows:
+            return None
+        blind = sorted((r for r in rows if r["detectable_change"] > change), key=lambda r: -r["detectable_change"])
+        text = (f"a speedup changed by {100 * change:.0f} % would be called different for {len(rows) - len(blind)} of "
+                f"{len(rows)} compared")
+        if blind:
+            text += "; not for " + ", ".join(f"{'/'.join((r['method'], r['task_id'], r['sample_id']))} (needs "
+                                             f"{100 * r['detectable_change']:.0f} %)" for r in blind)
+        return text
 
     def taus_used(self) -> list[str]:
         """Each distinct between-run sd the speedup rows used, in words (:meth:`kit.score.betweenrun.Tau.text`)
@@ -157,15 +173,14 @@ def compare(bundle: pl.DataFrame, reproduced: pl.DataFrame, tasks: pl.DataFrame,
     status_a = {k[:3]: k[3] for k in bundle.select(*KEY, "status").iter_rows()}
     status_b = {k[:3]: k[3] for k in reproduced.select(*KEY, "status").iter_rows()}
     for key in sorted(set(status_a) | set(status_b)):
-        out.candidates.append(_candidate(out, key, (status_a.get(key), status_b.get(key)), (sa.get(key), sb.get(key)),
-                                         noise.get(key[1])))
+        out.candidates.append(_candidate(out, key, (status_a.get(key), status_b.get(key)), (sa.get(key), sb.get(key))))
     flips = _task_rows(out, bundle, reproduced, tasks, ps, noise)
     _metric_rows(out, bundle, reproduced, tasks, ps, noise, flips)
     return out
 
 
 def _candidate(cmp: BundleComparison, key: tuple[str, str, str], statuses: tuple[str | None, str | None],
-               speedups: tuple[Speedup | None, Speedup | None], noise_log: float | None) -> dict[str, Any]:
+               speedups: tuple[Speedup | None, Speedup | None]) -> dict[str, Any]:
     """The row of one candidate ``key`` (method, task, sample) from its (bundle, reproduced) ``statuses`` and usable
     ``speedups``; a real difference goes to ``cmp.differences``."""
     (a, b), (sa, sb), same_hw, differences = statuses, speedups, cmp.same_hardware, cmp.differences
@@ -187,8 +202,10 @@ def _candidate(cmp: BundleComparison, key: tuple[str, str, str], statuses: tuple
         differences.append(f"{name}: a usable speedup only in the {'bundle' if sb is None else 'reproduction'} "
                            f"({(sa or sb).text()}; statuses {a} / {b})")  # type: ignore[union-attr]
     else:
-        row["speedup"] = cmp.verdict(sa, sb, key[1], noise_log)
+        row["speedup"] = cmp.verdict(sa, sb, key[1])
         row["tau_log_sd"] = cmp.tau_of(key[1]).log_sd
+        row["detectable_change"] = betweenrun.detectable_change(
+            (sa.value, sa.low, sa.high), (sb.value, sb.low, sb.high), row["tau_log_sd"], cmp.between.confidence)
         if row["speedup"] == DIFFERENT:
             differences.append(f"{name}: speedup {sa.text()} in the bundle, {sb.text()} in the reproduction "
                                f"({cmp.tau_of(key[1]).text()})")
@@ -221,7 +238,7 @@ def _task_rows(out: BundleComparison, a: pl.DataFrame, b: pl.DataFrame, tasks: p
     for key in keys:
         rows = by_task.get(key, [])
         x, y = best_a.get(key), best_b.get(key)
-        agree = x is not None and y is not None and out.verdict(x, y, key[1], noise.get(key[1])) != DIFFERENT
+        agree = x is not None and y is not None and out.verdict(x, y, key[1]) != DIFFERENT
         fast_verdicts = []
         for p in ps:
             fa, fb = fast["a"].get(key, 0) > p, fast["b"].get(key, 0) > p

@@ -82,6 +82,8 @@ def print_verdict(cmp: BundleComparison, env: list[dict[str, Any]], console: Con
     console.print(metric_table(cmp))
     for used in cmp.taus_used():  # the speedups of two runs are compared with it: say which and from where
         console.print(f"speedups compared across runs with {escape(used)}", highlight=False)
+    if (power := cmp.detectable()) is not None:  # what these comparisons could have told apart
+        console.print(escape(power), highlight=False)
     for d in cmp.differences:
         console.print(f"[bold red]different[/bold red]: {escape(d)}", highlight=False)
     console.print(summary_line(cmp), highlight=False)
@@ -99,11 +101,11 @@ def _plain(v: Any) -> Any:
 
 def write_verdict(cmp: BundleComparison, env: list[dict[str, Any]], run_dir: Path) -> Path:
     """``run_dir/verdict.json``: ``matches``, ``same_hardware``, ``differences``, ``environment``, ``between_run``
-    (:meth:`kit.bundle.compare.BundleComparison.taus_used`), ``metrics``,
-    ``tasks`` and ``candidates`` (speedups as ``{"value", "low", "high"}``)."""
+    (:meth:`kit.bundle.compare.BundleComparison.taus_used`), ``detectable`` (its sentence on a 20 % change),
+    ``metrics``, ``tasks`` and ``candidates`` (speedups as ``{"value", "low", "high"}``)."""
     path = run_dir / VERDICT_FILE
     data = {"matches": cmp.matches, "same_hardware": cmp.same_hardware, "differences": cmp.differences,
-            "environment": env, "between_run": cmp.taus_used(), "metrics": cmp.metrics, "tasks": _plain(cmp.tasks),
-            "candidates": _plain(cmp.candidates)}
+            "environment": env, "between_run": cmp.taus_used(), "detectable": cmp.detectable(),
+            "metrics": cmp.metrics, "tasks": _plain(cmp.tasks), "candidates": _plain(cmp.candidates)}
     path.write_text(json.dumps(data, indent=1, default=str) + "\n")
     return path
