@@ -2,8 +2,9 @@
 that has it, judged as ``mkb reproduce`` judges one candidate's (:mod:`kit.score.betweenrun`): different only
 when ``|ln s1 - ln s2| > z sqrt(se1^2 + se2^2 + 2 tau^2)``, the between-run sd ``tau`` per task as
 :func:`kit.baselines.between.resolver` finds it (the runs' ``calibration.json``, later run first, for a paired
-speedup; the larger of that and the baseline tables' for a table-timed one; else the default).  Only runs of the same hardware (``cpu_model``, ``arch`` of their
-provenance) are compared; the section lists the speedups that differ and says which tau it used."""
+speedup; the larger of that and the baseline tables' for a table-timed one; else the default).  Only runs of the
+same hardware (``cpu_model``, ``arch`` of their provenance) are compared; the section lists the speedups that
+differ and says which tau it used."""
 
 from __future__ import annotations
 
