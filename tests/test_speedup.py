@@ -118,7 +118,7 @@ def test_sides_with_other_op_types_fall_back_to_the_whole_model():
 def _call(tmp_path, tag: str, lib: str, settings=None, env=None):
     from dataclasses import replace
 
-    from kit.mnn.runner import RunSettings, _Call
+    from kit.mnn.runner import RunnerCall, RunSettings
 
     for d in ("a", "b"):
         (tmp_path / d).mkdir(exist_ok=True)
@@ -126,7 +126,7 @@ def _call(tmp_path, tag: str, lib: str, settings=None, env=None):
     (tmp_path / "runner").write_bytes(b"")
     (tmp_path / f"{tag}.mnn").write_bytes(b"")
     settings = settings or RunSettings(threads=1, iterations=5, cpus=(0,))
-    return _Call.prepare(tmp_path / "runner", tmp_path / f"{tag}.mnn", {"x": np.zeros(3, np.float32)}, ["y"],
+    return RunnerCall.prepare(tmp_path / "runner", tmp_path / f"{tag}.mnn", {"x": np.zeros(3, np.float32)}, ["y"],
                          tmp_path / lib, replace(settings, env=env) if env is not None else settings,
                          scratch=tmp_path / f"scratch-{tag}")
 

@@ -51,7 +51,7 @@ def run_script(argv: list[str], run_dir: str, cores: tuple[int, ...], memory_lim
             f"&& {limit}sh -c {shlex.quote(inner)}; echo {kadb.EXIT_MARK}$? >&2")
 
 
-def map_argv(call: mrunner._Call, pusher: Pusher, run_dir: str) -> list[str]:
+def map_argv(call: mrunner.RunnerCall, pusher: Pusher, run_dir: str) -> list[str]:
     """``call.argv`` on the device: the output folder → ``run_dir/out``; every other existing host path pushed
     and replaced by its device path; the rest unchanged."""
     out = []
@@ -123,7 +123,7 @@ def _kill(adb: Adb, res: proc.ProcResult) -> None:
             pass
 
 
-def start(adb: Adb, call: mrunner._Call, pusher: Pusher, run_dir: str,
+def start(adb: Adb, call: mrunner.RunnerCall, pusher: Pusher, run_dir: str,
           cores: tuple[int, ...]) -> mrunner.StartedRun | mrunner.RunResult:
     """Start ``call`` on the device in ``run_dir`` pinned to ``cores`` up to its rendezvous (as
     :func:`kit.mnn.runner.start_model`).

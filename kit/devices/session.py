@@ -101,7 +101,7 @@ class DeviceSession:
 
     # ------------------------------------------------------------------------------------------ remote runner
 
-    def start(self, call: mrunner._Call) -> mrunner.StartedRun | mrunner.RunResult:
+    def start(self, call: mrunner.RunnerCall) -> mrunner.StartedRun | mrunner.RunResult:
         """:class:`kit.mnn.runner.RemoteRunner`: start ``call`` on the device, pinned to the session's cores."""
         run_dir = f"{self.root}/j/r{self._runs}"
         self._runs += 1

@@ -18,7 +18,7 @@ timed forward, decimal)::
     @mkbt E <i> <ns> <cpu>  timed forward i ends
 
 Nothing here turns a finding into a record status: :func:`parse` raises :class:`StampError`, and the caller
-(:meth:`kit.mnn.runner._Call.finish`, through :func:`take_out` and :func:`samples`) keeps its message in the :class:`~kit.mnn.runresult.RunResult` for the
+(:meth:`kit.mnn.runcall.RunnerCall.finish`, through :func:`take_out` and :func:`samples`) keeps its message in the :class:`~kit.mnn.runresult.RunResult` for the
 timing stage (:func:`kit.stages.timingrun.go_run`: ``clock_mismatch``).
 
 Why every op, with its type: the runner's choice of the ops it times (``--op-types``) and its counts of the ops

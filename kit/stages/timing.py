@@ -17,7 +17,7 @@ candidate_ms``), and its ``confidence`` interval ``exp(mean d_r +- t_{(1+c)/2, R
 (Student t over the R rounds; a paired t-interval on the log scale) with the fixed protocol; adaptive, the rounds
 run in batches and stop at the first look whose repeated confidence interval (the same mean, a wider quantile:
 :mod:`kit.stages.sequential`) decides the fast_p thresholds or is narrow (:func:`adaptive_rule`).  The runs of both sides must have the
-same invocation digest (:meth:`kit.mnn.runner._Call.invocation_sha256`), and run on exactly the timing
+same invocation digest (:meth:`kit.mnn.runcall.RunnerCall.invocation_sha256`), and run on exactly the timing
 cores; otherwise the timing is a harness error, not the candidate's.  With a remote runner (``run.remote``: an adb
 device, :mod:`kit.devices`) the runs and the conditions (governor, frequency, load, the device's state) are the
 device's.
