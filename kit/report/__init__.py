@@ -3,7 +3,8 @@
 :func:`build_report` writes the report of one or more run directories into a folder.  Layers, each
 importing only those before it: :mod:`~kit.report.data` (a run's records, denominator, provenance and
 noise floor), :mod:`~kit.report.tables` (metrics per run, display tables), :mod:`~kit.report.plots`
-(matplotlib figures), :mod:`~kit.report.render` (HTML/Markdown/JSON/CSV and :func:`build_report`).
+(matplotlib figures), :mod:`~kit.report.formats` (HTML/Markdown tables and pages, report.json, summary.csv),
+:mod:`~kit.report.render` (the sections and :func:`build_report`).
 """
 
 from kit.report.data import (
@@ -16,8 +17,9 @@ from kit.report.data import (
     read_runs,
     run_tasks,
 )
+from kit.report.formats import REPORT_SCHEMA_VERSION
 from kit.report.plots import FUNNEL, STATUS_COLORS, plot_categories, plot_failures, plot_funnel, plot_speedups
-from kit.report.render import REPORT_SCHEMA_VERSION, ReportPaths, build_report
+from kit.report.render import ReportPaths, build_report
 from kit.report.tables import (
     HEADLINE_PS,
     INSIDE_NOISE_MARK,

@@ -23,7 +23,6 @@ from __future__ import annotations
 import base64
 import html
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,6 +34,15 @@ import polars as pl
 from kit.report.acrossruns import across_runs
 from kit.report.baselines import baselines_note, baselines_table, drift_table
 from kit.report.data import ReportError, Run, read_runs
+from kit.report.formats import (
+    html_page,
+    html_table,
+    jsonable,
+    md_page,
+    md_table,
+    report_json,
+    summary_csv,
+)
 from kit.report.places import emulated_note, places_note, places_table
 from kit.report.plots import plot_categories, plot_failures, plot_funnel, plot_speedups, plot_turns
 from kit.report.tables import (
@@ -57,9 +65,6 @@ from kit.report.tables import (
 from kit.report.turns import turn_table
 from kit.score import metrics, noisefloor
 
-REPORT_SCHEMA_VERSION = 1
-_TITLE = "MobileKernelBench report"
-
 
 @dataclass(frozen=True)
 class ReportPaths:
@@ -70,53 +75,6 @@ class ReportPaths:
     json: Path
     csv: Path
     plots: dict[str, Path]
-
-
-def _cell(v: Any) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return "n/a" if math.isnan(v) else f"{v:.4g}"
-    if isinstance(v, list):
-        return ", ".join(map(str, v))
-    return str(v)
-
-
-def _html_table(df: pl.DataFrame, cls: str = "") -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>" for row in df.iter_rows()
-    )
-    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
-def _md_table(df: pl.DataFrame) -> str:
-    def esc(s: str) -> str:
-        return s.replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(esc(c) for c in df.columns) + " |", "|" + "---|" * len(df.columns)]
-    lines += ["| " + " | ".join(esc(_cell(v)) for v in row) + " |" for row in df.iter_rows()]
-    return "\n".join(lines)
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
-        return None
-    if isinstance(v, dict):
-        return {k: _jsonable(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_jsonable(x) for x in v]
-    return v
-
-
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
-table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:0.9em;display:block;overflow-x:auto;max-width:100%}
-th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
-th{background:#f2f2f2} tr:nth-child(even) td{background:#fafafa}
-img{max-width:100%;border:1px solid #eee;margin:0.5em 0}
-.note{color:#555;font-size:0.9em} code{background:#f4f4f4;padding:0 3px}
-"""
 
 
 def _check_writable(out_dir: Path) -> None:
@@ -180,12 +138,12 @@ def build_report(
         csv=out_dir / "summary.csv",
         plots=plot_paths,
     )
-    paths.html.write_text(_html_text(sections, generated), encoding="utf-8")
-    paths.markdown.write_text(_md_text(sections, generated), encoding="utf-8")
-    report_json = _report_json(runs, scores, ps, n_boot, seed, generated) | (
+    paths.html.write_text(html_page(sections, generated), encoding="utf-8")
+    paths.markdown.write_text(md_page(sections, generated), encoding="utf-8")
+    content = report_json(runs, scores, ps, n_boot, seed, generated) | (
         {"turns": turns.to_dicts()} if turns.height else {})
-    paths.json.write_text(json.dumps(_jsonable(report_json), indent=1), encoding="utf-8")
-    _summary_csv(scores).write_csv(paths.csv)
+    paths.json.write_text(json.dumps(jsonable(content), indent=1), encoding="utf-8")
+    summary_csv(scores).write_csv(paths.csv)
     return paths
 
 
@@ -227,8 +185,8 @@ class _Sections:
             m += note + "\n\n"
         if df is not None:
             if df.height:
-                h += _html_table(df)
-                m += _md_table(df) + "\n\n"
+                h += html_table(df)
+                m += md_table(df) + "\n\n"
             else:
                 h += '<p class="note">none</p>'
                 m += "none\n\n"
@@ -357,51 +315,3 @@ def _calibration_note(calibration: dict[str, Any] | None) -> str:
     if summary.get("coverage") is not None:  # written by mkb calibrate since the interval over rounds
         note += ". " + noisefloor.coverage_line(summary)
     return note
-
-
-def _html_text(sections: list[tuple[str, str, str]], generated: str) -> str:
-    body = "".join(f"<h2>{html.escape(t)}</h2>{h}" for t, h, _ in sections)
-    return (
-        f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{_TITLE}</title><style>{_CSS}</style></head>'
-        f'<body><h1>{_TITLE}</h1><p class="note">generated {generated}</p>{body}</body></html>'
-    )
-
-
-def _md_text(sections: list[tuple[str, str, str]], generated: str) -> str:
-    return f"# {_TITLE}\n\ngenerated {generated}\n\n" + "".join(f"## {t}\n\n{m}" for t, _, m in sections)
-
-
-def _report_json(
-    runs: list[Run], scores: Scores, ps: tuple[float, ...], n_boot: int, seed: int, generated: str
-) -> dict[str, Any]:
-    """The content of ``report.json`` (before :func:`_jsonable`)."""
-    return {
-        "report_schema_version": REPORT_SCHEMA_VERSION,
-        "generated_at": generated,
-        "ps": list(ps),
-        "n_boot": n_boot,
-        "seed": seed,
-        "runs": [
-            {
-                "label": r.label,
-                "dir": str(r.dir),
-                "provenance": r.provenance,
-                "calibration": r.calibration,
-                "records": r.records.height,
-            }
-            for r in runs
-        ],
-        "splits": scores.splits,
-        "summary": scores.summary.to_dicts(),
-        "by_category": scores.by_cat.to_dicts(),
-        "failures": scores.fail.to_dicts(),
-        "compile_errors": scores.errors.to_dicts(),
-        "flagged": scores.flagged.to_dicts(),
-    }
-
-
-def _summary_csv(scores: Scores) -> pl.DataFrame:
-    """The rows of ``summary.csv``: the overall rows (``category == "all"``), then the per category rows."""
-    return pl.concat(
-        [scores.summary.with_columns(category=pl.lit("all")), scores.by_cat], how="diagonal_relaxed"
-    ).with_columns(pl.col(metrics.TASK_LIST_COLUMNS).list.join(";"))
