@@ -364,3 +364,21 @@ def test_calibration_task_entries_are_checked(tmp_path):
     (run / "calibration.json").write_text(json.dumps(cal))
     with pytest.raises(report.ReportError, match="'tasks' must be a list"):
         report.load_calibration(run, recs)
+
+
+def test_the_category_table_keeps_one_row_per_category_when_the_runs_denominators_differ():
+    """A run of one task beside a whole split: one row per category, its task count ``varies`` where the two
+    differ and each cell says of how many; a category only one run has keeps its count, the other run's cell
+    empty."""
+    from kit.report.tables import category_table
+
+    by_cat = pl.DataFrame({"system": ["one", "all", "all"], "category": ["reduction", "reduction", "unary"],
+                           "n_tasks": [1, 28, 9], "csr": [1.0, 0.036, 0.0], "fcr": [1.0, 0.036, 0.0],
+                           "fast_1.0": [0.0, 0.036, 0.0]})
+    got = category_table(by_cat, ["unary", "reduction"])
+    assert got.columns == ["category", "tasks", "one", "all"] or got.columns == ["category", "tasks", "all", "one"]
+    rows = {r["category"]: r for r in got.to_dicts()}
+    assert got["category"].to_list() == ["unary", "reduction"]
+    assert rows["reduction"]["tasks"] == "varies" and rows["reduction"]["one"] == "100.0 / 100.0 / 0.0 (of 1)"
+    assert rows["reduction"]["all"] == "3.6 / 3.6 / 3.6 (of 28)"
+    assert rows["unary"]["tasks"] == "9" and rows["unary"]["one"] is None and rows["unary"]["all"] == "0.0 / 0.0 / 0.0"

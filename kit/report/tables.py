@@ -127,21 +127,26 @@ def headline_table(summary: pl.DataFrame, ps: tuple[float, ...]) -> pl.DataFrame
 
 
 def category_table(by_cat: pl.DataFrame, categories: list[str]) -> pl.DataFrame:
-    """Display table: one row per category (in ``categories`` order), one column per system holding
-    ``"CSR / FCR / fast_1.0"`` in percent."""
+    """Display table: one row per category (in ``categories`` order), its number of tasks (``tasks``, a string:
+    ``varies`` where the systems' denominators differ, a run of a task selection beside a whole split), one
+    column per system holding ``"CSR / FCR / fast_1.0"`` in percent, ``(of N)`` added where the counts differ."""
     if by_cat.height == 0:
         return pl.DataFrame(schema={"category": pl.String})
     cell = pl.format(
         "{} / {} / {}", *[pl.col(c).mul(100).round(1).cast(pl.String) for c in ("csr", "fcr", "fast_1.0")]
     )
     order = {c: i for i, c in enumerate(categories)}
-    wide = (
-        by_cat.select("system", "category", "n_tasks", cell.alias("cell"))
-        .pivot(on="system", index=["category", "n_tasks"], values="cell")
+    counts = by_cat.group_by("category").agg(varies=pl.col("n_tasks").n_unique() > 1, n=pl.col("n_tasks").max())
+    rows = by_cat.select("system", "category", "n_tasks", cell.alias("cell")).join(counts, on="category").with_columns(
+        cell=pl.when(pl.col("varies")).then(pl.format("{} (of {})", "cell", "n_tasks")).otherwise("cell"))
+    tasks = counts.select("category", tasks=pl.when(pl.col("varies")).then(pl.lit("varies"))
+                          .otherwise(pl.col("n").cast(pl.String)))
+    return (
+        rows.pivot(on="system", index="category", values="cell")
+        .join(tasks, on="category")
+        .select("category", "tasks", pl.exclude("category", "tasks"))
         .sort(pl.col("category").replace_strict(order, default=len(order)))
-        .rename({"n_tasks": "tasks"})
     )
-    return wide
 
 
 def status_table(fail: pl.DataFrame) -> pl.DataFrame:
