@@ -167,3 +167,9 @@ def test_the_verdict_says_for_which_speedups_a_20_percent_change_is_told_apart()
                                 "m/t2/s (needs 56 %)")
     assert compare(frame(rec("t1", "s", Status.COMPILE_ERROR)), frame(rec("t1", "s", Status.COMPILE_ERROR)), TASKS,
                    PS).detectable() is None
+    # many that cannot tell 20 %: the 5 that need most named, the rest counted
+    wide = frame(*(rec("t1", f"s{i}", Status.OK, 1.0, 1 / (1.2 + i / 10), 1.2 + i / 10) for i in range(8)))
+    text = compare(wide, wide, TASKS, PS).detectable()
+    assert text.count("(needs") == 5 and text.startswith("a speedup changed by 20 % would be called different for 0 "
+                                                           "of 8 compared; not for m/t1/s7 (needs") and text.endswith(
+        " and 3 more")

@@ -47,6 +47,8 @@ _RANK = {NA: 0, SKIPPED: 1, SAME: 2, NOISE: 3, DIFFERENT: 4}
 _COMPILED = {s.value for s in COMPILED}
 _CORRECT = {s.value for s in CORRECT}
 KEY = ("method", "task_id", "sample_id")
+#: how many speedups :meth:`BundleComparison.detectable` names
+SHOWN = 5
 
 
 def worst(verdicts: list[str]) -> str:
@@ -119,16 +121,18 @@ class BundleComparison:
     def detectable(self, change: float = 0.2) -> str | None:
         """One sentence: for how many compared speedups a change of ``change`` (0.2: a kernel made 20 % slower)
         would be called different, naming those it would not be with the change each needs (the rows'
-        ``detectable_change``); None when no speedup was compared."""
+        ``detectable_change``; the :data:`SHOWN` that need most, then how many more); None when no speedup was
+        compared."""
         rows = [r for r in self.candidates if r.get("detectable_change") is not None]
         if not rows:
             return None
         blind = sorted((r for r in rows if r["detectable_change"] > change), key=lambda r: -r["detectable_change"])
         text = (f"a speedup changed by {100 * change:.0f} % would be called different for {len(rows) - len(blind)} of "
                 f"{len(rows)} compared")
+        named = [f"{'/'.join((r['method'], r['task_id'], r['sample_id']))} (needs {100 * r['detectable_change']:.0f} %)"
+                 for r in blind[:SHOWN]]
         if blind:
-            text += "; not for " + ", ".join(f"{'/'.join((r['method'], r['task_id'], r['sample_id']))} (needs "
-                                             f"{100 * r['detectable_change']:.0f} %)" for r in blind)
+            text += "; not for " + ", ".join(named) + (f" and {len(blind) - SHOWN} more" if len(blind) > SHOWN else "")
         return text
 
     def taus_used(self) -> list[str]:
