@@ -2,24 +2,25 @@
 layout, CPU frequency, the host's other load) and is therefore not in one run's interval, which is over that
 run's rounds only.
 
-Model (random effects, per task j and run i): ``y_ij = mu_j + u_ij + e_ij``, ``y`` the log speedup (or log time)
-that run measured, ``mu_j`` the task's true value, ``u_ij ~ N(0, tau^2)`` the run's own effect and
-``e_ij ~ N(0, se_ij^2)`` the within-run error, ``se_ij`` known from that run's rounds.
+Model (random effects, per group j and run i; a group is a task, or one of a task's A/A pair and candidates):
+``y_ij = mu_j + u_ij + e_ij``, ``y`` the log speedup (or log time) that run measured, ``mu_j`` the group's true
+value, ``u_ij ~ N(0, tau^2)`` the run's own effect and ``e_ij ~ N(0, se_ij^2)`` the within-run error, ``se_ij``
+known from that run's rounds.
 
 **Estimator** (:func:`estimate`): the method of moments of DerSimonian & Laird ("Meta-analysis in clinical
 trials", *Controlled Clinical Trials* 7, 1986), with weights ``w_ij = 1 / se_ij^2`` and a mean of its
-own per task (the moment estimator of a random-effects meta-regression on task indicators; Raudenbush,
+own per group (the moment estimator of a random-effects meta-regression on group indicators; Raudenbush,
 "Analyzing effect sizes: random-effects models", in *The Handbook of Research Synthesis and Meta-Analysis*,
 2nd ed., 2009, ch. 16)::
 
     Q_j   = sum_i w_ij (y_ij - ybar_j)^2,   ybar_j = sum_i w_ij y_ij / sum_i w_ij
     c_j   = sum_i w_ij - sum_i w_ij^2 / sum_i w_ij
-    tau^2 = max(0, (sum_j Q_j - sum_j (k_j - 1)) / sum_j c_j)            (k_j runs of task j)
+    tau^2 = max(0, (sum_j Q_j - sum_j (k_j - 1)) / sum_j c_j)            (k_j runs of group j)
 
-Pooled over every task with at least 2 runs, never below :data:`FLOOR_LOG_SD`; per task (the same formula with
-one j) only for a task with at least :data:`MIN_TASK_RUNS` runs, and never below the pooled figure (with 4
-degrees of freedom a task's estimate is often far below its truth by chance: a task noisier than the rest gets
-its own figure, one that looks quieter does not get a stricter rule).  The result is ``tau`` (``log_sd``, the
+Pooled over every group with at least 2 runs, never below :data:`FLOOR_LOG_SD`; per task (the same formula over
+that task's groups) only for a task with at least :data:`MIN_TASK_RUNS` - 1 degrees of freedom, and never below
+the pooled figure (with 4 degrees of freedom a task's estimate is often far below its truth by chance: a task
+noisier than the rest gets its own figure, one that looks quieter does not get a stricter rule).  The result is ``tau`` (``log_sd``, the
 standard deviation of a run's effect on the log scale).
 
 **Use** (:func:`differ`): two speedups of one candidate from separate runs differ when
