@@ -36,7 +36,7 @@ from typing import Any
 import polars as pl
 
 from kit.results import rules as scoring
-from kit.results.records import COMPILED, CORRECT, ErrorKind
+from kit.results.records import COMPILED, CORRECT
 from kit.score import betweenrun, metrics
 from kit.score.betweenrun import Tau
 
@@ -155,9 +155,7 @@ def _outcomes(status: str | None) -> tuple[str, str]:
 
 def usable_speedups(records: pl.DataFrame) -> dict[tuple[str, str, str], Speedup]:
     """Per candidate (:data:`KEY`), its usable speedup with its interval (a missing bound: the value)."""
-    recs = scoring.with_optional_columns(records)
-    no_native = recs.filter(pl.col("error_kind") == ErrorKind.NO_NATIVE.value)["task_id"].unique().to_list()
-    rows = recs.filter(scoring.scorable_speedup(no_native)).select(*KEY, "speedup", "speedup_ci_low", "speedup_ci_high")
+    rows = scoring.scorable_rows(records).select(*KEY, "speedup", "speedup_ci_low", "speedup_ci_high")
     out = {}
     for m, t, s, v, lo, hi in rows.iter_rows():
         out[(m, t, s)] = Speedup(v, lo if lo is not None and math.isfinite(lo) else v,

@@ -14,7 +14,6 @@ from kit.baselines.between import resolver
 from kit.report.baselines import tables_root
 from kit.report.data import Run
 from kit.results import rules as scoring
-from kit.results.records import ErrorKind
 from kit.score import betweenrun
 
 COLUMNS = {"method": pl.String(), "task_id": pl.String(), "run_a": pl.String(), "speedup_a": pl.String(),
@@ -24,10 +23,8 @@ COLUMNS = {"method": pl.String(), "task_id": pl.String(), "run_a": pl.String(), 
 def _best(run: Run) -> dict[tuple[str, str], tuple[float, float, float]]:
     """Per (method, task) of ``run``: the largest usable speedup ``(value, low, high)`` (a missing bound: the
     value)."""
-    recs = scoring.with_optional_columns(run.records)
-    no_native = recs.filter(pl.col("error_kind") == ErrorKind.NO_NATIVE.value)["task_id"].unique().to_list()
-    rows = recs.filter(scoring.scorable_speedup(no_native)).select(
-        "method", "task_id", "speedup", "speedup_ci_low", "speedup_ci_high")
+    rows = scoring.scorable_rows(run.records).select("method", "task_id", "speedup", "speedup_ci_low",
+                                                     "speedup_ci_high")
     out: dict[tuple[str, str], tuple[float, float, float]] = {}
     for m, t, v, lo, hi in rows.iter_rows():
         if v is None or v <= 0:

@@ -133,6 +133,15 @@ def scorable_speedup(no_native: list[str]) -> pl.Expr:
     )
 
 
+def scorable_rows(records: pl.DataFrame) -> pl.DataFrame:
+    """The records (optional columns filled, :func:`with_optional_columns`) whose speedup may be scored
+    (:func:`scorable_speedup`, the tasks without a native baseline taken from these records' ``no_native``
+    errors): what a comparison of runs and the between-run estimate read."""
+    recs = with_optional_columns(records)
+    no_native = recs.filter(pl.col("error_kind") == ErrorKind.NO_NATIVE.value)["task_id"].unique().to_list()
+    return recs.filter(scorable_speedup(no_native))
+
+
 def inside_noise(speedup: pl.Expr, noise_log: pl.Expr) -> pl.Expr:
     """Bool: |ln speedup| <= noise_log (null where either is null)."""
     return speedup.log().abs() <= noise_log

@@ -46,7 +46,6 @@ from statistics import NormalDist
 import polars as pl
 
 from kit.results import rules as scoring
-from kit.results.records import ErrorKind
 
 #: the file of a run directory that holds an A/A calibration and its between-run estimate (``mkb calibrate``)
 CALIBRATION_FILE = "calibration.json"
@@ -157,9 +156,7 @@ def points_from_records(records: pl.DataFrame, confidence: float = 0.95) -> dict
     (:func:`kit.results.rules.scorable_speedup`) with a finite interval in one evaluation run's deduplicated
     ``records``: the same candidate evaluated in separate runs (a run and its reproductions, a config evaluated
     twice) gives that candidate's between-run points; ``se`` recovered from the interval (:func:`log_se`)."""
-    recs = scoring.with_optional_columns(records)
-    no_native = recs.filter(pl.col("error_kind") == ErrorKind.NO_NATIVE.value)["task_id"].unique().to_list()
-    rows = recs.filter(scoring.scorable_speedup(no_native)).select(
+    rows = scoring.scorable_rows(records).select(
         "task_id", "method", "sample_id", "candidate_sha256", "speedup", "speedup_ci_low", "speedup_ci_high")
     out = {}
     for tid, method, sample, sha, s, lo, hi in rows.iter_rows():
