@@ -87,22 +87,23 @@ def _read_calibration(f: Path) -> dict:
     return data
 
 
-def _sources(paths: list[Path], confidence: float) -> tuple[list[tuple[str, dict]], dict | None, list[str]]:
-    """The between-run points of ``paths``: ``([(source, {group key: (y, se)})], the first calibration's content,
-    [problems])``.  A calibration.json (or a folder holding one) gives A/A points, a folder with record shards
-    (an ``mkb eval`` run) its candidates' points (:func:`kit.score.betweenrun.points_from_records`); a
-    calibration copied into several folders counts once (the same points)."""
+def _sources(paths: list[Path], confidence: float) -> tuple[list[tuple[str, dict]], dict[Path, dict], list[str]]:
+    """The between-run points of ``paths``: ``([(source, {group key: (y, se)})], {calibration file: its content}
+    in the order read, [problems])``.  A calibration.json (or a folder holding one) gives A/A points, a folder
+    with record shards (an ``mkb eval`` run) its candidates' points
+    (:func:`kit.score.betweenrun.points_from_records`); a calibration copied into several folders counts once
+    (the same points)."""
     found: list[tuple[str, dict]] = []
-    first, bad = None, []
+    contents: dict[Path, dict] = {}
+    bad: list[str] = []
     for path in paths:
         cal, shards = _calibration_file(path), path.is_dir() and shard_paths(path)
         if not cal.is_file() and not shards:
             bad.append(f"not found: {cal} (nor record shards in {path})")
         if cal.is_file():
             try:
-                data = _read_calibration(cal)
+                data = contents[cal] = _read_calibration(cal)
                 points = {f"{t}@aa": pt for t, pt in betweenrun.points_from_calibration(data, confidence).items()}
-                first = first if first is not None else data
                 if points and all(points != p for _s, p in found):
                     found.append((str(cal), points))
             except (OSError, ValueError, TypeError, AttributeError, KeyError) as exc:
@@ -112,7 +113,7 @@ def _sources(paths: list[Path], confidence: float) -> tuple[list[tuple[str, dict
                 found.append((str(path), betweenrun.points_from_records(read_records(path), confidence)))
             except (ShardError, OSError, pl.exceptions.PolarsError) as exc:
                 bad.append(f"unreadable records: {path}: {exc}")
-    return found, first, bad
+    return found, contents, bad
 
 
 def combine(cfg: EvalConfig, runs: list[Path]) -> int:
@@ -124,7 +125,7 @@ def combine(cfg: EvalConfig, runs: list[Path]) -> int:
         CalibrationError: fewer than 2 separate runs with points, or a path given is neither."""
     own = cfg.run.dir / CALIBRATION_FILE  # run.dir is a folder, made below if it is not there yet
     paths = list(dict.fromkeys(p.resolve() for p in [*runs, *([cfg.run.dir] if cfg.run.dir.exists() else [])]))
-    found, first, bad = _sources(paths, cfg.timing.confidence)
+    found, contents, bad = _sources(paths, cfg.timing.confidence)
     by_group: dict[str, list[tuple[float, float]]] = {}
     for _src, points in found:
         for key, pt in points.items():
@@ -134,7 +135,7 @@ def combine(cfg: EvalConfig, runs: list[Path]) -> int:
                                "mkb calibrate or their calibration.json, or run directories of mkb eval that "
                                f"evaluated the same candidates); {len(found)} read" + "".join(f"; {b}" for b in bad))
     est = betweenrun.estimate(by_group) | {"sources": [src for src, _p in found]}
-    base = _read_calibration(own) if own.is_file() else first or {"summary": {}, "tasks": []}
+    base = contents.get(own.resolve()) or next(iter(contents.values()), {"summary": {}, "tasks": []})
     cfg.run.dir.mkdir(parents=True, exist_ok=True)
     own.write_text(json.dumps(base | {"between_run": est}, indent=1))
     print(json.dumps({k: est[k] for k in ("method", "pooled")} | {"tasks_with_own_figure": len(est["tasks"])}, indent=1))
