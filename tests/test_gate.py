@@ -312,6 +312,45 @@ def test_nested_shared_does_not_wait_for_an_announced_timing_phase(tmp_path):
     assert order == ["nested", "left", "timed"]
 
 
+def test_a_later_timing_stage_waits_for_all_of_an_earlier_ones_batches(tmp_path):
+    """Two timing stages of one node, each two exclusive holds (batches) in its turn: the stage that came second
+    waits for the other's second batch too, though the gate is free between the first's batches (where its next
+    runners start under the shared hold)."""
+    order: list[str] = []
+    first_in, second_asks = threading.Event(), threading.Event()
+
+    def stage(name: str) -> None:
+        gate = NodeLock(tmp_path / "node.lock")
+        if name == "b":
+            second_asks.set()
+        with gate.turn():
+            for batch in (1, 2):
+                with gate.exclusive():
+                    order.append(f"{name}{batch}")
+                    if name == "a" and batch == 1:
+                        first_in.set()
+                        assert second_asks.wait(30)
+                        time.sleep(0.2)  # the second stage now waits for its turn
+                if name == "a" and batch == 1:
+                    with gate.shared():
+                        order.append("a starts")
+                    time.sleep(0.2)  # without the turn, the second stage's exclusive hold would come in here
+
+    a = threading.Thread(target=stage, args=("a",))
+    a.start()
+    assert first_in.wait(30)
+    b = threading.Thread(target=stage, args=("b",))
+    b.start()
+    a.join(30)
+    b.join(30)
+    assert not a.is_alive() and not b.is_alive()
+    assert order == ["a1", "a starts", "a2", "b1", "b2"]
+    gate = NodeLock(tmp_path / "node.lock")
+    with gate.exclusive(), pytest.raises(RuntimeError, match="same thread"):
+        with gate.turn():
+            pass
+
+
 def test_shared_inside_exclusive_raises_instead_of_hanging(tmp_path):
     gate = NodeLock(tmp_path / "node.lock")
     with gate.exclusive():

@@ -332,7 +332,7 @@ def test_timing_holds_the_node_only_while_the_runners_run(evaluated, tmp_path, m
     """The exclusive timing phase covers the runs of the runners and nothing else: the runners start up (model
     loaded, inputs read) under the shared hold before it, the inputs (two sets) are drawn before both, the runs'
     symmetry checked before, and the timed outputs compared and the statistics computed after (all of that
-    would otherwise idle the node's other cores).  The inputs are written once, into the stage's own ``in``, and
+    would otherwise idle the node's other cores); the node's turn to time is held around the batches only.  The inputs are written once, into the stage's own ``in``, and
     every run of both sides reads that directory, read-only where sandboxed."""
     from contextlib import contextmanager
 
@@ -368,6 +368,12 @@ def test_timing_holds_the_node_only_while_the_runners_run(evaluated, tmp_path, m
         calls.append(run.call)
         return run
     monkeypatch.setattr(stiming, "start_run", start_run)
+    @contextmanager
+    def turn():
+        events.append(("turn", "taken"))
+        yield
+        events.append(("turn", "left"))
+
     worker = setup_worker(cfg, index=0)
     try:
         model = worker.native_models.model(task)
@@ -375,13 +381,13 @@ def test_timing_holds_the_node_only_while_the_runners_run(evaluated, tmp_path, m
         side = worker.native_side
         tr = stiming.time_candidate(task, SideModel(model, side), SideModel(model, side), worker.timing,
                                     stiming.TimingSetup(worker.native.runner, tmp_path, hold=holder("exclusive"),
-                                                        prepare=holder("shared")))
+                                                        prepare=holder("shared"), turn=turn))
     finally:
         worker.workspace.release()
     runs = 2 * cfg.timing.rounds
-    assert events == ([("make_inputs", "-")] * stiming.TIMED_SETS + [("start_run", "shared")] * runs
-                      + [("check_symmetric", "-")] + [("go_run", "exclusive")] * runs + [("check_timed_outputs", "-"),
-                                                                                      ("_outcome", "-")])
+    assert events == ([("make_inputs", "-")] * stiming.TIMED_SETS + [("turn", "taken")]
+                      + [("start_run", "shared")] * runs + [("check_symmetric", "-")] + [("go_run", "exclusive")] * runs
+                      + [("turn", "left"), ("check_timed_outputs", "-"), ("_outcome", "-")])
     assert len(tr.candidate_samples_ms) == len(tr.native_samples_ms) == cfg.timing.rounds * cfg.timing.iterations
     assert tr.speedup is not None and tr.speedup_ci_low <= tr.speedup <= tr.speedup_ci_high
     shared = str((tmp_path / "in").resolve())

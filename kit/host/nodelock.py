@@ -17,9 +17,14 @@ stopped.  So each pause is recorded as a file ``<gate>.paused/<session id>`` nam
 start time), and whoever next enters or leaves the gate SIGKILLs the stopped members of the sessions whose
 builder is gone (:meth:`NodeLock.reap_abandoned`).
 
+A timing stage that runs its rounds in several batches (adaptive rounds, one exclusive hold per batch) holds
+the node's *turn* (:meth:`NodeLock.turn`, an exclusive lock on ``<gate>.turn``) from its first batch to its
+last, so another timing stage on the node waits for all of it rather than slipping its own batches in between:
+a stage that has started is never kept waiting for a later one.  Builds never take the turn.
+
 Rules for callers: never block on another lock while holding the gate shared (take it before), else a paused
 holder of that lock and the waiting timing phase wait for each other; never nest ``shared()`` and
-``exclusive()`` in one thread (raises RuntimeError).
+``exclusive()`` in one thread (raises RuntimeError); take the turn before the gate, never inside it.
 """
 
 from __future__ import annotations
@@ -97,6 +102,7 @@ class NodeLock:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.intent_path = self.path.with_name(self.path.name + ".timing")
+        self.turn_path = self.path.with_name(self.path.name + ".turn")
         self.paused_dir = self.path.with_name(self.path.name + ".paused")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._key = str(self.path.resolve())  # names this gate in the per-thread held sets
@@ -197,3 +203,18 @@ class NodeLock:
             os.close(gate_fd)
             os.close(intent_fd)
         self.reap_abandoned()
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        """Hold the node's turn to time (``<gate>.turn``, exclusive): the timing stages of a node run one after
+        another, each through all of its exclusive holds, while builds go on between them as before.  Raises
+        RuntimeError inside ``shared()`` or ``exclusive()`` of the same thread (a stage holding the turn could
+        then wait for this thread's own hold)."""
+        self._check_not_held("shared")
+        self._check_not_held("exclusive")
+        fd = self._open(self.turn_path)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # the flock goes with the last descriptor

@@ -28,7 +28,8 @@ __all__ = ["held", "reverify", "setup", "shared", "time_at"]
 def setup(place: TimingPlace, scratch: Path, refs: sverify.References | None = None,
            onnx: Path | None = None) -> stiming.TimingSetup:
     """Where the timing stage runs at ``place``: with its runner, in ``scratch``, and in its phases: the runners
-    start up under the node's gate held shared and their runs hold it exclusively; on an adb device both phases
+    start up under the node's gate held shared and their runs hold it exclusively, all of a stage's batches in
+    the node's turn (:meth:`kit.host.nodelock.NodeLock.turn`); on an adb device both phases
     hold the device instead (this node's builds go on; :class:`kit.devices.session.DeviceSession`).  ``refs``,
     ``onnx``: references by seed and the task's ONNX model where the task's files are not here."""
     device, gate = place.device, place.gate
@@ -36,7 +37,8 @@ def setup(place: TimingPlace, scratch: Path, refs: sverify.References | None = N
         return stiming.TimingSetup(place.runner, scratch, lambda: phases.waiting(device.hold()),
                                    lambda: phases.waiting(device.prepare()), refs, onnx)
     return stiming.TimingSetup(place.runner, scratch, hold=lambda: phases.waiting(held(gate, exclusive=True)),
-                               prepare=lambda: shared(gate), refs=refs, onnx=onnx)
+                               prepare=lambda: shared(gate), refs=refs, onnx=onnx,
+                               turn=lambda: _turn(gate))
 
 
 def time_at(place: TimingPlace, job: Job, candidate: sverify.SideModel, native: sverify.SideModel | None,
@@ -119,6 +121,11 @@ def _joined(first: VerifyOutcome | None, again: VerifyOutcome) -> VerifyOutcome:
 def shared(gate: NodeLock | None):
     """The node's gate held shared (builds, verification), the wait for it charged to ``lock_wait``."""
     return phases.waiting(held(gate, exclusive=False))
+
+
+def _turn(gate: NodeLock | None):
+    """The node's turn to time (:meth:`NodeLock.turn`), the wait for it charged to ``lock_wait``."""
+    return phases.waiting(gate.turn() if gate is not None else contextlib.nullcontext())
 
 
 def held(gate: NodeLock | None, exclusive: bool):

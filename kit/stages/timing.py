@@ -113,6 +113,8 @@ class TimingSetup:
     or an adb device's; default: none);
     ``prepare``: one entered around the runners' start-up (the node's shared hold: a runner's start-up is work
     like a build; default: none);
+    ``turn``: one entered around all of the stage's batches (the node's turn to time: another stage's batches
+    do not come in between; default: none);
     ``refs``: ONNX Runtime's outputs by seed computed elsewhere (:data:`kit.stages.verify.References`; a seed
     missing is computed here; None: all are);
     ``onnx``: the task's ONNX model for the references of the forwards the runner checked at random (None:
@@ -124,6 +126,7 @@ class TimingSetup:
     prepare: Callable[[], AbstractContextManager[object]] = nullcontext
     refs: References | None = None
     onnx: Path | None = None
+    turn: Callable[[], AbstractContextManager[object]] = nullcontext
 
 
 def time_candidate(task: Task, candidate: SideModel, native: SideModel | None, opts: TimingOptions,
@@ -184,8 +187,8 @@ Decide = Callable[[list[mrunner.RunResult], list[mrunner.RunResult]], "str | Non
 def run_rounds(task: Task, candidate: SideModel, native: SideModel | None, opts: TimingOptions,
                setup: TimingSetup, decide: Decide | None = None) -> Rounds:
     """The runs of :func:`time_candidate` and the check of the candidate's timed outputs; no statistic.  The
-    rounds run in the batches of :meth:`TimingOptions.looks` (:func:`kit.stages.runplan.batches`), each batch's
-    runners started inside ``setup.prepare()`` and run inside ``setup.hold()``; after each batch but the last,
+    rounds run in the batches of :meth:`TimingOptions.looks` (:func:`kit.stages.runplan.batches`), all of them
+    inside ``setup.turn()``, each batch's runners started inside ``setup.prepare()`` and run inside ``setup.hold()``; after each batch but the last,
     ``decide`` (None: never) may stop them.  The runs stop at the first that fails
     (:func:`kit.stages.timingrun.go_run`), and the timed outputs of the candidate's runs so far are compared
     before that failure is raised.
@@ -201,14 +204,15 @@ def run_rounds(task: Task, candidate: SideModel, native: SideModel | None, opts:
     failure: StageFailure | None = None
     stop = sequential.STOP_MAX
     plan = opts.looks()
-    for batch in runplan.batches(plan):
-        failure = _run_batch(state, runplan.run_order(batch, native is not None))
-        if failure is not None:
-            break
-        reason = decide(runs["candidate"], runs["native"]) if decide is not None and batch.stop < plan[-1] else None
-        if reason is not None:
-            stop = reason
-            break
+    with setup.turn():
+        for batch in runplan.batches(plan):
+            failure = _run_batch(state, runplan.run_order(batch, native is not None))
+            if failure is not None:
+                break
+            reason = decide(runs["candidate"], runs["native"]) if decide is not None and batch.stop < plan[-1] else None
+            if reason is not None:
+                stop = reason
+                break
     # the candidate's timed outputs first, of every run that wrote them (the failed one's too): a kernel wrong
     # whenever it is timed is wrong, whatever else failed (a stamp line it forged, stderr it flooded, a native run)
     check_timed_outputs(task, [run for run in runs["candidate"] if run.ok], seeds, inputs, opts.run.threads,
