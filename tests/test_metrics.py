@@ -394,3 +394,26 @@ def test_task_pass_at_k_counts_missing_samples_as_failed():
     assert scoring.task_pass_at_k(0, 0, 3) == 0.0  # no record
     assert scoring.task_pass_at_k(2, 1, 3) == 1.0 and scoring.task_pass_at_k(2, 0, 3) == 0.0  # n < k
     assert scoring.task_pass_at_k(4, 1, 2) == pytest.approx(1 - math.comb(3, 2) / math.comb(4, 2))
+
+
+def test_candidate_and_best_speedups_read_only_scorable_records_with_their_bounds():
+    """The speedups that runs are compared by (reproduce, the report of several runs): only scorable ones (an
+    emulated 3.0x, a no-native task, a mismatch are left out), a missing or non-positive bound standing at the
+    value, and per (method, task) the largest of its samples."""
+    frame = records_frame([
+        rec("A", "t1", 0, S.OK, speedup=1.3, ci_low=1.1),
+        rec("A", "t1", 1, S.OK, speedup=1.8, ci_low=0.0),
+        rec("A", "t1", 2, S.VERIFY_MISMATCH, kind=ErrorKind.VALUE),
+        rec("A", "t2", 0, S.OK, speedup=0.7, ci_low=None),
+        rec("A", "t5", 0, S.OK, kind=ErrorKind.NO_NATIVE),
+        rec("A", "t5", 1, S.OK, speedup=2.0, ci_low=1.9),
+        rec("A", "t6", 0, S.OK, speedup=3.0, ci_low=2.9, emulated=True),
+    ])
+    per = scoring.candidate_speedups(frame)
+    assert set(per) == {("A", "t1", "0"), ("A", "t1", "1"), ("A", "t2", "0")}
+    assert per[("A", "t1", "0")] == pytest.approx((1.3, 1.1, 1.43))
+    assert per[("A", "t1", "1")] == pytest.approx((1.8, 1.8, 1.98))  # a 0 bound: the value
+    assert per[("A", "t2", "0")] == pytest.approx((0.7, 0.7, 0.77))
+    best = scoring.best_speedups(frame)
+    assert best == {("A", "t1"): per[("A", "t1", "1")], ("A", "t2"): per[("A", "t2", "0")]}
+    assert best[("A", "t1")].text() == "1.8x [1.8, 1.98]"

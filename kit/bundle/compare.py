@@ -37,6 +37,7 @@ import polars as pl
 
 from kit.results import rules as scoring
 from kit.results.records import COMPILED, CORRECT
+from kit.results.rules import Speedup
 from kit.score import betweenrun, metrics
 from kit.score.betweenrun import Tau
 
@@ -57,18 +58,6 @@ def worst(verdicts: list[str]) -> str:
     return max(verdicts, key=lambda v: _RANK[v], default=NA)
 
 
-@dataclass(frozen=True)
-class Speedup:
-    """A usable speedup (native ms / candidate ms) and its interval (95 % by default, :mod:`kit.stages.timing`)."""
-
-    value: float
-    low: float
-    high: float
-
-    def text(self) -> str:
-        return f"{self.value:.3g}x [{self.low:.3g}, {self.high:.3g}]"
-
-
 def speedup_verdict(a: Speedup, b: Speedup, tau: float = 0.0, confidence: float = 0.95) -> str:
     """``same`` / ``within noise`` / ``different`` for two speedups of one candidate or task from separate runs
     (module rules); ``tau`` the between-run sd of ln speedup, ``confidence`` the intervals' level."""
@@ -76,7 +65,7 @@ def speedup_verdict(a: Speedup, b: Speedup, tau: float = 0.0, confidence: float 
         return SAME
     if max(a.low, b.low) <= min(a.high, b.high):
         return NOISE
-    if not betweenrun.differ((a.value, a.low, a.high), (b.value, b.low, b.high), tau, confidence):
+    if not betweenrun.differ(a, b, tau, confidence):
         return NOISE
     return DIFFERENT
 
@@ -153,16 +142,6 @@ def _outcomes(status: str | None) -> tuple[str, str]:
     return "built", "correct" if status in _CORRECT else status
 
 
-def usable_speedups(records: pl.DataFrame) -> dict[tuple[str, str, str], Speedup]:
-    """Per candidate (:data:`KEY`), its usable speedup with its interval (a missing bound: the value)."""
-    rows = scoring.scorable_rows(records).select(*KEY, "speedup", "speedup_ci_low", "speedup_ci_high")
-    out = {}
-    for m, t, s, v, lo, hi in rows.iter_rows():
-        out[(m, t, s)] = Speedup(v, lo if lo is not None and math.isfinite(lo) else v,
-                                 hi if hi is not None and math.isfinite(hi) else v)
-    return out
-
-
 def compare(bundle: pl.DataFrame, reproduced: pl.DataFrame, tasks: pl.DataFrame, ps: list[float],
             noise: dict[str, float] | None = None, same_hardware: bool = True,
             between: Between | None = None) -> BundleComparison:
@@ -171,7 +150,7 @@ def compare(bundle: pl.DataFrame, reproduced: pl.DataFrame, tasks: pl.DataFrame,
     between-run sd (None: :func:`kit.score.betweenrun.default_tau` for all) and the intervals' level."""
     out = BundleComparison(same_hardware, between or Between())
     noise = noise or {}
-    sa, sb = usable_speedups(bundle), usable_speedups(reproduced)
+    sa, sb = scoring.candidate_speedups(bundle), scoring.candidate_speedups(reproduced)
     status_a = {k[:3]: k[3] for k in bundle.select(*KEY, "status").iter_rows()}
     status_b = {k[:3]: k[3] for k in reproduced.select(*KEY, "status").iter_rows()}
     for key in sorted(set(status_a) | set(status_b)):
@@ -206,28 +185,19 @@ def _candidate(cmp: BundleComparison, key: tuple[str, str, str], statuses: tuple
     else:
         row["speedup"] = cmp.verdict(sa, sb, key[1])
         row["tau_log_sd"] = cmp.tau_of(key[1]).log_sd
-        row["detectable_change"] = betweenrun.detectable_change(
-            (sa.value, sa.low, sa.high), (sb.value, sb.low, sb.high), row["tau_log_sd"], cmp.between.confidence)
+        row["detectable_change"] = betweenrun.detectable_change(sa, sb, row["tau_log_sd"],
+                                                                cmp.between.confidence)
         if row["speedup"] == DIFFERENT:
             differences.append(f"{name}: speedup {sa.text()} in the bundle, {sb.text()} in the reproduction "
                                f"({cmp.tau_of(key[1]).text()})")
     return row
 
 
-def _best(records: pl.DataFrame) -> dict[tuple[str, str], Speedup]:
-    """Per (method, task), the largest usable speedup of its samples (best-of-k, :mod:`kit.score.metrics`)."""
-    out: dict[tuple[str, str], Speedup] = {}
-    for (m, t, _s), sp in usable_speedups(records).items():
-        if (m, t) not in out or sp.value > out[(m, t)].value:
-            out[(m, t)] = sp
-    return out
-
-
 def _task_rows(out: BundleComparison, a: pl.DataFrame, b: pl.DataFrame, tasks: pl.DataFrame, ps: list[float],
                noise: dict[str, float]) -> dict[tuple[str, float], list[tuple[str, str]]]:
     """Fill ``out.tasks``; return, per (method, p), the tasks whose fast_p differs with their verdict."""
     pa, pb = (metrics.per_task(x, tasks, ("method",), noise or None) for x in (a, b))
-    best_a, best_b = _best(a), _best(b)
+    best_a, best_b = scoring.best_speedups(a), scoring.best_speedups(b)
     fast = {}
     for name, pt in (("a", pa), ("b", pb)):
         counted = pt.filter(pl.col("correct") & ~pl.col("no_native") & pl.col("speedup").is_not_null())

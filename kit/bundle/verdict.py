@@ -12,7 +12,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from kit.bundle.compare import DIFFERENT, NOISE, SAME, BundleComparison, Speedup
+from kit.bundle.compare import DIFFERENT, NOISE, SAME, BundleComparison
+from kit.results.rules import Speedup
 
 VERDICT_FILE = "verdict.json"
 _STYLE = {SAME: "green", NOISE: "yellow", DIFFERENT: "bold red"}

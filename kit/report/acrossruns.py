@@ -20,27 +20,8 @@ COLUMNS = {"method": pl.String(), "task_id": pl.String(), "run_a": pl.String(), 
            "run_b": pl.String(), "speedup_b": pl.String(), "ratio": pl.Float64(), "between_run_sd": pl.String()}
 
 
-def _best(run: Run) -> dict[tuple[str, str], tuple[float, float, float]]:
-    """Per (method, task) of ``run``: the largest usable speedup ``(value, low, high)`` (a missing bound: the
-    value)."""
-    rows = scoring.scorable_rows(run.records).select("method", "task_id", "speedup", "speedup_ci_low",
-                                                     "speedup_ci_high")
-    out: dict[tuple[str, str], tuple[float, float, float]] = {}
-    for m, t, v, lo, hi in rows.iter_rows():
-        if v is None or v <= 0:
-            continue
-        sp = (v, lo if lo and lo > 0 else v, hi if hi and hi > 0 else v)
-        if (m, t) not in out or v > out[(m, t)][0]:
-            out[(m, t)] = sp
-    return out
-
-
 def _hardware(run: Run) -> tuple[str, str]:
     return run.provenance.get("cpu_model", "unknown"), run.provenance.get("arch", "unknown")
-
-
-def _text(sp: tuple[float, float, float]) -> str:
-    return f"{sp[0]:.3g}x [{sp[1]:.3g}, {sp[2]:.3g}]"
 
 
 def across_runs(runs: list[Run], confidence: float = 0.95) -> tuple[pl.DataFrame, str]:
@@ -55,14 +36,14 @@ def across_runs(runs: list[Run], confidence: float = 0.95) -> tuple[pl.DataFrame
             skipped.append(later.label)
             continue
         tau_of = resolver([later.dir, first.dir], later.records, tables_root(later))
-        a, b = _best(first), _best(later)
+        a, b = scoring.best_speedups(first.records), scoring.best_speedups(later.records)
         for key in sorted(set(a) & set(b)):
             compared += 1
             tau = tau_of(key[1])
             used[tau.text()] = used.get(tau.text(), 0) + 1
             if betweenrun.differ(a[key], b[key], tau.log_sd, confidence):
-                rows.append({"method": key[0], "task_id": key[1], "run_a": first.label, "speedup_a": _text(a[key]),
-                             "run_b": later.label, "speedup_b": _text(b[key]), "ratio": round(b[key][0] / a[key][0], 3),
+                rows.append({"method": key[0], "task_id": key[1], "run_a": first.label, "speedup_a": a[key].text(),
+                             "run_b": later.label, "speedup_b": b[key].text(), "ratio": round(b[key].value / a[key].value, 3),
                              "between_run_sd": tau.text()})
     note = (f"Each task's best usable speedup of a method in a later run against {first.label}'s: different when "
             "|ln s1 - ln s2| > z sqrt(se1^2 + se2^2 + 2 tau^2), se from each run's interval (over its own rounds) and "

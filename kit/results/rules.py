@@ -12,7 +12,9 @@
   ``speedup`` is a positive finite ratio that was not measured under emulation (``timing_emulated``), not on
   a task whose native op time is too short to time (``timing_untimeable``), not flagged
   ``implausible_speedup`` (``flags``), and not on a task without a native baseline.  ``timing_failed`` is
-  correct but never has one, whatever its speedup fields hold.
+  correct but never has one, whatever its speedup fields hold.  Where runs are compared
+  (:func:`candidate_speedups`, :func:`best_speedups`), an interval bound that is missing, not finite or not
+  positive stands at the speedup itself.
 - **Correct** (:func:`is_correct`): a status in :data:`~kit.results.records.CORRECT` (``ok``, ``timing_failed``)
   and an error kind not in :data:`~kit.results.records.CANDIDATE_TIMING_KINDS`: a failure of the candidate's own
   process never counts as "correct, but timing failed" (``timing_failed`` / ``clock_mismatch`` of older kits).
@@ -28,6 +30,9 @@ Older records (schema 1) hold null in ``timing_untimeable`` and ``flags``: null 
 """
 
 from __future__ import annotations
+
+import math
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
@@ -140,6 +145,40 @@ def scorable_rows(records: pl.DataFrame) -> pl.DataFrame:
     recs = with_optional_columns(records)
     no_native = recs.filter(pl.col("error_kind") == ErrorKind.NO_NATIVE.value)["task_id"].unique().to_list()
     return recs.filter(scorable_speedup(no_native))
+
+
+class Speedup(NamedTuple):
+    """A scorable speedup (native ms / candidate ms) and its interval (95 % by default, :mod:`kit.stages.timing`);
+    a tuple ``(value, low, high)`` as :mod:`kit.score.betweenrun` takes it."""
+
+    value: float
+    low: float
+    high: float
+
+    def text(self) -> str:
+        return f"{self.value:.3g}x [{self.low:.3g}, {self.high:.3g}]"
+
+
+def candidate_speedups(records: pl.DataFrame) -> dict[tuple[str, str, str], Speedup]:
+    """Per candidate ``(method, task_id, sample_id)`` of ``records``, its scorable speedup (:func:`scorable_rows`;
+    a bound that is missing, not finite or not positive: the value)."""
+    rows = scorable_rows(records).select("method", "task_id", "sample_id", "speedup", "speedup_ci_low",
+                                         "speedup_ci_high")
+    return {(m, t, s): Speedup(v, _bound(lo, v), _bound(hi, v)) for m, t, s, v, lo, hi in rows.iter_rows()}
+
+
+def best_speedups(records: pl.DataFrame) -> dict[tuple[str, str], Speedup]:
+    """Per ``(method, task_id)``, the largest scorable speedup of its samples (:func:`candidate_speedups`; the
+    best-of-k of :mod:`kit.score.metrics`)."""
+    out: dict[tuple[str, str], Speedup] = {}
+    for (m, t, _s), sp in candidate_speedups(records).items():
+        if (m, t) not in out or sp.value > out[(m, t)].value:
+            out[(m, t)] = sp
+    return out
+
+
+def _bound(x: float | None, value: float) -> float:
+    return x if x is not None and math.isfinite(x) and x > 0 else value
 
 
 def inside_noise(speedup: pl.Expr, noise_log: pl.Expr) -> pl.Expr:
