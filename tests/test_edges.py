@@ -4,6 +4,7 @@ last maximum on ties and one that runs off its buffers on an empty batch: ``ok``
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 
@@ -78,6 +79,20 @@ def test_denormals_are_subnormal_and_a_product_keeps_them_visible():
     # Relu-like ops and sums: a flush changes the result by < 1.2e-38, so they get no set
     assert not [e for e in _task("relu_4d").edges if e.name == "denormals"]
     assert edges.declare("ReduceSum", [mm.inputs[0]]) == []
+
+
+def test_a_large_factor_is_scaled_by_a_smaller_power_of_two_and_stays_finite():
+    """A product's other factor of 4 or more would overflow at 2**126 (float32's max is below 2**128): it is
+    scaled by the largest power of two that keeps it finite, every mantissa kept; a factor below 4 as before."""
+    small = np.array([0.5, -3.9, 1.0], dtype=np.float32)
+    assert np.array_equal(edges.scale_factor(small), small * edges.DENORMAL_SCALE)
+    for big in (4.0, 7.9, 100.0, 3.0e38):
+        x = np.array([1.0, -big, 0.25], dtype=np.float32)
+        with np.errstate(over="raise"):
+            got = edges.scale_factor(x)
+        assert np.isfinite(got).all() and np.abs(got).max() >= np.float32(2.0**127)  # twice would overflow
+        ratio = got.astype(np.float64) / x.astype(np.float64)
+        assert len(set(ratio.tolist())) == 1 and math.log2(ratio[0]).is_integer()  # one power of two for all
     assert edges.declare("Gemm", _task("gemm_const_b").inputs) == []  # B is a constant: nothing to scale
 
 

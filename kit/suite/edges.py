@@ -27,7 +27,8 @@ The sets and the op classes that get them:
   (0, 2**-126), a random sign unless the distribution is positive).  ONNX keeps them (IEEE 754 gradual
   underflow); a kernel that flushes them to zero (FTZ/DAZ, a ``x < FLT_MIN`` shortcut) gives -inf for Log, 0 for
   Ceil, inf for a finite quotient, another index among "equal" values.  Mul, MatMul and Gemm get their second
-  input scaled by 2**126, so the exact products are normal numbers of order 1 where a flush gives 0.  Ops
+  input scaled by 2**126 (by a smaller power of two where a factor of 4 or more would overflow:
+  :func:`scale_factor`), so the exact products are normal numbers of order 1 where a flush gives 0.  Ops
   where a flush changes the result by less than 1.2e-38 (Relu-like activations, Abs, Neg, sums and means,
   MatMul against a constant) do not get the set: it could not fail under any tolerance.
 - ``size_one_axes`` (Softmax, LogSoftmax, Hardmax, ArgMax, ArgMin, the Reduce ops, CumSum, LpNormalization,
@@ -344,6 +345,16 @@ def _scaled_names(task: Task) -> list[str]:
     return [at[k].name for k in scaled if k in at]
 
 
+def scale_factor(x: np.ndarray) -> np.ndarray:
+    """``x`` (float32, a product's other factor) times :data:`DENORMAL_SCALE`, or times a smaller power of two
+    where that would overflow float32 (max < 2**128): 2**126 / 2**k with k the least that keeps the largest
+    ``|x|`` finite (k = floor(log2 max|x|) - 1 for max|x| >= 4; 0 below, so such a factor is scaled as before).
+    A power of two keeps every mantissa; the products with a subnormal stay normal numbers instead of inf."""
+    big = float(np.max(np.abs(x), initial=0.0, where=np.isfinite(x)))
+    k = max(0, int(np.floor(np.log2(big))) - 1) if big >= 4.0 else 0
+    return (x * np.float32(2.0 ** (126 - k))).astype(np.float32)
+
+
 def edge_inputs(task: Task, edge: EdgeSpec, seed: int) -> dict[str, np.ndarray]:
     """The input set of ``edge`` for ``task`` at ``seed``: :func:`kit.suite.inputs.make_inputs` with the set's
     inputs rewritten (module docstring; ``denormals`` also scales the other factor of a product).
@@ -359,7 +370,7 @@ def edge_inputs(task: Task, edge: EdgeSpec, seed: int) -> dict[str, np.ndarray]:
         base[name] = _rewrite(edge.name, specs[name], base[name], rng, edge.axis)
     if edge.name == "denormals":
         for name in _scaled_names(task):
-            base[name] = (base[name] * DENORMAL_SCALE).astype(np.float32)
+            base[name] = scale_factor(base[name])
     return base
 
 
