@@ -196,13 +196,44 @@ def _spawn(args: list[str], spec: RunSpec, stdin_pipe: bool, launcher: str | Non
     affinity and, with a confinement's view, inside the sandbox (see :func:`kit.host.proc.run`), stdout/stderr
     piped, stdin piped or /dev/null; record its session under :func:`track_children`'s directory.  ``launcher``:
     the path of :mod:`kit.host.proc.launch`'s program (None: the chain of util-linux helpers, or a preexec_fn)."""
-    cwd, env, cpus, confine = spec.cwd, spec.env, spec.cpus, spec.confinement()
+    line = _command_line(args, spec, launcher)
+    proc = _start(line, stdin_pipe)
+    if line.pidfile is not None:
+        container.link(proc.pid, line.pidfile)
+    return Spawned(args, proc, _track(proc.pid), line.boxed, line.group, line.held)
+
+
+@dataclass
+class _Line:
+    """A command ready to start: its argv, working directory, environment and :class:`subprocess.Popen`'s other
+    arguments; its pids cgroup and held folders (released where it does not start); the bridge's pidfile behind
+    a container (linked once it has); whether it runs boxed (in the sandbox, or reaped)."""
+
+    command: list[str]
+    cwd: str | os.PathLike[str] | None
+    env: dict[str, str]
+    popen_args: dict
+    group: PidsGroup | None
+    held: Held | None
+    pidfile: Path | None
+    boxed: bool
+
+
+def _environment(env: Mapping[str, str] | None) -> dict[str, str]:
     environment = dict(env) if env is not None else base_env()
     if (mark := os.environ.get(MARK_VAR)) is not None:
         # every command carries the driver session's mark, whatever environment its caller gave: a command whose
         # worker died before the parent-death signal took effect (a SIGKILL in the few ms between fork and
         # prctl) lives on, orphaned, and the reaper finds it only by this mark when the run ends
         environment[MARK_VAR] = mark
+    return environment
+
+
+def _command_line(args: list[str], spec: RunSpec, launcher: str | None) -> _Line:
+    """The command line of :func:`_spawn`: the sandbox's prefix, then the container's bridge, the launcher, the
+    util-linux helpers or a preexec_fn (the first that applies) for the limits, parent-death signal and cores."""
+    cwd, cpus, confine = spec.cwd, spec.cpus, spec.confinement()
+    environment = _environment(spec.env)
     popen_args: dict = {}
     limits, view = confine.limits, confine.view
     target = container.current()
@@ -245,55 +276,69 @@ def _spawn(args: list[str], spec: RunSpec, stdin_pipe: bool, launcher: str | Non
         _check_program(args[0], environment, cwd)
         command = enter + wrapper + box + args
     else:
-        parent_pid = os.getpid()
-
-        def _preexec() -> None:
-            _die_with_parent(parent_pid)
-            _set_limits(limits)
-            if cpus:
-                os.sched_setaffinity(0, cpus)
-
         if box or enter:
             _check_program(args[0], environment, cwd)
         command = enter + box + args
-        popen_args["preexec_fn"] = _preexec
+        popen_args["preexec_fn"] = _preexec(os.getpid(), limits, cpus)
     held = Held(view) if view is not None and view.bounded else None
     if held is not None:
         cut = len(command) - len(args) - 1  # the "--" that ends bubblewrap's options
         command = command[:cut] + held.args() + command[cut:]
         popen_args["pass_fds"] = held.pass_fds
+    return _Line(command, cwd, environment, popen_args, group, held, pidfile, bool(box) or reaped)
+
+
+def _preexec(parent_pid: int, limits: Limits, cpus: Sequence[int]):
+    """The preexec_fn where neither the launcher nor the helpers are at hand: the parent-death signal (against
+    ``parent_pid``), the limits, the cores."""
+
+    def run() -> None:
+        _die_with_parent(parent_pid)
+        _set_limits(limits)
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+
+    return run
+
+
+def _start(line: _Line, stdin_pipe: bool) -> subprocess.Popen:
+    """Popen of ``line`` in a session of its own, its held folders attached; its pids cgroup released (and its
+    held folders discarded) where it does not start."""
     try:
         proc = subprocess.Popen(
-            command,
-            cwd=os.fspath(cwd) if cwd is not None else None,
-            env=environment,
+            line.command,
+            cwd=os.fspath(line.cwd) if line.cwd is not None else None,
+            env=line.env,
             stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            **popen_args,
+            **line.popen_args,
         )
     except BaseException:
-        if group is not None:
-            group.release()
-        if held is not None:
-            held.discard()
+        if line.group is not None:
+            line.group.release()
+        if line.held is not None:
+            line.held.discard()
         raise
-    if held is not None:
+    if line.held is not None:
         try:
-            held.attach(proc)
+            line.held.attach(proc)
         except BaseException:
-            if group is not None:
-                group.release()
+            if line.group is not None:
+                line.group.release()
             raise
-    if pidfile is not None:
-        container.link(proc.pid, pidfile)
-    marker = _track_dir / str(proc.pid) if _track_dir is not None else None
+    return proc
+
+
+def _track(pid: int) -> Path | None:
+    """The record of ``pid``'s session under :func:`track_children`'s directory (None: none kept)."""
+    marker = _track_dir / str(pid) if _track_dir is not None else None
     if marker is not None:
         try:
-            marker.write_text(_identity(proc.pid, _track_dir))
+            marker.write_text(_identity(pid, _track_dir))
         except FileNotFoundError:
             # the directory's owner is gone with it (a temporary cache removed while this process lives on): the
             # command still runs and must be waited for, so no record rather than an error
             marker = None
-    return Spawned(args, proc, marker, bool(box) or reaped, group, held)
+    return marker
