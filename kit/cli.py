@@ -28,7 +28,7 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kit.settings.config import ConfigError, EvalConfig, load_config
@@ -163,95 +163,114 @@ def _log_records_when_no_progress_bar() -> None:
 
 def _dispatch(args: argparse.Namespace, rest: Sequence[str]) -> int:
     try:
-        if args.cmd == "eval":
-            cfg = _config(args, rest)
-            from kit.outline.evaluate import evaluate
-
-            if cfg.refine is not None:  # a model refined with the kit's feedback: mkb refine is the evaluation
-                from kit.outline.refine import refine
-
-                return refine(cfg)
-            if cfg.generate is not None:  # the model's missing answers first, then they are a candidate source
-                from kit.generate.batch import generate, with_answers
-
-                print(generate(cfg).line(), file=sys.stderr)
-                cfg = with_answers(cfg)
-            return evaluate(cfg)
-        if args.cmd == "refine":
-            from kit.outline.refine import refine
-
-            return refine(_config(args, rest))
-        if args.cmd == "generate":
-            from kit.generate.batch import generate
-
-            summary = generate(_config(args, rest))
-            print(summary.line())
-            return 1 if summary.failed else 0
-        if args.cmd == "check":
-            cfg = _config(args, [*rest, "--timing.enabled", "false"] if args.no_timing else rest)
-            from kit.outline.evaluate import check
-
-            verdict = check(cfg, args.task, files=args.files, response=args.response)
-            print(json.dumps(verdict, indent=2))
-            return 0 if verdict["status"] == "ok" else 1
-        if args.cmd == "serve":
-            from kit.serve.cli import run as serve
-
-            return serve(args, _config(args, rest))
-        if args.cmd == "calibrate":
-            cfg = _config(args, rest)
-            from kit.outline.calibrate import CalibrationError, calibrate, combine
-
-            if not args.between_runs:
-                return calibrate(cfg)
-            try:
-                return combine(cfg, args.between_runs)
-            except CalibrationError as exc:
-                print(f"mkb: {exc}", file=sys.stderr)
-                return 2
-        if args.cmd == "tasks":
-            from kit.outline.tasks_cli import run as run_tasks
-
-            return run_tasks(args)
-        if args.cmd == "prompts":
-            from kit.suite.prompts import write_prompts
-            from kit.suite.tasks import load_suite
-
-            cfg = _config(args, rest)
-            if cfg.mnn.source_dir is None:
-                raise ConfigError("mnn.source_dir: prompts read MNN headers from a tree; set it (or MKB_MNN__SOURCE_DIR)")
-            tasks = load_suite(cfg.tasks.dir, cfg.tasks.split, cfg.tasks.ids or None)
-            write_prompts(tasks, cfg.mnn.source_dir, args.out)
-            print(f"wrote {len(tasks)} prompts to {args.out}")
-            return 0
-        if args.cmd in ("bundle", "validate", "reproduce"):
-            return _bundle(args, rest)
-        if args.cmd == "baselines":
-            from kit.baselines.cli import run as baselines
-
-            return baselines(args)
-        if args.cmd == "merge":
-            from kit.results.shards import merge
-
-            print(merge(args.run_dir))
-            return 0
-        if args.cmd == "report":
-            from kit.report import build_report
-            from kit.suite.tasks import load_suite
-
-            out = args.out or (args.run_dirs[0] / "report")
-            from kit.score.metrics import NativeRule
-            from kit.suite.nativemarks import read_marks
-
-            tasks_dir = _report_tasks_dir(args)
-            paths = build_report(list(args.run_dirs), out, load_suite(tasks_dir),
-                                 native=NativeRule(read_marks(tasks_dir), args.score_native_incorrect))
-            print(f"report: {paths.html}\nmarkdown: {paths.markdown}\njson: {paths.json}\ncsv: {paths.csv}")
-            return 0
+        return _COMMANDS[args.cmd](args, rest)
     except _user_errors() as exc:
         print(f"mkb: {exc}", file=sys.stderr)
         return 2
-    raise AssertionError(args.cmd)
+
+
+def _eval(args: argparse.Namespace, rest: Sequence[str]) -> int:
+    cfg = _config(args, rest)
+    from kit.outline.evaluate import evaluate
+
+    if cfg.refine is not None:  # a model refined with the kit's feedback: mkb refine is the evaluation
+        from kit.outline.refine import refine
+
+        return refine(cfg)
+    if cfg.generate is not None:  # the model's missing answers first, then they are a candidate source
+        from kit.generate.batch import generate, with_answers
+
+        print(generate(cfg).line(), file=sys.stderr)
+        cfg = with_answers(cfg)
+    return evaluate(cfg)
+
+
+def _refine(args: argparse.Namespace, rest: Sequence[str]) -> int:
+    from kit.outline.refine import refine
+
+    return refine(_config(args, rest))
+
+
+def _generate(args: argparse.Namespace, rest: Sequence[str]) -> int:
+    from kit.generate.batch import generate
+
+    summary = generate(_config(args, rest))
+    print(summary.line())
+    return 1 if summary.failed else 0
+
+
+def _check(args: argparse.Namespace, rest: Sequence[str]) -> int:
+    cfg = _config(args, [*rest, "--timing.enabled", "false"] if args.no_timing else rest)
+    from kit.outline.evaluate import check
+
+    verdict = check(cfg, args.task, files=args.files, response=args.response)
+    print(json.dumps(verdict, indent=2))
+    return 0 if verdict["status"] == "ok" else 1
+
+
+def _serve(args: argparse.Namespace, rest: Sequence[str]) -> int:
+    from kit.serve.cli import run as serve
+
+    return serve(args, _config(args, rest))
+
+
+def _calibrate(args: argparse.Namespace, rest: Sequence[str]) -> int:
+    cfg = _config(args, rest)
+    from kit.outline.calibrate import CalibrationError, calibrate, combine
+
+    if not args.between_runs:
+        return calibrate(cfg)
+    try:
+        return combine(cfg, args.between_runs)
+    except CalibrationError as exc:
+        print(f"mkb: {exc}", file=sys.stderr)
+        return 2
+
+
+def _tasks(args: argparse.Namespace, rest: Sequence[str]) -> int:
+    from kit.outline.tasks_cli import run as run_tasks
+
+    return run_tasks(args)
+
+
+def _prompts(args: argparse.Namespace, rest: Sequence[str]) -> int:
+    from kit.suite.prompts import write_prompts
+    from kit.suite.tasks import load_suite
+
+    cfg = _config(args, rest)
+    if cfg.mnn.source_dir is None:
+        raise ConfigError("mnn.source_dir: prompts read MNN headers from a tree; set it (or MKB_MNN__SOURCE_DIR)")
+    tasks = load_suite(cfg.tasks.dir, cfg.tasks.split, cfg.tasks.ids or None)
+    write_prompts(tasks, cfg.mnn.source_dir, args.out)
+    print(f"wrote {len(tasks)} prompts to {args.out}")
+    return 0
+
+
+def _baselines(args: argparse.Namespace, rest: Sequence[str]) -> int:
+    from kit.baselines.cli import run as baselines
+
+    return baselines(args)
+
+
+def _merge(args: argparse.Namespace, rest: Sequence[str]) -> int:
+    from kit.results.shards import merge
+
+    print(merge(args.run_dir))
+    return 0
+
+
+def _report(args: argparse.Namespace, rest: Sequence[str]) -> int:
+    from kit.report import build_report
+    from kit.score.metrics import NativeRule
+    from kit.suite.nativemarks import read_marks
+    from kit.suite.tasks import load_suite
+
+    out = args.out or (args.run_dirs[0] / "report")
+    tasks_dir = _report_tasks_dir(args)
+    paths = build_report(list(args.run_dirs), out, load_suite(tasks_dir),
+                         native=NativeRule(read_marks(tasks_dir), args.score_native_incorrect))
+    print(f"report: {paths.html}\nmarkdown: {paths.markdown}\njson: {paths.json}\ncsv: {paths.csv}")
+    return 0
 
 
 def _bundle(args: argparse.Namespace, rest: Sequence[str]) -> int:
@@ -345,3 +364,11 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+#: each subcommand's handler: (its arguments, the config overrides left over) -> exit status
+_COMMANDS: dict[str, Callable[[argparse.Namespace, Sequence[str]], int]] = {
+    "eval": _eval, "refine": _refine, "generate": _generate, "check": _check, "serve": _serve,
+    "calibrate": _calibrate, "tasks": _tasks, "prompts": _prompts, "bundle": _bundle, "validate": _bundle,
+    "reproduce": _bundle, "baselines": _baselines, "merge": _merge, "report": _report,
+}

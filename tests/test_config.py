@@ -223,3 +223,15 @@ def test_timing_cores_are_checked_where_a_worker_times_not_where_settings_are_ma
     assert "timing.cores" in str(exc.value)
     ok = load_config(p, ["--timing.cores", f"[{hostinfo.usable_cores()[0]}]"])
     assert pin_timing(job_settings(ok).timing, ok).run.cpus == (hostinfo.usable_cores()[0],)
+
+
+def test_every_subcommand_has_one_handler():
+    """`mkb`'s parser and its handler table name the same subcommands (a subcommand without a handler would
+    fail with a KeyError, one without a parser entry could never be reached)."""
+    import argparse
+
+    from kit import cli
+
+    (sub,) = [a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    assert set(sub.choices) == set(cli._COMMANDS)
+    assert cli.main(["merge", "/nonexistent/run-dir"]) == 2  # a user error through the table: exit 2
