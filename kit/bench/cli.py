@@ -17,7 +17,7 @@ from kit.bench.throughput import throughput
 from kit.bench.timingcost import timing_cost
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m kit.bench", description=kit.bench.__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--task", default=None, help="task id (default: fx_argmax on the fixture engine, "
@@ -70,6 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--default-only", action="store_true", help="throughput: the default protocol alone")
     ap.add_argument("--serial", action="store_true", help="throughput: dispatch.mode = serial (one worker, no Ray)")
     ap.add_argument("--no-warm-up", action="store_true", help="throughput: no warm-up run first")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = _parser()
     args = ap.parse_args(argv)
     try:
         workers = tuple(int(w) for w in args.workers.split(","))
@@ -77,6 +82,11 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--workers {args.workers!r}: comma-separated positive worker counts, e.g. 1,2")
     if min(workers) < 1 or args.repeats < 1:
         ap.error(f"--workers {args.workers!r} and --repeats {args.repeats} must be at least 1")
+    return _run(ap, args, workers)
+
+
+def _run(ap: argparse.ArgumentParser, args: argparse.Namespace, workers: tuple[int, ...]) -> int:
+    """The benchmark ``args`` name (the first of its flags in this order; the overhead benchmark where none)."""
     if args.serve:
         from kit.bench.servecost import serve_cost  # FastAPI and uvicorn: the serve extra
 
