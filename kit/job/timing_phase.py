@@ -29,9 +29,9 @@ def setup(place: TimingPlace, scratch: Path, refs: sverify.References | None = N
            onnx: Path | None = None) -> stiming.TimingSetup:
     """Where the timing stage runs at ``place``: with its runner, in ``scratch``, and in its phases: the runners
     start up under the node's gate held shared and their runs hold it exclusively, all of a stage's batches in
-    the node's turn (:meth:`kit.host.nodelock.NodeLock.turn`); on an adb device both phases
-    hold the device instead (this node's builds go on; :class:`kit.devices.session.DeviceSession`).  ``refs``,
-    ``onnx``: references by seed and the task's ONNX model where the task's files are not here."""
+    the node's turn (:meth:`kit.host.nodelock.NodeLock.turn`); on an adb device both phases hold the device
+    instead (this node's builds go on; :class:`kit.devices.session.DeviceSession`).  ``refs``, ``onnx``:
+    references by seed and the task's ONNX model where the task's files are not here."""
     device, gate = place.device, place.gate
     if device is not None:
         return stiming.TimingSetup(place.runner, scratch, lambda: phases.waiting(device.hold()),
