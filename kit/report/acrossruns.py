@@ -43,8 +43,8 @@ def across_runs(runs: list[Run], confidence: float = 0.95) -> tuple[pl.DataFrame
             used[tau.text()] = used.get(tau.text(), 0) + 1
             if betweenrun.differ(a[key], b[key], tau.log_sd, confidence):
                 rows.append({"method": key[0], "task_id": key[1], "run_a": first.label, "speedup_a": a[key].text(),
-                             "run_b": later.label, "speedup_b": b[key].text(), "ratio": round(b[key].value / a[key].value, 3),
-                             "between_run_sd": tau.text()})
+                             "run_b": later.label, "speedup_b": b[key].text(),
+                             "ratio": round(b[key].value / a[key].value, 3), "between_run_sd": tau.text()})
     note = (f"Each task's best usable speedup of a method in a later run against {first.label}'s: different when "
             "|ln s1 - ln s2| > z sqrt(se1^2 + se2^2 + 2 tau^2), se from each run's interval (over its own rounds) and "
             f"tau the between-run sd (docs/scoring.md, What an interval covers). {compared} speedups compared"

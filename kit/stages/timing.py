@@ -189,9 +189,9 @@ def run_rounds(task: Task, candidate: SideModel, native: SideModel | None, opts:
     """The runs of :func:`time_candidate` and the check of the candidate's timed outputs; no statistic.  The
     rounds run in the batches of :meth:`TimingOptions.looks` (:func:`kit.stages.runplan.batches`), all of them
     inside ``setup.turn()``, each batch's runners started inside ``setup.prepare()`` and run inside
-    ``setup.hold()``; after each batch but the last, ``decide`` (None: never) may stop them.  The runs stop at the first that fails
-    (:func:`kit.stages.timingrun.go_run`), and the timed outputs of the candidate's runs so far are compared
-    before that failure is raised.
+    ``setup.hold()``; after each batch but the last, ``decide`` (None: never) may stop them.  The runs stop at
+    the first that fails (:func:`kit.stages.timingrun.go_run`), and the timed outputs of the candidate's runs
+    so far are compared before that failure is raised.
 
     Raises:
         as :func:`time_candidate`; AsymmetricTiming also when a batch's runs were invoked otherwise than an
