@@ -151,6 +151,39 @@ def test_a_session_picks_the_big_cores_and_refuses_a_device_that_does_not_fit(fa
         DeviceSession.open(_section(adb=str(adb.program), cores=[9]), 1, "aarch64", tmp_path / "locks")
 
 
+def test_two_workers_timing_stages_on_one_device_take_turns(fake, tmp_path):
+    """Two sessions (two workers) on one device: a timing stage in its turn keeps the other stage's prepare and
+    timed runs out until all of its batches have run, though the device is free between its batches."""
+    import threading
+
+    adb, _dev = fake
+    a, b = (DeviceSession.open(_section(adb=str(adb.program)), 1, "aarch64", tmp_path / "locks") for _ in "ab")
+    order: list[str] = []
+    b_asks = threading.Event()
+
+    def second() -> None:
+        b_asks.set()
+        with b.turn(), b.prepare():
+            order.append("b prepared")
+
+    try:
+        with a.turn():
+            with a.prepare():
+                order.append("a1")
+            t = threading.Thread(target=second)
+            t.start()
+            assert b_asks.wait(30)
+            time.sleep(0.3)  # without the turn, b's prepare would take the free device here
+            with a.prepare():
+                order.append("a2")
+        t.join(30)
+        assert not t.is_alive()
+        assert order == ["a1", "a2", "b prepared"]
+    finally:
+        a.close()
+        b.close()
+
+
 @pytest.mark.slow  # waits out the fake device's busy spells (~10 s)
 def test_hold_refuses_a_busy_device_and_reports_the_waits(fake, tmp_path):
     adb, dev = fake

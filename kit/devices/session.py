@@ -156,6 +156,17 @@ class DeviceSession:
             yield
 
     @contextmanager
+    def turn(self) -> Iterator[None]:
+        """All batches of one timing stage on the device (its start-ups and timed runs) before another worker's:
+        a second lock file beside the device's, taken before it (never while holding it)."""
+        with open(self.lock_path.with_name(self.lock_path.name + ".turn"), "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    @contextmanager
     def hold(self) -> Iterator[None]:
         """The timed runs of one job: the device locked, the cool-down and the load waited for and the state
         read (module docstring), the watched files checked before and after; the job's folder emptied after.

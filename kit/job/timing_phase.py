@@ -30,12 +30,14 @@ def setup(place: TimingPlace, scratch: Path, refs: sverify.References | None = N
     """Where the timing stage runs at ``place``: with its runner, in ``scratch``, and in its phases: the runners
     start up under the node's gate held shared and their runs hold it exclusively, all of a stage's batches in
     the node's turn (:meth:`kit.host.nodelock.NodeLock.turn`); on an adb device both phases hold the device
-    instead (this node's builds go on; :class:`kit.devices.session.DeviceSession`).  ``refs``, ``onnx``:
-    references by seed and the task's ONNX model where the task's files are not here."""
+    instead, and the stage its turn on the device (this node's builds go on;
+    :class:`kit.devices.session.DeviceSession`).  ``refs``, ``onnx``: references by seed and the task's ONNX
+    model where the task's files are not here."""
     device, gate = place.device, place.gate
     if device is not None:
         return stiming.TimingSetup(place.runner, scratch, lambda: phases.waiting(device.hold()),
-                                   lambda: phases.waiting(device.prepare()), refs, onnx)
+                                   lambda: phases.waiting(device.prepare()), refs, onnx,
+                                   lambda: phases.waiting(device.turn()))
     return stiming.TimingSetup(place.runner, scratch, hold=lambda: phases.waiting(held(gate, exclusive=True)),
                                prepare=lambda: shared(gate), refs=refs, onnx=onnx,
                                turn=lambda: _turn(gate))
