@@ -362,13 +362,13 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     return errors
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 #: each subcommand's handler: (its arguments, the config overrides left over) -> exit status
 _COMMANDS: dict[str, Callable[[argparse.Namespace, Sequence[str]], int]] = {
     "eval": _eval, "refine": _refine, "generate": _generate, "check": _check, "serve": _serve,
     "calibrate": _calibrate, "tasks": _tasks, "prompts": _prompts, "bundle": _bundle, "validate": _bundle,
     "reproduce": _bundle, "baselines": _baselines, "merge": _merge, "report": _report,
 }
+
+
+if __name__ == "__main__":
+    sys.exit(main())

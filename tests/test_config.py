@@ -235,3 +235,8 @@ def test_every_subcommand_has_one_handler():
     (sub,) = [a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
     assert set(sub.choices) == set(cli._COMMANDS)
     assert cli.main(["merge", "/nonexistent/run-dir"]) == 2  # a user error through the table: exit 2
+    # as nox's sessions run it: `python -m kit.cli`, where the module's own main runs before anything defined
+    # below it
+    ran = subprocess.run([sys.executable, "-m", "kit.cli", "merge", "/nonexistent/run-dir"], capture_output=True,
+                         text=True, timeout=120)
+    assert ran.returncode == 2 and ran.stderr.startswith("mkb: /nonexistent/run-dir"), ran.stderr
