@@ -76,6 +76,25 @@ def test_outputs_of_other_inputs_are_a_timed_output_mismatch(tmp_path):
     assert e.value.kind == ErrorKind.TIMED_OUTPUT_MISMATCH and "checked at random" in e.value.message
 
 
+
+def test_the_message_counts_the_random_checks_that_failed_even_when_a_set_forward_failed_first(tmp_path):
+    # a kernel wrong on a set's first forward as well: the first named is that one (round order, sets first), and
+    # the message still says how many of the wrong forwards the random checks caught (0: not said)
+    draw = _draw()
+    zeros = {name: np.zeros_like(a) for name, a in SETS[0].items()}
+    run = _run(tmp_path, draw, run_reference(TASK.onnx_path, zeros))
+    run.output_sets = ({k: np.zeros_like(v) for k, v in run.output_sets[0].items()}, run.output_sets[1])
+    with pytest.raises(StageFailure) as e:
+        _check(run)
+    assert e.value.kind == ErrorKind.TIMED_OUTPUT_MISMATCH
+    assert "in 2 of the 3 timed forwards compared, 1 of them on fresh inputs checked at random; first: round 0, " \
+           "timed forward 1 (seed 500)" in e.value.message, e.value.message
+    right = _run(tmp_path / "again", draw, run_reference(TASK.onnx_path, _rebuilt(draw)))
+    right.output_sets = ({k: np.zeros_like(v) for k, v in right.output_sets[0].items()}, right.output_sets[1])
+    with pytest.raises(StageFailure) as e:
+        _check(right)
+    assert "in 1 of the 3 timed forwards compared; first" in e.value.message, e.value.message
+
 def test_written_inputs_are_checked_against_the_sets(tmp_path):
     zeros = {name: np.zeros_like(a) for name, a in SETS[0].items()}
     with pytest.raises(StageFailure) as e:

@@ -66,14 +66,15 @@ def check_timed_outputs(task: Task, runs: Sequence[mrunner.RunResult], seeds: Se
 
     Raises:
         StageFailure: VERIFY_MISMATCH, ``inputs_forged`` when a checked forward's inputs cannot have been drawn from
-            the timed sets (indices repeated or beyond them, or written inputs of other values), else ``timed_output_mismatch`` (the kernel is wrong when timed, so not functionally
-            correct), naming how many of the compared forwards were and the first of them; RUNTIME_CRASH when a
-            checked forward's files are unreadable or planted (:func:`kit.stages.runfailure.protocol_failure`) or its
-            inputs are not the task's (:func:`from_wire`)."""
+            the timed sets (indices repeated or beyond them, or written inputs of other values), else
+            ``timed_output_mismatch`` (the kernel is wrong when timed, so not functionally correct), naming how many
+            of the compared forwards were, how many of those the runner checked at random (where any), and the
+            first of them; RUNTIME_CRASH when a checked forward's files are unreadable or planted
+            (:func:`kit.stages.runfailure.protocol_failure`) or its inputs are not the task's (:func:`from_wire`)."""
     out_names = [o.name for o in task.outputs]
     expected = [reference(task, seed, one, refs) for seed, one in zip(seeds, inputs)]
     sets = fresh.pools([{name: to_wire(name, a) for name, a in one.items()} for one in inputs])
-    bad, forgeries, compared = [], [], 0
+    bad, forgeries, compared, at_random = [], [], 0, 0
     for r, run in enumerate(runs):
         for j, (seed, outputs, ref) in enumerate(zip(seeds, run.output_sets, expected)):
             compared += 1
@@ -98,12 +99,15 @@ def check_timed_outputs(task: Task, runs: Sequence[mrunner.RunResult], seeds: Se
                                   run_reference(onnx or task.onnx_path, from_wire(task, wire_in)), out_names)[0]
             if not trial.ok:
                 bad.append(f"{where}: {trial.reason}")
+                at_random += 1
     if forgeries:
         raise StageFailure(Status.VERIFY_MISMATCH, ErrorKind.INPUTS_FORGED,
                            f"the inputs the runner wrote out for {len(forgeries)} of the checked timed forwards are "
                            f"not drawn from the timed input sets the kit generated (the runner's memory was "
                            f"edited); first: {forgeries[0]}")
     if bad:
+        # the first is in round order, sets before checks; how many the random checks caught is said either way
+        also = f", {at_random} of them on fresh inputs checked at random" if at_random else ""
         raise StageFailure(Status.VERIFY_MISMATCH, ErrorKind.TIMED_OUTPUT_MISMATCH,
                            f"the outputs of the timed runs differ from ONNX Runtime in {len(bad)} of the {compared} "
-                           f"timed forwards compared; first: {bad[0]}")
+                           f"timed forwards compared{also}; first: {bad[0]}")

@@ -228,7 +228,8 @@ CASES: tuple[Case, ...] = (
          body=_AROUND_FLOAT.format(before="if (mkbCacheHit(x, nx, out, n)) return NO_ERROR;",
                                    after="mkbCacheStore(x, nx, out, n);"), klass="runtime"),
     # the same, adapted to inputs that are known values reordered: it replays on fresh inputs, wrongly, and the
-    # timed forwards the runner checks at random are compared with ONNX Runtime
+    # timed forwards the runner checks at random are compared with ONNX Runtime (the message counts those: a set's
+    # first forward is wrong too where the warm-ups' input held its 8 sampled values, and is then named first)
     Case("replays_for_seen_values", Expect("verify_mismatch", "timed_output_mismatch", reason="checked at random"),
          top=SEEN_VALUES, body=_AROUND_FLOAT.format(before="if (mkbSeenHit(x, nx, out, n)) return NO_ERROR;",
                                                      after="mkbSeenStore(x, nx, out, n);"), klass="runtime"),
