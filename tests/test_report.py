@@ -366,6 +366,21 @@ def test_calibration_task_entries_are_checked(tmp_path):
         report.load_calibration(run, recs)
 
 
+
+def test_a_calibration_of_between_run_figures_alone_gives_no_band_and_no_error(tmp_path):
+    """``mkb calibrate --between-runs`` into a run of ``mkb eval`` (docs/bundles.md's recipe) writes a
+    calibration.json without an A/A summary: no band, the run's report and bundle go on; a summary that is no
+    mapping is still an error."""
+    run = tmp_path / "run"
+    _scoring_rules_run(run)
+    recs = report.load_records(run)
+    between = {"pooled": {"log_sd": 0.046, "runs": 6}, "tasks": {}}
+    (run / "calibration.json").write_text(json.dumps({"summary": {}, "tasks": [], "between_run": between}))
+    assert report.load_calibration(run, recs) is None
+    (run / "calibration.json").write_text(json.dumps({"summary": [], "tasks": []}))
+    with pytest.raises(report.ReportError, match="calibration.json: expected"):
+        report.load_calibration(run, recs)
+
 def test_the_category_table_keeps_one_row_per_category_when_the_runs_denominators_differ():
     """A run of one task beside a whole split: one row per category, its task count ``varies`` where the two
     differ and each cell says of how many; a category only one run has keeps its count, the other run's cell

@@ -188,11 +188,11 @@ def load_calibration(run_dir: Path, records: pl.DataFrame) -> dict[str, Any] | N
         try:
             data = json.loads(js.read_text(encoding="utf-8"))
             summ = data["summary"]
-            low, high = summ["aa_speedup_p05"], summ["aa_speedup_p95"]
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise ReportError(
-                f"{js}: expected {{'summary': {{'aa_speedup_p05', 'aa_speedup_p95'}}}}: {exc!r}"
-            ) from exc
+            # absent where the file holds only a between-run figure (mkb calibrate --between-runs into a run of
+            # mkb eval, which has no A/A run of its own): no band
+            low, high = summ.get("aa_speedup_p05"), summ.get("aa_speedup_p95")
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+            raise ReportError(f"{js}: expected {{'summary': {{...}}}}: {exc!r}") from exc
         per_task = _calibration_tasks(js, data.get("tasks"))
         if (low is None or high is None) and not (per_task["noise"] or per_task["untimeable_tasks"]):
             return None
