@@ -30,13 +30,14 @@ import shlex
 import socket
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from kit.devices import remote
 from kit.devices import state as dstate
 from kit.devices.adb import Adb
 from kit.devices.errors import BaselineTampered, DeviceBusy, DeviceError, DeviceMismatch
+from kit.host.nodelock import NodeLock
 from kit.mnn import runner as mrunner
 from kit.results.records import DeviceState
 from kit.settings.device import DeviceSection
@@ -155,16 +156,11 @@ class DeviceSession:
             self.adb.shell(f"rm -rf {shlex.quote(self.root)}/j && mkdir -p {shlex.quote(self.root)}/j")
             yield
 
-    @contextmanager
-    def turn(self) -> Iterator[None]:
+    def turn(self) -> AbstractContextManager[None]:
         """All batches of one timing stage on the device (its start-ups and timed runs) before another worker's:
-        a second lock file beside the device's, taken before it (never while holding it)."""
-        with open(self.lock_path.with_name(self.lock_path.name + ".turn"), "a+") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        the node's turn (:meth:`kit.host.nodelock.NodeLock.turn`) on the device's lock file, taken before it
+        (never while holding it)."""
+        return NodeLock(self.lock_path).turn()
 
     @contextmanager
     def hold(self) -> Iterator[None]:
